@@ -1,0 +1,219 @@
+"""The ``dslc`` command line.
+
+Exit codes: 0 clean, 1 findings at or above ``--fail-on``, 2 usage, input or internal
+error (every front-end error is a 2), 3 deadlock in ``dslc run``. No traceback reaches the
+user unless ``--debug`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+
+from dsl import __version__
+from dsl.codes import CODES, diag
+from dsl.frontend import compile_text, read_source
+from dsl.render import SourceCache, render
+from lowering.ir import Graph
+from lowering.source import CompileError, Diagnostic, Span
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
+
+DESCRIPTION = """\
+dslc compiles NPU layers written as task graphs, proves the concurrency and numerics bugs
+of the Ascend task runtime absent (or names them with the line and the fix), and emits
+NumPy kernels for the simulator and PyPTO for the device.
+
+commands:
+  check PATH...        report front-end errors (and lint findings) for files or directories
+  graph FILE           print the task graph with every edge and its reason (json or dot)
+  explain CODE         explain a diagnostic code
+
+examples:
+  dslc check models/
+  dslc graph models/deepseek_v4_flash/hc_pre.dsl --format dot | dot -Tsvg > hc_pre.svg
+  dslc check layer.dsl --set T=8192
+"""
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would exit(2) with its own text; keep our format
+        raise UsageError(message)
+
+
+def _set_option(text: str) -> tuple[str, int]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip().isidentifier():
+        raise UsageError(f"--set expects NAME=VALUE, got {text!r}")
+    try:
+        return name.strip(), int(value.strip(), 0)
+    except ValueError:
+        raise UsageError(f"--set {name.strip()}: {value.strip()!r} is not an integer") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _Parser(add_help=False)
+    common.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a layer parameter (repeatable)",
+    )
+    common.add_argument("--layer", help="the layer to use when a file defines several roots")
+    common.add_argument("--debug", action="store_true", help="show Python tracebacks of internal errors")
+    common.add_argument("--no-color", action="store_true", help="never colour the output")
+
+    parser = _Parser(
+        prog="dslc", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"dslc {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    check = sub.add_parser("check", parents=[common], help="check files or directories (*.dsl)")
+    check.add_argument("paths", nargs="+", metavar="PATH")
+
+    graph = sub.add_parser("graph", parents=[common], help="print the task graph")
+    graph.add_argument("file", metavar="FILE")
+    graph.add_argument("--format", choices=("json", "dot"), default="json")
+    graph.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+
+    explain = sub.add_parser("explain", parents=[common], help="explain a diagnostic code")
+    explain.add_argument("code", metavar="CODE")
+    return parser
+
+
+def discover(paths: Iterable[str]) -> list[Path]:
+    """Files named on the command line, and ``*.dsl`` files found below directories."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out.extend(sorted(q for q in p.rglob("*.dsl") if q.is_file()))
+        else:
+            out.append(p)
+    return out
+
+
+def write_atomically(path: str | Path, text: str) -> None:
+    """Write via a temporary file in the same directory, so a crash never truncates ``path``."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class Session:
+    """One invocation: options, the source cache and the diagnostic printer."""
+
+    def __init__(self, args: argparse.Namespace):
+        self.args = args
+        self.sources = SourceCache()
+        self.colour = (
+            not getattr(args, "no_color", True) and sys.stdout.isatty() and "NO_COLOR" not in os.environ
+        )
+        self.overrides = dict(_set_option(s) for s in getattr(args, "set", []) or [])
+
+    def emit(self, diagnostics: list[Diagnostic]) -> None:
+        for d in sorted(diagnostics, key=Diagnostic.sort_key):
+            print(render(d, self.sources, self.colour))
+
+    def compile(self, path: Path) -> list[Graph]:
+        text = read_source(path)
+        self.sources.add(str(path), text)
+        return compile_text(text, str(path), self.overrides, self.args.layer)
+
+
+def cmd_check(session: Session) -> int:
+    files = discover(session.args.paths)
+    if not files:
+        raise UsageError("no *.dsl files found under the given paths")
+    errors = 0
+    for path in files:
+        try:
+            session.compile(path)
+        except CompileError as err:
+            session.emit(err.diagnostics)
+            errors += len(err.diagnostics)
+    summary = f"{len(files)} file(s) checked, {errors} error(s)"
+    print(summary, file=sys.stderr)
+    return EXIT_ERROR if errors else EXIT_OK
+
+
+def cmd_graph(session: Session) -> int:
+    from lowering.printer import to_dot, to_json
+
+    graphs = session.compile(Path(session.args.file))
+    if len(graphs) != 1:
+        names = ", ".join(g.name for g in graphs)
+        raise UsageError(f"{session.args.file} defines several root layers ({names}); pick one with --layer")
+    text = to_json(graphs[0]) if session.args.format == "json" else to_dot(graphs[0])
+    if session.args.output:
+        write_atomically(session.args.output, text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_explain(session: Session) -> int:
+    code = session.args.code.upper()
+    entry = CODES.get(code)
+    if entry is None:
+        raise UsageError(f"unknown code {session.args.code!r}; codes: {', '.join(sorted(CODES))}")
+    print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
+    return EXIT_OK
+
+
+COMMANDS = {"check": cmd_check, "graph": cmd_graph, "explain": cmd_explain}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in argv
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        if args.command is None:
+            parser.print_help()
+            return EXIT_ERROR
+        return COMMANDS[args.command](Session(args))
+    except UsageError as err:
+        d = diag(
+            "E104", Span("<command line>", 1, 1), str(err), hint="dslc --help lists the commands and options"
+        )
+        print(render(d, SourceCache()), file=sys.stderr)
+        return EXIT_ERROR
+    except CompileError as err:
+        sources = SourceCache()
+        for d in err.diagnostics:
+            print(render(d, sources))
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except Exception as err:  # the last line of defence: never a bare traceback
+        if debug:
+            traceback.print_exc()
+        print(
+            f"dslc: internal error: {type(err).__name__}: {err} (rerun with --debug for details)",
+            file=sys.stderr,
+        )
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,484 @@
+"""Layer elaboration: parameters, constants, declarations, task arrays and layer calls -> IR.
+
+A layer is elaborated at one parameter point (defaults plus ``--set`` overrides). Every
+integer stays symbolic in the root layer's parameters and constants, so the checks can
+re-evaluate grids, regions and thresholds at every admissible point. Called layers are
+inlined: their tasks and private tensors get the call's alias as a prefix
+(``dispatch.push``), their parameters become expressions of the caller's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dsl import ast
+from dsl.codes import diag
+from dsl.elaborate_body import BodyElaborator, LayerNames
+from lowering import ir
+from lowering.source import CompileError, Diagnostic, Span
+from lowering.symbolic import PARAM, SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
+
+CONST = "const"
+_INT_OPS = {"+": "+", "-": "-", "*": "*", "/": "//", "//": "//", "%": "%"}
+
+
+class _Abort(Exception):
+    pass
+
+
+@dataclass
+class _Scope:
+    """Names visible in one layer instance."""
+
+    prefix: str
+    layer: ast.Layer
+    ints: dict[str, Expr] = field(default_factory=dict)
+    tensors: dict[str, ir.Tensor] = field(default_factory=dict)
+    tasks: dict[str, list[str]] = field(default_factory=dict)
+    calls: dict[str, _Scope] = field(default_factory=dict)
+    loop_kinds: list[str] = field(default_factory=list)
+
+
+class Elaborator:
+    def __init__(self, module: ast.Module, file: str, overrides: dict[str, int] | None = None):
+        self.module = module
+        self.file = file
+        self.overrides = dict(overrides or {})
+        self.diagnostics: list[Diagnostic] = []
+        self.layers: dict[str, ast.Layer] = {}
+        for layer in module.layers:
+            if layer.name in self.layers:
+                self.report(diag("E202", layer.span, f"layer '{layer.name}' is defined twice"))
+            else:
+                self.layers[layer.name] = layer
+
+    def report(self, d: Diagnostic) -> None:
+        self.diagnostics.append(d)
+
+    def error(self, code: str, span: Span, message: str, hint: str | None = None) -> _Abort:
+        self.report(diag(code, span, message, hint=hint))
+        return _Abort()
+
+    # ------------------------------------------------------------ roots
+    def root_layers(self) -> list[str]:
+        called = set()
+        for layer in self.layers.values():
+            called |= _called_layers(layer.body)
+        return [name for name in self.layers if name not in called]
+
+    def elaborate(self, name: str) -> ir.Graph:
+        layer = self.layers[name]
+        self.params: dict[str, ir.Param] = {}
+        self.consts: dict[str, ir.Const] = {}
+        self.assertions: list[ir.Assertion] = []
+        self.scalars: dict[str, ir.Scalar] = {}
+        self.tensors: dict[str, ir.Tensor] = {}
+        self.tasks: list[ir.Task] = []
+        self.task_names: set[str] = set()
+        self.env: dict[str, int] = {}
+        self.ranks: Expr | None = None
+        scope = _Scope("", layer)
+        unknown = set(self.overrides) - {p.name for p in layer.params}
+        for key in sorted(unknown):
+            known = ", ".join(p.name for p in layer.params) or "none"
+            self.report(
+                diag(
+                    "E203",
+                    layer.span,
+                    f"--set {key}: layer '{name}' has no parameter '{key}'",
+                    hint=f"parameters: {known}",
+                )
+            )
+        try:
+            self._root_params(layer, scope)
+            self._layer_body(layer.body, scope, stack=(name,))
+        except _Abort:
+            pass
+        ranks = self.ranks if self.ranks is not None else Const(1)
+        graph = ir.Graph(
+            name=layer.name,
+            file=self.file,
+            span=layer.span,
+            params=self.params,
+            consts=self.consts,
+            assertions=self.assertions,
+            scalars=self.scalars,
+            tensors=self.tensors,
+            tasks=self.tasks,
+            ranks=ranks,
+            nranks=self._value(ranks, layer.span, "ranks"),
+        )
+        if not self.diagnostics:
+            from dsl.bounds import check_bounds
+
+            self.diagnostics.extend(check_bounds(graph))
+        if self.diagnostics:
+            raise CompileError(self.diagnostics)
+        from lowering.edges import infer_edges
+
+        graph.edges, graph.cross_round_edges = infer_edges(graph)
+        return graph
+
+    # ------------------------------------------------------------ compile-time integers
+    def const(self, e, scope: _Scope, allow_scalars: bool = False) -> Expr:
+        if isinstance(e, ast.IntLit):
+            return Const(e.value)
+        if isinstance(e, ast.BoolLit):
+            return Const(int(e.value))
+        if isinstance(e, ast.Name):
+            if e.id in scope.ints:
+                return scope.ints[e.id]
+            if e.id in self.scalars:
+                if allow_scalars:
+                    return Sym(e.id, SCALAR)
+                raise self.error("E206", e.span, f"'{e.id}' is a runtime scalar, not known at compile time")
+            if e.id in scope.tensors:
+                raise self.error("E206", e.span, f"'{e.id}' is a tensor, not a compile-time integer")
+            raise self.error("E201", e.span, f"unknown name '{e.id}'")
+        if isinstance(e, ast.Unary):
+            inner = self.const(e.operand, scope, allow_scalars)
+            return binop("-", Const(0), inner) if e.op == "-" else binop("==", inner, Const(0))
+        if isinstance(e, ast.Binary):
+            a = self.const(e.left, scope, allow_scalars)
+            b = self.const(e.right, scope, allow_scalars)
+            return binop(_INT_OPS.get(e.op, e.op), a, b)
+        if isinstance(e, ast.Call) and e.func in ("min", "max", "cdiv") and len(e.args) == 2 and not e.kwargs:
+            return binop(
+                e.func,
+                self.const(e.args[0], scope, allow_scalars),
+                self.const(e.args[1], scope, allow_scalars),
+            )
+        if isinstance(e, ast.FloatLit):
+            raise self.error("E206", e.span, "expected an integer, got a floating-point number")
+        raise self.error("E206", e.span, "expected a compile-time integer expression")
+
+    def _value(self, expr: Expr, span: Span, what: str) -> int:
+        try:
+            return evaluate(expr, self.env)
+        except EvalError as err:
+            raise self.error("E207" if "zero" in str(err) else "E206", span, f"{what}: {err}") from None
+
+    # ------------------------------------------------------------ parameters
+    def _domain(self, d: ast.Domain | None, scope: _Scope) -> ir.Domain | None:
+        if d is None:
+            return None
+        if d.values is not None:
+            return ir.Domain(
+                values=tuple(self._value(self.const(v, scope), v.span, "domain") for v in d.values)
+            )
+        lo = self._value(self.const(d.lo, scope), d.lo.span, "domain")
+        hi = self._value(self.const(d.hi, scope), d.hi.span, "domain")
+        step = self._value(self.const(d.step, scope), d.step.span, "domain") if d.step is not None else 1
+        if step <= 0 or hi < lo:
+            raise self.error("E207", d.span, f"empty parameter range {lo}..{hi} step {step}")
+        return ir.Domain(lo, hi, step)
+
+    def _root_params(self, layer: ast.Layer, scope: _Scope) -> None:
+        for p in layer.params:
+            if p.name in scope.ints:
+                self.report(diag("E202", p.span, f"parameter '{p.name}' is declared twice"))
+                continue
+            default = self._value(self.const(p.default, scope), p.default.span, p.name)
+            domain = self._domain(p.domain, scope)
+            value = self.overrides.get(p.name, default)
+            if domain is not None and value not in domain:
+                source = "--set" if p.name in self.overrides else "default"
+                self.report(
+                    diag("E204", p.span, f"{p.name} = {value} ({source}) is outside its range {domain}")
+                )
+            self.params[p.name] = ir.Param(p.name, value, default, domain, p.span)
+            self.env[p.name] = value
+            scope.ints[p.name] = Sym(p.name, PARAM)
+
+    # ------------------------------------------------------------ layer statements
+    def _layer_body(self, stmts, scope: _Scope, stack: tuple[str, ...]) -> None:
+        for s in stmts:
+            try:
+                getattr(self, "_l_" + type(s).__name__)(s, scope, stack)
+            except _Abort:
+                continue
+
+    def _define_int(self, name: str, span: Span, scope: _Scope) -> None:
+        if name in scope.ints or name in scope.tensors:
+            raise self.error("E202", span, f"'{name}' is already defined")
+
+    def _l_ConstDef(self, s: ast.ConstDef, scope: _Scope, stack) -> None:
+        self._define_int(s.name, s.span, scope)
+        expr = self.const(s.value, scope)
+        full = scope.prefix + s.name
+        value = self._value(expr, s.value.span, s.name)
+        self.consts[full] = ir.Const(full, expr, value, s.span)
+        self.env[full] = value
+        scope.ints[s.name] = Sym(full, CONST)
+
+    def _l_AssertStmt(self, s: ast.AssertStmt, scope: _Scope, stack) -> None:
+        cond = self.const(s.cond, scope)
+        self.assertions.append(ir.Assertion(cond, s.message, s.span))
+        if not self._value(cond, s.cond.span, "assert"):
+            point = ", ".join(f"{n}={v}" for n, v in sorted(self.env.items()) if n in self.params)
+            message = f"assertion failed: {s.message}" if s.message else "assertion failed"
+            raise self.error("E205", s.span, f"{message} (at {point})")
+
+    def _l_ScalarDecl(self, s: ast.ScalarDecl, scope: _Scope, stack) -> None:
+        if s.dtype not in ir.INT_DTYPES:
+            raise self.error("E301", s.dtype_span, f"runtime scalars are integers; got '{s.dtype}'")
+        existing = self.scalars.get(s.name)
+        if existing is not None and (existing.dtype != s.dtype or not scope.prefix):
+            raise self.error("E202", s.span, f"scalar '{s.name}' is already declared")
+        if existing is None:
+            self.scalars[s.name] = ir.Scalar(s.name, s.dtype, self._domain(s.domain, scope), s.span)
+
+    def _l_RanksDecl(self, s: ast.RanksDecl, scope: _Scope, stack) -> None:
+        expr = self.const(s.count, scope)
+        value = self._value(expr, s.count.span, "ranks")
+        if value < 1:
+            raise self.error("E207", s.count.span, f"ranks must be at least 1, got {value}")
+        if self.ranks is None:
+            self.ranks = expr
+        elif self._value(self.ranks, s.span, "ranks") != value:
+            raise self.error("E209", s.span, "a called layer declares a different number of ranks")
+
+    def _l_TensorDecl(self, s: ast.TensorDecl, scope: _Scope, stack) -> None:
+        if s.dtype not in ir.DTYPES:
+            raise self.error(
+                "E301", s.dtype_span, f"unknown dtype '{s.dtype}'", hint=f"one of {', '.join(ir.DTYPES)}"
+            )
+        if s.name in scope.tensors or s.name in scope.ints:
+            if scope.prefix and s.name in scope.tensors:
+                self._check_binding(s, scope.tensors[s.name])
+                return
+            raise self.error("E202", s.span, f"'{s.name}' is already defined")
+        if s.direction == "signal" and s.dtype != "i32":
+            raise self.error("E301", s.dtype_span, "signal cells are i32 counters")
+        shape = tuple(self.const(d, scope, allow_scalars=True) for d in s.shape)
+        dims = []
+        for d, e in zip(shape, s.shape, strict=True):
+            if any(sym.kind == SCALAR for sym in free_symbols(d)):
+                dims.append(None)
+                continue
+            v = self._value(d, e.span, "extent")
+            if v <= 0:
+                raise self.error("E207", e.span, f"extent must be positive, got {v}")
+            dims.append(v)
+        if scope.prefix and s.direction in ("input", "output", "inout"):
+            raise self.error(
+                "E209",
+                s.span,
+                f"'{s.name}' is an {s.direction} of layer '{scope.layer.name}' but the call does not bind it",
+            )
+        full = scope.prefix + s.name
+        tensor = ir.Tensor(full, s.dtype, shape, tuple(dims), s.direction, s.manual_dep, s.span)
+        self.tensors[full] = tensor
+        scope.tensors[s.name] = tensor
+
+    def _check_binding(self, s: ast.TensorDecl, bound: ir.Tensor) -> None:
+        if bound.dtype != s.dtype:
+            raise self.error(
+                "E302", s.span, f"'{s.name}' is {s.dtype} but the call binds {bound.name}: {bound.dtype}"
+            )
+        if len(bound.shape) != len(s.shape):
+            raise self.error(
+                "E303", s.span, f"'{s.name}' has {len(s.shape)} dims; {bound.name} has {len(bound.shape)}"
+            )
+
+    def _l_TaskIdDecl(self, s: ast.TaskIdDecl, scope: _Scope, stack) -> None:
+        if s.name not in scope.tasks:
+            raise self.error(
+                "E209",
+                s.span,
+                f"taskid '{s.name}' is not bound by the call",
+                hint=f"call ...({s.name} = task)",
+            )
+
+    def _l_LayerFor(self, s: ast.LayerFor, scope: _Scope, stack) -> None:
+        if s.kind == "pipeline":
+            raise self.error("E404", s.span, "layer-level loops are range or parallel")
+        if not 1 <= len(s.args) <= 3:
+            raise self.error("E404", s.span, "loop bounds take 1 to 3 arguments")
+        vals = [self._value(self.const(a, scope), a.span, "loop bound") for a in s.args]
+        start, stop, step = (
+            (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
+        )
+        if step <= 0:
+            raise self.error("E404", s.span, "loop step must be positive")
+        self._define_int(s.var, s.span, scope)
+        scope.loop_kinds.append(s.kind)
+        try:
+            for v in range(start, stop, step):
+                scope.ints[s.var] = Const(v)
+                self._layer_body(s.body, scope, stack)
+        finally:
+            scope.ints.pop(s.var, None)
+            scope.loop_kinds.pop()
+
+    def _l_LayerIf(self, s: ast.LayerIf, scope: _Scope, stack) -> None:
+        cond = self._value(self.const(s.cond, scope), s.cond.span, "condition")
+        self._layer_body(s.then if cond else s.orelse, scope, stack)
+
+    def _l_LayerCall(self, s: ast.LayerCall, scope: _Scope, stack) -> None:
+        callee = self.layers.get(s.layer)
+        if callee is None:
+            raise self.error("E208", s.layer_span, f"unknown layer '{s.layer}'")
+        if s.layer in stack:
+            raise self.error("E209", s.span, f"layer '{s.layer}' calls itself through {' -> '.join(stack)}")
+        if s.alias in scope.calls or s.alias in scope.tasks:
+            raise self.error("E202", s.span, f"'{s.alias}' is already defined")
+        inner = _Scope(scope.prefix + s.alias + ".", callee)
+        params = {p.name: p for p in callee.params}
+        decls = {d.name: d for d in _walk_decls(callee.body)}
+        bound: dict[str, Expr] = {}
+        for name, value, span in s.bindings:
+            if name in params:
+                bound[name] = self.const(value, scope)
+            elif isinstance(decls.get(name), ast.TensorDecl):
+                if not isinstance(value, ast.Name) or value.id not in scope.tensors:
+                    raise self.error("E209", value.span, f"'{name}' must be bound to a tensor of this layer")
+                inner.tensors[name] = scope.tensors[value.id]
+            elif isinstance(decls.get(name), ast.TaskIdDecl):
+                inner.tasks[name] = self._resolve_ref(self._as_ref(value), scope)
+            else:
+                raise self.error(
+                    "E203", span, f"layer '{s.layer}' has no parameter, tensor or taskid '{name}'"
+                )
+        for p in callee.params:
+            expr = bound[p.name] if p.name in bound else self.const(p.default, inner)
+            value = self._value(expr, p.span, p.name)
+            domain = self._domain(p.domain, inner)
+            if domain is not None and value not in domain:
+                raise self.error(
+                    "E204", s.span, f"{s.alias}: {p.name} = {value} is outside its range {domain}"
+                )
+            inner.ints[p.name] = expr
+        self._layer_body(callee.body, inner, stack + (s.layer,))
+        scope.calls[s.alias] = inner
+
+    # ------------------------------------------------------------ tasks
+    def _resolve_ref(self, ref: ast.TaskRef, scope: _Scope) -> list[str]:
+        target = scope
+        for alias in ref.path[:-1]:
+            if alias not in target.calls:
+                raise self.error("E401", ref.span, f"no layer call named '{alias}'")
+            target = target.calls[alias]
+        name = ref.path[-1]
+        instances = target.tasks.get(name)
+        if not instances:
+            raise self.error(
+                "E401",
+                ref.span,
+                f"unknown task '{'.'.join(ref.path)}'",
+                hint="after names a task defined above",
+            )
+        if ref.index is None:
+            return list(instances)
+        idx = self._value(self.const(ref.index, scope), ref.index.span, "task index")
+        wanted = f"{target.prefix}{name}[{idx}]"
+        if wanted not in instances:
+            raise self.error("E401", ref.span, f"task array '{name}' has no element [{idx}]")
+        return [wanted]
+
+    def _as_ref(self, value) -> ast.TaskRef:
+        if isinstance(value, ast.TaskRef):
+            return value
+        if isinstance(value, ast.Name):
+            return ast.TaskRef(value.span, (value.id,), None)
+        if isinstance(value, ast.Access) and len(value.subscripts) == 1:
+            return ast.TaskRef(value.span, (value.name,), value.subscripts[0])
+        raise self.error("E209", value.span, "a taskid is bound to a task, e.g. push or dispatch.push")
+
+    def _l_TaskDef(self, s: ast.TaskDef, scope: _Scope, stack) -> None:
+        base = scope.prefix + s.name
+        index = None
+        if s.index is not None:
+            index = self._value(self.const(s.index, scope), s.index.span, "task index")
+        name = f"{base}[{index}]" if index is not None else base
+        if name in self.task_names:
+            hint = (
+                f"index it inside a layer loop: task {s.name}[i]"
+                if scope.loop_kinds and index is None
+                else None
+            )
+            raise self.error("E202", s.span, f"task '{name}' is already defined", hint)
+        self.task_names.add(name)
+        scope.tasks.setdefault(s.name, []).append(name)
+        grid = self.const(s.spmd, scope) if s.spmd is not None else Const(1)
+        blocks = self._value(grid, s.spmd.span if s.spmd else s.span, "grid")
+        if blocks < 1:
+            raise self.error("E403", s.spmd.span, f"spmd grid must be positive, got {blocks}")
+        after = []
+        for ref in s.after:
+            after.extend(ir.DepRef(t, ref.span) for t in self._resolve_ref(ref, scope))
+        names = LayerNames(
+            ints=scope.ints,
+            tensors=scope.tensors,
+            scalars={k: v.dtype for k, v in self.scalars.items()},
+            nranks=self.ranks or Const(1),
+        )
+        result = BodyElaborator(names, self.report).run(s.body)
+        core = self._core(s, result.units)
+        predicate = self._predicate(s.predicate, scope) if s.predicate is not None else None
+        header = Span(self.file, s.span.line, s.span.col, s.span.line, s.span.col + 5 + len(s.name))
+        self.tasks.append(
+            ir.Task(
+                name=name, base=base, index=index, grid=grid, blocks=blocks, core=core,
+                core_explicit=s.core is not None, early_resolve=s.early_resolve, sync_start=s.sync_start,
+                manual=s.manual, in_sequential_loop="range" in scope.loop_kinds, predicate=predicate,
+                after=tuple(after), accesses=tuple(result.accesses), signals=tuple(result.signals),
+                barriers=tuple(result.barriers), ops=frozenset(result.ops), body=result.body, span=s.span,
+                header_span=header, order=len(self.tasks),
+            )
+        )  # fmt: skip
+
+    def _core(self, s: ast.TaskDef, units: set[str]) -> str:
+        inferred = "mix" if units == {"cube", "vector"} else "aic" if units == {"cube"} else "aiv"
+        if s.core is None:
+            return inferred
+        if s.core not in ir.CORE_KINDS:
+            raise self.error("E402", s.core_span, f"unknown core kind '{s.core}'", hint="aic, aiv or mix")
+        needs = {"aic": {"cube"}, "aiv": {"vector"}, "mix": {"cube", "vector"}}[s.core]
+        missing = units - needs
+        if missing:
+            what = "cube (matmul)" if "cube" in missing else "vector"
+            hint = "use mix" if units == {"cube", "vector"} else f"use {inferred}"
+            raise self.error(
+                "E402", s.core_span, f"task '{s.name}' uses {what} ops but runs on {s.core}", hint
+            )
+        return s.core
+
+    def _predicate(self, e, scope: _Scope) -> ir.Predicate:
+        if (
+            not isinstance(e, ast.Binary)
+            or e.op not in ("==", "!=", "<", "<=", ">", ">=")
+            or not isinstance(e.left, ast.Access)
+            or any(isinstance(x, ast.Slice) for x in e.left.subscripts)
+        ):
+            raise self.error("E406", e.span, "a predicate is `tensor[i, j] OP integer`")
+        tensor = scope.tensors.get(e.left.name)
+        if tensor is None:
+            raise self.error("E201", e.left.name_span, f"unknown tensor '{e.left.name}'")
+        if len(e.left.subscripts) != len(tensor.shape):
+            raise self.error("E304", e.left.span, f"'{tensor.name}' has {len(tensor.shape)} dims")
+        index = tuple(self.const(x, scope) for x in e.left.subscripts)
+        return ir.Predicate(tensor.name, index, e.op, self.const(e.right, scope), e.span)
+
+
+def _walk_decls(stmts):
+    for s in stmts:
+        if isinstance(s, ast.TensorDecl | ast.TaskIdDecl):
+            yield s
+        elif isinstance(s, ast.LayerFor):
+            yield from _walk_decls(s.body)
+        elif isinstance(s, ast.LayerIf):
+            yield from _walk_decls(s.then)
+            yield from _walk_decls(s.orelse)
+
+
+def _called_layers(stmts) -> set[str]:
+    out: set[str] = set()
+    for s in stmts:
+        if isinstance(s, ast.LayerCall):
+            out.add(s.layer)
+        elif isinstance(s, ast.LayerFor):
+            out |= _called_layers(s.body)
+        elif isinstance(s, ast.LayerIf):
+            out |= _called_layers(s.then) | _called_layers(s.orelse)
+    return out

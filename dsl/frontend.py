@@ -1,0 +1,89 @@
+"""Front-end driver: a path (or text) -> elaborated IR graphs, or every diagnostic found."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dsl.codes import diag
+from dsl.elaborate import Elaborator
+from dsl.parser import parse
+from lowering.ir import Graph
+from lowering.source import CompileError, Span
+
+MAX_SOURCE_BYTES = 16 * 1024 * 1024
+
+
+def read_source(path: str | Path) -> str:
+    """Read a source file as UTF-8 text; every failure becomes an E102 diagnostic."""
+    p = Path(path)
+    where = Span.whole_file(str(path))
+    try:
+        if p.is_dir():
+            raise CompileError([diag("E102", where, "is a directory, not a source file")])
+        size = p.stat().st_size
+        if size > MAX_SOURCE_BYTES:
+            raise CompileError([diag("E102", where, f"file is too large ({size} bytes)")])
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise CompileError([diag("E102", where, "no such file")]) from None
+    except PermissionError:
+        raise CompileError([diag("E102", where, "permission denied")]) from None
+    except OSError as err:
+        raise CompileError([diag("E102", where, f"cannot read: {err.strerror or err}")]) from None
+    if b"\x00" in data:
+        raise CompileError([diag("E102", where, "binary file (contains NUL bytes), not dslc source")])
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data[: err.start].count(b"\n") + 1
+        col = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+        raise CompileError(
+            [diag("E102", Span(str(path), line, col, line, col + 1), "not valid UTF-8 text")]
+        ) from None
+
+
+def compile_text(
+    text: str, file: str = "<string>", overrides: dict[str, int] | None = None, layer: str | None = None
+) -> list[Graph]:
+    """Parse and elaborate ``text``; returns one graph per root layer (or the named one)."""
+    module = parse(text, file)
+    if not module.layers:
+        raise CompileError(
+            [diag("E103", Span.whole_file(file), "no layer in this file", hint="layer name() { ... }")]
+        )
+    elab = Elaborator(module, file, overrides)
+    if elab.diagnostics:
+        raise CompileError(elab.diagnostics)
+    if layer is not None:
+        if layer not in elab.layers:
+            known = ", ".join(elab.layers)
+            raise CompileError(
+                [diag("E208", Span.whole_file(file), f"no layer named '{layer}'", hint=f"layers: {known}")]
+            )
+        names = [layer]
+    else:
+        names = elab.root_layers()
+    limit = sys.getrecursionlimit()
+    graphs = []
+    errors = []
+    try:
+        sys.setrecursionlimit(max(limit, 10000))
+        for name in names:
+            try:
+                graphs.append(Elaborator(module, file, overrides).elaborate(name))
+            except CompileError as err:
+                errors.extend(err.diagnostics)
+    except RecursionError:
+        raise CompileError([diag("E105", Span.whole_file(file), "program nests too deeply")]) from None
+    finally:
+        sys.setrecursionlimit(limit)
+    if errors:
+        raise CompileError(errors)
+    return graphs
+
+
+def compile_file(
+    path: str | Path, overrides: dict[str, int] | None = None, layer: str | None = None
+) -> list[Graph]:
+    return compile_text(read_source(path), str(path), overrides, layer)

@@ -1,0 +1,250 @@
+"""The tile ops of the language: their arguments, result types and the core unit they need.
+
+One table drives type checking, core-kind inference (a cube op makes a task `aic`, a
+vector op `aiv`, both `mix`) and the code generators' op names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lowering.body import DtypeType, ListType, ScalarType, TileType, Type
+from lowering.ir import FLOAT_DTYPES, INT_DTYPES
+from lowering.symbolic import Const, Expr, binop, simplify
+
+
+class OpTypeError(Exception):
+    """Argument types do not fit the op; ``code`` says which diagnostic to raise."""
+
+    def __init__(self, code: str, message: str, arg: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.arg = arg
+
+
+Rule = Callable[[list[Type], dict[str, Type]], Type]
+
+
+@dataclass(frozen=True)
+class OpSig:
+    name: str
+    unit: str  # cube | vector | none
+    min_args: int
+    max_args: int
+    flags: tuple[str, ...]  # bare identifiers accepted as boolean attributes (b_trans)
+    kwargs: tuple[str, ...]
+    rule: Rule
+
+
+def _tile(t: Type, what: str, i: int) -> TileType:
+    if not isinstance(t, TileType):
+        raise OpTypeError("E303", f"{what} must be a tile, got {t}", i)
+    return t
+
+
+def _same_shape(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> bool:
+    return len(a) == len(b) and all(simplify(x) == simplify(y) for x, y in zip(a, b, strict=True))
+
+
+def shape_text(shape: tuple[Expr, ...]) -> str:
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def _unary(args, kw):
+    return _tile(args[0], "operand", 0) if isinstance(args[0], TileType) else args[0]
+
+
+def _float_unary(args, kw):
+    t = args[0]
+    dtype = t.dtype if isinstance(t, (TileType, ScalarType)) else None
+    if dtype not in FLOAT_DTYPES:
+        raise OpTypeError("E302", f"operand must be floating point, got {dtype}; use cast()", 0)
+    return t
+
+
+def elementwise(a: Type, b: Type) -> Type:
+    """Result of a binary elementwise op; scalars broadcast over tiles, no dtype promotion."""
+    if isinstance(a, TileType) and isinstance(b, TileType):
+        if a.dtype != b.dtype:
+            raise OpTypeError("E302", f"dtype mismatch: {a.dtype} and {b.dtype}; use cast()")
+        if not _same_shape(a.shape, b.shape):
+            raise OpTypeError("E303", f"shape mismatch: {shape_text(a.shape)} and {shape_text(b.shape)}")
+        return a
+    if isinstance(a, TileType) and isinstance(b, ScalarType):
+        return a
+    if isinstance(b, TileType) and isinstance(a, ScalarType):
+        return b
+    if isinstance(a, ScalarType) and isinstance(b, ScalarType):
+        if a.dtype in FLOAT_DTYPES or b.dtype in FLOAT_DTYPES:
+            return ScalarType(a.dtype if a.dtype in FLOAT_DTYPES else b.dtype)
+        return a
+    raise OpTypeError("E303", f"cannot combine {a} and {b}")
+
+
+def _binary(args, kw):
+    return elementwise(args[0], args[1])
+
+
+def _dims_arg(t: Type, i: int) -> int:
+    if not isinstance(t, ListType):
+        raise OpTypeError("E306", "expected a shape list such as [16, 32]", i)
+    return t.length
+
+
+def _fill(args, kw):
+    # zeros(dtype, [shape]) / full(dtype, [shape], value): the shape comes in via kw["_shape"].
+    if not isinstance(args[0], DtypeType):
+        raise OpTypeError("E306", "first argument must be a dtype such as f32", 0)
+    _dims_arg(args[1], 1)
+    return kw["_result"]
+
+
+def _matmul(args, kw):
+    a, b = _tile(args[0], "left operand", 0), _tile(args[1], "right operand", 1)
+    if a.dtype != b.dtype:
+        raise OpTypeError("E302", f"matmul operands differ in dtype: {a.dtype} and {b.dtype}", 1)
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise OpTypeError("E303", "matmul operands must be 2-D tiles")
+    m, k = (a.shape[1], a.shape[0]) if "a_trans" in kw else (a.shape[0], a.shape[1])
+    k2, n = (b.shape[1], b.shape[0]) if "b_trans" in kw else (b.shape[0], b.shape[1])
+    if simplify(k) != simplify(k2):
+        raise OpTypeError("E303", f"matmul inner dimensions differ: {k} and {k2}", 1)
+    out = "i32" if a.dtype in INT_DTYPES else "f32"
+    return TileType(out, (m, n))
+
+
+def _matmul_acc(args, kw):
+    acc = _tile(args[0], "accumulator", 0)
+    prod = _matmul(args[1:], kw)
+    if acc.dtype != prod.dtype:
+        raise OpTypeError("E302", f"accumulator is {acc.dtype} but the product is {prod.dtype}", 0)
+    if not _same_shape(acc.shape, prod.shape):
+        raise OpTypeError(
+            "E303", f"accumulator {shape_text(acc.shape)} != product {shape_text(prod.shape)}", 0
+        )
+    return acc
+
+
+def _reduce_rows(args, kw):
+    t = _tile(args[0], "operand", 0)
+    return TileType(t.dtype, (*t.shape[:-1], Const(1)))
+
+
+def _reduce_cols(args, kw):
+    t = _tile(args[0], "operand", 0)
+    return TileType(t.dtype, (Const(1), *t.shape[1:]))
+
+
+def _expand(args, kw):
+    x = _tile(args[0], "operand", 0)
+    _tile(args[1], "broadcast operand", 1)
+    if args[1].dtype != x.dtype:
+        raise OpTypeError("E302", f"dtype mismatch: {x.dtype} and {args[1].dtype}", 1)
+    return x
+
+
+def _cast(args, kw):
+    if not isinstance(args[1], DtypeType):
+        raise OpTypeError("E306", "second argument of cast must be a dtype", 1)
+    target = kw["_dtype"]
+    t = args[0]
+    if isinstance(t, TileType):
+        return TileType(target, t.shape)
+    return ScalarType(target)
+
+
+def _sort32(args, kw):
+    v = _tile(args[0], "values", 0)
+    if v.dtype != "f32":
+        raise OpTypeError("E302", "sort32 sorts f32 values", 0)
+    if len(v.shape) != 2 or v.shape[0] != Const(1):
+        raise OpTypeError("E303", "sort32 needs a single row [1, N]", 0)
+    return TileType("f32", (Const(1), binop("*", Const(2), v.shape[1])))
+
+
+def _mrgsort(args, kw):
+    s = _tile(args[0], "sorted pairs", 0)
+    if not isinstance(args[1], ScalarType) or args[1].dtype not in INT_DTYPES:
+        raise OpTypeError("E309", "block_len must be an integer", 1)
+    return s
+
+
+def _topk_pairs(args, kw):
+    s = _tile(args[0], "sorted pairs", 0)
+    k = kw.get("_k")
+    return TileType(s.dtype, (Const(1), k if k is not None else s.shape[1]))
+
+
+def _gather(args, kw):
+    x = _tile(args[0], "source", 0)
+    idx = _tile(args[1], "index", 1)
+    if idx.dtype not in INT_DTYPES:
+        raise OpTypeError("E302", "gather index must be an integer tile", 1)
+    return TileType(x.dtype, idx.shape)
+
+
+def _lanes(args, kw):
+    x = _tile(args[0], "operand", 0)
+    return TileType(kw.get("_dtype", x.dtype), (x.shape[0], binop("//", x.shape[1], Const(2))))
+
+
+def _read(args, kw):
+    t = args[0]
+    if not isinstance(t, ScalarType):
+        raise OpTypeError("E304", "read() takes one element: index every dimension", 0)
+    return t
+
+
+def _scalar_int(args, kw):
+    for i, t in enumerate(args):
+        if not isinstance(t, ScalarType) or t.dtype not in INT_DTYPES:
+            raise OpTypeError("E309", "min/max/cdiv take integers; use minimum/maximum for tiles", i)
+    return ScalarType("i32")
+
+
+def _select(args, kw):
+    return elementwise(args[1], args[2])
+
+
+_V, _C, _N = "vector", "cube", "none"
+
+SIGNATURES: dict[str, OpSig] = {
+    s.name: s
+    for s in [
+        OpSig("zeros", _N, 2, 2, (), (), _fill),
+        OpSig("full", _N, 3, 3, (), (), _fill),
+        OpSig("matmul", _C, 2, 2, ("a_trans", "b_trans"), (), _matmul),
+        OpSig("matmul_acc", _C, 3, 3, ("a_trans", "b_trans"), (), _matmul_acc),
+        *[
+            OpSig(n, _V, 1, 1, (), (), _float_unary)
+            for n in ("exp", "sqrt", "rsqrt", "recip", "sigmoid", "silu")
+        ],
+        *[OpSig(n, _V, 1, 1, (), (), _unary) for n in ("relu", "abs", "neg")],
+        *[OpSig(n, _V, 2, 2, (), (), _binary) for n in ("maximum", "minimum")],
+        *[OpSig(n, _V, 1, 1, (), (), _reduce_rows) for n in ("row_sum", "row_max", "row_min")],
+        *[OpSig(n, _V, 1, 1, (), (), _reduce_cols) for n in ("col_sum", "col_max")],
+        *[
+            OpSig(n, _V, 2, 2, (), (), _expand)
+            for n in (
+                "row_expand_mul",
+                "row_expand_div",
+                "row_expand_sub",
+                "row_expand_add",
+                "col_expand_mul",
+            )
+        ],
+        OpSig("cast", _V, 2, 2, (), ("mode",), _cast),
+        OpSig("sort32", _V, 2, 2, (), (), _sort32),
+        OpSig("mrgsort", _V, 2, 2, (), (), _mrgsort),
+        OpSig("topk_pairs", _V, 2, 2, (), (), _topk_pairs),
+        OpSig("gather", _V, 2, 2, (), (), _gather),
+        OpSig("even_lanes", _V, 1, 1, (), (), _lanes),
+        OpSig("odd_lanes", _V, 1, 1, (), (), _lanes),
+        OpSig("select", _V, 3, 3, (), (), _select),
+        OpSig("read", _N, 1, 1, (), (), _read),
+        OpSig("min", _N, 2, 2, (), (), _scalar_int),
+        OpSig("max", _N, 2, 2, (), (), _scalar_int),
+        OpSig("cdiv", _N, 2, 2, (), (), _scalar_int),
+    ]
+}

@@ -1,0 +1,422 @@
+"""Source text -> typed AST: the lark LALR parser plus the one Transformer that builds nodes.
+
+Syntax errors do not stop at the first one: after an error the rest of the offending line
+is blanked (braces kept, so nesting stays balanced) and the file is parsed again, so one
+run reports every broken statement.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import cache
+from pathlib import Path
+
+import lark
+from lark import Token, Transformer, v_args
+
+from dsl import ast
+from dsl.codes import diag
+from lowering.source import CompileError, Diagnostic, Span
+
+GRAMMAR = Path(__file__).with_name("grammar.lark")
+MAX_SYNTAX_ERRORS = 20
+MAX_NESTING = 200
+
+_TOKEN_NAMES = {
+    "NAME": "a name",
+    "INT": "an integer",
+    "FLOAT": "a number",
+    "STRING": "a string",
+    "LBRACE": "'{'",
+    "RBRACE": "'}'",
+    "LPAR": "'('",
+    "RPAR": "')'",
+    "LSQB": "'['",
+    "RSQB": "']'",
+    "COMMA": "','",
+    "COLON": "':'",
+    "EQUAL": "'='",
+    "DIRECTION": "a tensor direction",
+    "$END": "end of file",
+}
+
+
+@cache
+def _parser() -> lark.Lark:
+    return lark.Lark(
+        GRAMMAR.read_text(encoding="utf-8"),
+        parser="lalr",
+        propagate_positions=True,
+        maybe_placeholders=True,
+    )
+
+
+def _describe_expected(expected: set[str]) -> str:
+    names = sorted({_TOKEN_NAMES.get(t, repr(t.strip('"').lower())) for t in expected})
+    if len(names) > 6:
+        names = names[:6] + ["..."]
+    return ", ".join(names)
+
+
+def _syntax_diagnostic(err: lark.exceptions.UnexpectedInput, file: str, text: str) -> Diagnostic:
+    line, col = max(err.line, 1), max(err.column, 1)
+    if isinstance(err, lark.exceptions.UnexpectedCharacters):
+        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
+        return diag("E101", Span(file, line, col, line, col + 1), f"unexpected character {ch!r}")
+    if isinstance(err, lark.exceptions.UnexpectedToken):
+        tok = err.token
+        if tok.type == "$END":
+            lines = text.splitlines() or [""]
+            line, col = len(lines), len(lines[-1]) + 1
+            return diag(
+                "E101",
+                Span(file, line, col, line, col),
+                "unexpected end of file",
+                hint=f"expected {_describe_expected(err.expected)}",
+            )
+        end = col + max(len(str(tok)), 1)
+        return diag(
+            "E101",
+            Span(file, line, col, line, end),
+            f"unexpected {str(tok)!r}",
+            hint=f"expected {_describe_expected(err.expected)}",
+        )
+    return diag("E101", Span(file, line, col, line, col + 1), "syntax error")
+
+
+def _blank_line(text: str, line: int) -> str:
+    """Blank one line but keep its braces, so the blocks around it still balance."""
+    lines = text.split("\n")
+    idx = min(max(line - 1, 0), len(lines) - 1)
+    lines[idx] = "".join(ch if ch in "{}" else " " for ch in lines[idx])
+    return "\n".join(lines)
+
+
+def _check_nesting(text: str, file: str) -> Diagnostic | None:
+    depth = 0
+    line, col = 1, 1
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return diag(
+                    "E105",
+                    Span(file, line, col, line, col + 1),
+                    f"nesting deeper than {MAX_NESTING} levels",
+                    hint="split the expression or block into named parts",
+                )
+        elif ch in ")]}":
+            depth -= 1
+        if ch == "\n":
+            line, col = line + 1, 1
+        else:
+            col += 1
+    return None
+
+
+def parse(text: str, file: str = "<string>") -> ast.Module:
+    """Parse a whole source file; raise CompileError with every syntax error found."""
+    deep = _check_nesting(text, file)
+    if deep:
+        raise CompileError([deep])
+    diagnostics: list[Diagnostic] = []
+    current = text
+    seen: set[tuple[int, int]] = set()
+    tree = None
+    while len(diagnostics) < MAX_SYNTAX_ERRORS:
+        try:
+            tree = _parser().parse(current)
+            break
+        except lark.exceptions.UnexpectedInput as err:
+            d = _syntax_diagnostic(err, file, text)
+            key = (d.span.line, d.span.col)
+            if key in seen:
+                break
+            seen.add(key)
+            diagnostics.append(d)
+            if isinstance(err, lark.exceptions.UnexpectedToken) and err.token.type == "$END":
+                break
+            current = _blank_line(current, d.span.line)
+    if diagnostics:
+        raise CompileError(diagnostics)
+    if tree is None:  # pragma: no cover - loop always parses or reports
+        raise CompileError([diag("E101", Span.whole_file(file), "could not parse the file")])
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit, 10000))
+        return _ToAst(file).transform(tree)
+    except lark.exceptions.VisitError as err:
+        if isinstance(err.orig_exc, CompileError):
+            raise err.orig_exc from None
+        if isinstance(err.orig_exc, RecursionError):
+            raise CompileError([diag("E105", Span.whole_file(file), "program nests too deeply")]) from None
+        raise
+    except RecursionError:
+        raise CompileError([diag("E105", Span.whole_file(file), "program nests too deeply")]) from None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _unquote(s: str) -> str:
+    body = s[1:-1]
+    return body.encode("utf-8").decode("unicode_escape", errors="replace") if "\\" in body else body
+
+
+@v_args(meta=True)
+class _ToAst(Transformer):
+    """The single place where lark parse trees become AST nodes."""
+
+    def __init__(self, file: str):
+        super().__init__()
+        self.file = file
+
+    def _span(self, meta) -> Span:
+        if getattr(meta, "empty", True):
+            return Span(self.file, 1, 1, 1, 1)
+        return Span(self.file, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    def _tok(self, tok: Token) -> Span:
+        return Span(self.file, tok.line, tok.column, tok.end_line, tok.end_column)
+
+    # ---- module and layer
+    def start(self, meta, layers):
+        return ast.Module(self._span(meta), tuple(layers))
+
+    def layer(self, meta, children):
+        name, *rest = children
+        params = tuple(c for c in rest if isinstance(c, ast.Param))
+        body = tuple(c for c in rest if c is not None and not isinstance(c, ast.Param))
+        return ast.Layer(self._span(meta), str(name), params, body)
+
+    def param(self, meta, children):
+        name, default, domain = children
+        return ast.Param(self._span(meta), str(name), default, domain)
+
+    def range_domain(self, meta, children):
+        lo, hi, step = children
+        return ast.Domain(self._span(meta), lo=lo, hi=hi, step=step)
+
+    def set_domain(self, meta, children):
+        return ast.Domain(self._span(meta), values=tuple(children))
+
+    def const_def(self, meta, children):
+        return ast.ConstDef(self._span(meta), str(children[0]), children[1])
+
+    def assert_stmt(self, meta, children):
+        cond, msg = children
+        return ast.AssertStmt(self._span(meta), cond, _unquote(str(msg)) if msg is not None else None)
+
+    def scalar_decl(self, meta, children):
+        name, dtype, domain = children
+        return ast.ScalarDecl(self._span(meta), str(name), str(dtype), self._tok(dtype), domain)
+
+    def ranks_decl(self, meta, children):
+        return ast.RanksDecl(self._span(meta), children[0])
+
+    def tensor_decl(self, meta, children):
+        direction, name, (dtype, dtype_span, shape), manual = children
+        return ast.TensorDecl(
+            self._span(meta), str(direction), str(name), dtype, dtype_span, shape, bool(manual)
+        )
+
+    def tensor_type(self, meta, children):
+        dtype, *dims = children
+        return (str(dtype), self._tok(dtype), tuple(dims))
+
+    def taskid_decl(self, meta, children):
+        return ast.TaskIdDecl(self._span(meta), str(children[0]))
+
+    def layer_for(self, meta, children):
+        var, kind, (args, _kwargs), body = children
+        return ast.LayerFor(self._span(meta), str(var), str(kind), args, body)
+
+    def layer_if(self, meta, children):
+        cond, then, orelse = children
+        return ast.LayerIf(self._span(meta), cond, then, orelse or ())
+
+    def layer_body(self, meta, children):
+        return tuple(children)
+
+    def body(self, meta, children):
+        return tuple(children)
+
+    def layer_call(self, meta, children):
+        alias, layer, *kwargs = children
+        bindings = tuple(k for k in kwargs if k is not None)
+        return ast.LayerCall(self._span(meta), str(alias), str(layer), self._tok(layer), bindings)
+
+    def kwarg(self, meta, children):
+        return (str(children[0]), children[1], self._tok(children[0]))
+
+    def kwarg_ref(self, meta, children):
+        return (str(children[0]), children[1], self._tok(children[0]))
+
+    def dotted_ref(self, meta, children):
+        *path, index = children
+        return ast.TaskRef(self._span(meta), tuple(str(p) for p in path), index)
+
+    # ---- tasks
+    def task_def(self, meta, children):
+        name, index, *rest, body = children
+        attrs: dict = {"after": ()}
+        for c in rest:
+            if isinstance(c, tuple) and c and c[0] == "attr":
+                _, key, value = c
+                if key == "after":
+                    attrs["after"] = attrs["after"] + value
+                elif key == "core":
+                    attrs["core"], attrs["core_span"] = value
+                else:
+                    attrs[key] = value
+        return ast.TaskDef(self._span(meta), str(name), index, body=body, **attrs)
+
+    def attr_spmd(self, meta, children):
+        return ("attr", "spmd", children[0])
+
+    def attr_core(self, meta, children):
+        return ("attr", "core", (str(children[0]), self._tok(children[0])))
+
+    def attr_after(self, meta, children):
+        return ("attr", "after", tuple(children))
+
+    def attr_early(self, meta, children):
+        return ("attr", "early_resolve", True)
+
+    def attr_sync(self, meta, children):
+        return ("attr", "sync_start", True)
+
+    def attr_manual(self, meta, children):
+        return ("attr", "manual", True)
+
+    def attr_when(self, meta, children):
+        return ("attr", "predicate", children[0])
+
+    def task_ref(self, meta, children):
+        *path, index = children
+        return ast.TaskRef(self._span(meta), tuple(str(p) for p in path), index)
+
+    # ---- statements
+    def let_stmt(self, meta, children):
+        return ast.Let(self._span(meta), str(children[0]), children[1])
+
+    def assign_stmt(self, meta, children):
+        return ast.Assign(self._span(meta), str(children[0]), children[1])
+
+    def store_stmt(self, meta, children):
+        return ast.Store(self._span(meta), children[0], children[1])
+
+    def accum_stmt(self, meta, children):
+        target, value, atomic = children
+        return ast.Accumulate(self._span(meta), target, value, atomic is not None)
+
+    def for_stmt(self, meta, children):
+        var, kind, (args, kwargs), body = children
+        return ast.For(self._span(meta), str(var), str(kind), args, kwargs, body)
+
+    def if_stmt(self, meta, children):
+        cond, then, orelse = children
+        return ast.If(self._span(meta), cond, then, orelse or ())
+
+    def else_block(self, meta, children):
+        return children[0]
+
+    def else_if(self, meta, children):
+        return (children[0],)
+
+    def remote_stmt(self, meta, children):
+        target, peer, op, value = children
+        return ast.RemoteStore(self._span(meta), target, peer, value, str(op) == "+=")
+
+    def notify_stmt(self, meta, children):
+        cell, peer, op, value = children
+        return ast.Notify(self._span(meta), cell, peer, "add" if str(op) == "+=" else "set", value)
+
+    def wait_stmt(self, meta, children):
+        cell, cmp, expected = children
+        return ast.Wait(self._span(meta), cell, "ge" if str(cmp) == ">=" else "eq", expected)
+
+    def barrier_stmt(self, meta, children):
+        return ast.Barrier(self._span(meta), children[0] is not None)
+
+    def expr_stmt(self, meta, children):
+        return ast.ExprStmt(self._span(meta), children[0])
+
+    # ---- expressions
+    def access(self, meta, children):
+        name, *subs = children
+        return ast.Access(self._span(meta), str(name), self._tok(name), tuple(subs))
+
+    def slice(self, meta, children):
+        start, stop, step = children
+        return ast.Slice(self._span(meta), start, stop, step)
+
+    def _chain(self, meta, children, op):
+        out = children[0]
+        for rhs in children[1:]:
+            out = ast.Binary(self._span(meta), op, out, rhs)
+        return out
+
+    def or_chain(self, meta, children):
+        return self._chain(meta, children, "or")
+
+    def and_chain(self, meta, children):
+        return self._chain(meta, children, "and")
+
+    def not_op(self, meta, children):
+        return ast.Unary(self._span(meta), "not", children[0])
+
+    def assign_op(self, meta, children):
+        return str(children[0])
+
+    wait_cmp = cmp_op = add_op = mul_op = assign_op
+
+    def compare(self, meta, children):
+        if len(children) == 1:
+            return children[0]
+        left, op, right = children
+        return ast.Binary(self._span(meta), str(op), left, right)
+
+    def arith(self, meta, children):
+        out = children[0]
+        for i in range(1, len(children), 2):
+            op, rhs = children[i], children[i + 1]
+            span = Span(self.file, out.span.line, out.span.col, rhs.span.end_line, rhs.span.end_col)
+            out = ast.Binary(span, str(op), out, rhs)
+        return out
+
+    def neg(self, meta, children):
+        return ast.Unary(self._span(meta), "-", children[0])
+
+    def int_lit(self, meta, children):
+        return ast.IntLit(self._tok(children[0]), int(str(children[0]), 0))
+
+    def float_lit(self, meta, children):
+        return ast.FloatLit(self._tok(children[0]), float(str(children[0])), str(children[0]))
+
+    def inf_lit(self, meta, children):
+        return ast.FloatLit(self._span(meta), float("inf"), "inf")
+
+    def true_lit(self, meta, children):
+        return ast.BoolLit(self._span(meta), True)
+
+    def false_lit(self, meta, children):
+        return ast.BoolLit(self._span(meta), False)
+
+    def list_lit(self, meta, children):
+        return ast.ListLit(self._span(meta), tuple(c for c in children if c is not None))
+
+    def name(self, meta, children):
+        return ast.Name(self._tok(children[0]), str(children[0]))
+
+    def call(self, meta, children):
+        name, args = children
+        pos, kw = args if args is not None else ((), ())
+        return ast.Call(self._span(meta), str(name), pos, kw)
+
+    def call_args(self, meta, children):
+        pos = tuple(c for c in children if c is not None and not isinstance(c, tuple))
+        kw = tuple(c for c in children if isinstance(c, tuple))
+        return pos, kw
+
+    def kwarg_arg(self, meta, children):
+        return (str(children[0]), children[1])

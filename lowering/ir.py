@@ -1,0 +1,347 @@
+"""The task-graph IR: the only thing checks, lowering passes and backends see.
+
+A :class:`Graph` is one layer elaborated at one parameter point. It keeps the symbolic
+form of everything a rule may have to re-evaluate for other admissible values (grids,
+regions, trip counts, signal thresholds) next to the value at this point. Task arrays and
+called layers are already expanded: ``mm[3]`` and ``dispatch.push`` are tasks of their own,
+as the runtime would see them. Edges carry the reason they exist.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from lowering.body import Range, Stmt
+from lowering.source import Span
+from lowering.symbolic import EvalError, Expr, evaluate
+
+CORE_KINDS = ("aic", "aiv", "mix")
+TENSOR_KINDS = ("input", "output", "inout", "scratch", "window", "signal")
+FLOAT_DTYPES = ("f16", "bf16", "f32")
+INT_DTYPES = ("i8", "u8", "i16", "i32", "u32", "i64")
+DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
+DTYPE_BYTES = {
+    "f16": 2,
+    "bf16": 2,
+    "f32": 4,
+    "i8": 1,
+    "u8": 1,
+    "i16": 2,
+    "i32": 4,
+    "u32": 4,
+    "i64": 8,
+    "bool": 1,
+}
+
+
+@dataclass(frozen=True)
+class Domain:
+    """Admissible values of a parameter: an arithmetic range or an explicit set."""
+
+    lo: int = 0
+    hi: int = 0
+    step: int = 1
+    values: tuple[int, ...] | None = None
+
+    def __iter__(self) -> Iterator[int]:
+        if self.values is not None:
+            return iter(self.values)
+        return iter(range(self.lo, self.hi + 1, self.step))
+
+    def __len__(self) -> int:
+        if self.values is not None:
+            return len(self.values)
+        return max(0, (self.hi - self.lo) // self.step + 1)
+
+    def __contains__(self, v: object) -> bool:
+        if self.values is not None:
+            return v in self.values
+        return isinstance(v, int) and self.lo <= v <= self.hi and (v - self.lo) % self.step == 0
+
+    def __str__(self) -> str:
+        if self.values is not None:
+            return "{" + ", ".join(map(str, self.values)) + "}"
+        step = f" step {self.step}" if self.step != 1 else ""
+        return f"{self.lo}..{self.hi}{step}"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    value: int
+    default: int
+    domain: Domain | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class Const:
+    name: str
+    expr: Expr  # in terms of parameters
+    value: int
+    span: Span
+
+
+@dataclass(frozen=True)
+class Assertion:
+    cond: Expr
+    message: str | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A runtime scalar argument (``epoch``, ``num_tokens``), optionally with a range."""
+
+    name: str
+    dtype: str
+    domain: Domain | None
+    span: Span
+
+
+@dataclass(frozen=True)
+class Tensor:
+    name: str
+    dtype: str
+    shape: tuple[Expr, ...]
+    dims: tuple[int | None, ...]  # at this parameter point; None when it depends on a runtime scalar
+    kind: str  # one of TENSOR_KINDS
+    manual_dep: bool
+    span: Span
+
+    @property
+    def itemsize(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True)
+class Loop:
+    """An enclosing loop of an access or signal op, inside a task body."""
+
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr
+    kind: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Condition:
+    """An enclosing ``if`` (already negated for ``else`` branches)."""
+
+    expr: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class Access:
+    tensor: str
+    mode: str  # read | write | atomic | anchor  (anchor: a read whose value is unused)
+    region: tuple[Range, ...]
+    dtype: str
+    loops: tuple[Loop, ...]
+    conds: tuple[Condition, ...]
+    span: Span
+    order: int  # program order inside the body
+    peer: Expr | None = None  # remote_store destination rank
+
+    @property
+    def writes(self) -> bool:
+        return self.mode in ("write", "atomic")
+
+
+@dataclass(frozen=True)
+class SignalOp:
+    kind: str  # notify | wait
+    signal: str
+    index: tuple[Expr, ...]
+    loops: tuple[Loop, ...]
+    conds: tuple[Condition, ...]
+    span: Span
+    order: int
+    peer: Expr | None = None  # notify: destination rank
+    op: str = "add"  # notify: add | set
+    value: Expr | None = None  # notify: the value deposited
+    cmp: str = "ge"  # wait: ge | eq
+    expected: Expr | None = None  # wait: threshold, may involve runtime scalars (epoch)
+
+
+@dataclass(frozen=True)
+class BarrierOp:
+    soft: bool
+    loops: tuple[Loop, ...]
+    conds: tuple[Condition, ...]
+    span: Span
+    order: int
+
+
+@dataclass(frozen=True)
+class Predicate:
+    """``when tensor[index] OP value``: evaluated at dispatch; false retires the task."""
+
+    tensor: str
+    index: tuple[Expr, ...]
+    cmp: str
+    value: Expr
+    span: Span
+
+
+@dataclass(frozen=True)
+class DepRef:
+    """An explicit ``after`` edge as written (resolved to task names)."""
+
+    target: str
+    span: Span
+
+
+@dataclass
+class Task:
+    name: str  # instance name: "linear", "mm[3]", "dispatch.push"
+    base: str  # template name without index: "mm", "dispatch.push"
+    index: int | None
+    grid: Expr  # symbolic block count
+    blocks: int  # at this parameter point
+    core: str
+    core_explicit: bool
+    early_resolve: bool
+    sync_start: bool
+    manual: bool
+    in_sequential_loop: bool  # declared under a layer-level `for ... in range` (R-seq)
+    predicate: Predicate | None
+    after: tuple[DepRef, ...]
+    accesses: tuple[Access, ...]
+    signals: tuple[SignalOp, ...]
+    barriers: tuple[BarrierOp, ...]
+    ops: frozenset[str]
+    body: tuple[Stmt, ...]
+    span: Span
+    header_span: Span
+    order: int
+
+    @property
+    def waits(self) -> tuple[SignalOp, ...]:
+        return tuple(s for s in self.signals if s.kind == "wait")
+
+    @property
+    def notifies(self) -> tuple[SignalOp, ...]:
+        return tuple(s for s in self.signals if s.kind == "notify")
+
+
+EDGE_KINDS = ("explicit", "raw", "waw", "creator")
+
+
+@dataclass(frozen=True)
+class Edge:
+    src: str
+    dst: str
+    kind: str  # one of EDGE_KINDS
+    span: Span  # where the edge comes from (the `after` reference or the consumer's access)
+    tensor: str | None = None
+    region: str | None = None  # producer's footprint that overlaps, as text
+    anchor: bool = False  # the consumer access is an anchor read
+
+    @property
+    def reason(self) -> str:
+        if self.kind == "explicit":
+            return "after"
+        what = "anchor read" if self.anchor else self.kind.upper()
+        return f"{what} {self.tensor}{self.region or ''}"
+
+
+@dataclass
+class Graph:
+    name: str
+    file: str
+    span: Span
+    params: dict[str, Param]
+    consts: dict[str, Const]
+    assertions: list[Assertion]
+    scalars: dict[str, Scalar]
+    tensors: dict[str, Tensor]
+    tasks: list[Task]
+    ranks: Expr  # EP world size (``ranks EP``); 1 for single-rank layers
+    nranks: int
+    edges: list[Edge] = field(default_factory=list)
+    cross_round_edges: list[Edge] = field(default_factory=list)
+
+    def env(self) -> dict[str, int]:
+        """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""
+        env = {p.name: p.value for p in self.params.values()}
+        env.update({c.name: c.value for c in self.consts.values()})
+        return env
+
+    def env_at(self, point: dict[str, int]) -> dict[str, int]:
+        """Parameter values of ``point`` plus every constant re-evaluated there."""
+        env = dict(point)
+        for c in self.consts.values():
+            env[c.name] = evaluate(c.expr, env)
+        return env
+
+    def scalar_ranges(self) -> dict[str, tuple[int, int]]:
+        return {s.name: (min(s.domain), max(s.domain)) for s in self.scalars.values() if s.domain}
+
+    def task(self, name: str) -> Task:
+        return self._by_name()[name]
+
+    def _by_name(self) -> dict[str, Task]:
+        cache = self.__dict__.get("_task_index")
+        if cache is None or len(cache) != len(self.tasks):
+            cache = {t.name: t for t in self.tasks}
+            self.__dict__["_task_index"] = cache
+        return cache
+
+    def predecessors(self) -> dict[str, set[str]]:
+        preds: dict[str, set[str]] = {t.name: set() for t in self.tasks}
+        for e in self.edges:
+            preds[e.dst].add(e.src)
+        return preds
+
+    def ancestors(self) -> dict[str, frozenset[str]]:
+        """Transitive predecessors of each task (tasks are in a topological order)."""
+        preds = self.predecessors()
+        out: dict[str, frozenset[str]] = {}
+        for t in self.tasks:
+            acc: set[str] = set()
+            for p in preds[t.name]:
+                acc.add(p)
+                acc |= out[p]
+            out[t.name] = frozenset(acc)
+        return out
+
+    def admissible_points(self, limit: int = 4096) -> Iterator[dict[str, int]]:
+        """Environments (parameters and constants) of every admissible parameter point.
+
+        A point is admissible when each ranged parameter lies in its domain and every
+        layer ``assert`` holds there: asserts narrow the domains, they do not fail them.
+
+        When the product exceeds ``limit``, each domain is thinned to its extremes and a
+        spread of inner values; checks that rely on this say so in their docs.
+        """
+        ranged = [p for p in self.params.values() if p.domain is not None]
+        base = {p.name: p.value for p in self.params.values()}
+        domains = [list(p.domain) for p in ranged]  # type: ignore[arg-type]
+        total = 1
+        for d in domains:
+            total *= max(len(d), 1)
+        if total > limit and domains:
+            per = max(2, int(limit ** (1 / len(domains))))
+            domains = [_thin(d, per) for d in domains]
+        for combo in itertools.product(*domains):
+            point = dict(base)
+            point.update({p.name: v for p, v in zip(ranged, combo, strict=True)})
+            try:
+                env = self.env_at(point)
+                if all(evaluate(a.cond, env) for a in self.assertions):
+                    yield env
+            except EvalError:
+                continue
+
+
+def _thin(values: list[int], n: int) -> list[int]:
+    if len(values) <= n:
+        return values
+    idx = sorted({round(i * (len(values) - 1) / (n - 1)) for i in range(n)})
+    return [values[i] for i in idx]

@@ -1,0 +1,61 @@
+"""Source locations and diagnostics shared by every stage.
+
+Everything that reports a problem to the user -- the front end, the checks, the PyPTO
+reader, the simulator driver -- produces :class:`Diagnostic` records. They live here, at
+the bottom of the pipeline, so that no stage has to import a later one to report an error.
+Rendering them (snippets, carets, SARIF) is the CLI's job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A half-open region of a source file; lines and columns are 1-based."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int = 0
+    end_col: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.col}"
+
+    @staticmethod
+    def whole_file(file: str) -> Span:
+        return Span(file, 1, 1, 1, 1)
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    NOTE = "note"
+
+    @property
+    def rank(self) -> int:
+        return {"note": 0, "warning": 1, "error": 2}[self.value]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    span: Span
+    severity: Severity = Severity.ERROR
+    hint: str | None = None
+    related: tuple[tuple[Span, str], ...] = field(default=())
+
+    def sort_key(self) -> tuple:
+        return (self.span.file, self.span.line, self.span.col, self.code, self.message)
+
+
+class CompileError(Exception):
+    """Raised when a stage cannot continue; carries every diagnostic found so far."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = sorted(diagnostics, key=Diagnostic.sort_key)
+        super().__init__("\n".join(f"{d.span}: {d.code} {d.message}" for d in self.diagnostics))
