@@ -473,7 +473,10 @@ class BodyElaborator:
                 ir.TileType("bool", rtype.shape) if isinstance(rtype, ir.TileType) else ir.ScalarType("bool")
             )
             return ir.BinV(_COMPARE.get(e.op, e.op), a, b, rtype)
-        return ir.BinV(_ARITH[e.op], a, b, rtype)
+        op = _ARITH[e.op]
+        if op == "div" and rtype.dtype in INT_DTYPES:
+            op = "floordiv"  # `/` on integers is floor division, as in the language's index arithmetic
+        return ir.BinV(op, a, b, rtype)
 
     def expr_Access(self, e: ast.Access):
         bound = self.lookup(e.name)
