@@ -17,10 +17,15 @@ from pathlib import Path
 
 from dsl import __version__
 from dsl.codes import CODES, diag
+from dsl.config import LintConfig, load_config
 from dsl.frontend import compile_text, read_source
 from dsl.render import SourceCache, render
+from dsl.report import FORMATS, format_findings
+from lowering.checks import all_rules, run_rules
+from lowering.checks.rule import PRESETS, CheckContext
+from lowering.checks.suppressions import apply_suppressions
 from lowering.ir import Graph
-from lowering.source import CompileError, Diagnostic, Span
+from lowering.source import CompileError, Diagnostic, Severity, Span
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
 
@@ -79,8 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dslc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    check = sub.add_parser("check", parents=[common], help="check files or directories (*.dsl)")
+    check = sub.add_parser("check", parents=[common], help="lint files or directories (*.dsl)")
     check.add_argument("paths", nargs="+", metavar="PATH")
+    check.add_argument("--format", choices=FORMATS, help="output format (default: text)")
+    check.add_argument(
+        "--select", action="append", metavar="CODES", help="only these codes or prefixes (comma list)"
+    )
+    check.add_argument(
+        "--ignore", action="append", metavar="CODES", help="skip these codes or prefixes (comma list)"
+    )
+    check.add_argument("--preset", choices=sorted(PRESETS), help="device whose core counts the rules assume")
+    check.add_argument("--fail-on", choices=("error", "warning", "note"), help="lowest severity that exits 1")
+    check.add_argument("--config", metavar="PYPROJECT", help="read [tool.dslc] from this file")
 
     graph = sub.add_parser("graph", parents=[common], help="print the task graph")
     graph.add_argument("file", metavar="FILE")
@@ -138,20 +153,59 @@ class Session:
         return compile_text(text, str(path), self.overrides, self.args.layer)
 
 
+def _codes(values: list[str] | None) -> tuple[str, ...]:
+    return tuple(c.strip().upper() for v in values or [] for c in v.split(",") if c.strip())
+
+
+def lint_config(args: argparse.Namespace) -> LintConfig:
+    cfg = load_config(Path(args.config).parent if args.config else None)
+    if args.config and cfg.source is None:
+        raise UsageError(f"--config {args.config}: no such file")
+    if args.select:
+        cfg.select = _codes(args.select)
+    if args.ignore:
+        cfg.ignore = cfg.ignore + _codes(args.ignore)
+    if args.preset:
+        cfg.preset = args.preset
+    if args.fail_on:
+        cfg.fail_on = Severity(args.fail_on)
+    if args.format:
+        cfg.format = args.format
+    if cfg.format not in FORMATS:
+        raise UsageError(f"unknown format {cfg.format!r}; one of {', '.join(FORMATS)}")
+    return cfg
+
+
+def lint_file(session: Session, path: Path, cfg: LintConfig) -> list[Diagnostic]:
+    """Front-end errors, or lint findings after suppressions and selection."""
+    try:
+        graphs = session.compile(path)
+    except CompileError as err:
+        return err.diagnostics
+    findings: list[Diagnostic] = []
+    for graph in graphs:
+        findings.extend(run_rules(graph, CheckContext(graph, preset=cfg.preset)))
+    text = "\n".join(session.sources.lines(str(path)) or [])
+    findings = apply_suppressions(findings, graphs, str(path), text)
+    return [d for d in findings if cfg.enabled(d.code, d.span.file)]
+
+
 def cmd_check(session: Session) -> int:
+    cfg = lint_config(session.args)
     files = discover(session.args.paths)
     if not files:
         raise UsageError("no *.dsl files found under the given paths")
-    errors = 0
+    everything: list[Diagnostic] = []
     for path in files:
-        try:
-            session.compile(path)
-        except CompileError as err:
-            session.emit(err.diagnostics)
-            errors += len(err.diagnostics)
-    summary = f"{len(files)} file(s) checked, {errors} error(s)"
-    print(summary, file=sys.stderr)
-    return EXIT_ERROR if errors else EXIT_OK
+        everything.extend(lint_file(session, path, cfg))
+    sys.stdout.write(format_findings(cfg.format, everything, session.sources, session.colour))
+    front_end = [d for d in everything if d.code[0] == "E"]
+    failing = [d for d in everything if d.severity.rank >= cfg.fail_on.rank]
+    counts = ", ".join(f"{sum(d.severity is s for d in everything)} {s.value}(s)" for s in Severity)
+    print(f"{len(files)} file(s) checked: {counts}", file=sys.stderr)
+    if front_end:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if failing else EXIT_OK
 
 
 def cmd_graph(session: Session) -> int:
@@ -171,9 +225,17 @@ def cmd_graph(session: Session) -> int:
 
 def cmd_explain(session: Session) -> int:
     code = session.args.code.upper()
+    rules = all_rules()
+    if code in rules:
+        rule = rules[code]
+        print(
+            f"{rule.code} {rule.name} ({rule.family}, {rule.severity.value}): {rule.summary}\n\n{rule.docs}"
+        )
+        return EXIT_OK
     entry = CODES.get(code)
     if entry is None:
-        raise UsageError(f"unknown code {session.args.code!r}; codes: {', '.join(sorted(CODES))}")
+        known = ", ".join(sorted(CODES) + sorted(rules))
+        raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
     print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
     return EXIT_OK
 

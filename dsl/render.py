@@ -21,6 +21,14 @@ class SourceCache:
     def add(self, file: str, text: str) -> None:
         self._lines[file] = text.splitlines()
 
+    def lines(self, file: str) -> list[str] | None:
+        if file not in self._lines:
+            try:
+                self._lines[file] = Path(file).read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError, ValueError):
+                self._lines[file] = None
+        return self._lines[file]
+
     def line(self, file: str, line: int) -> str | None:
         if file not in self._lines:
             try:

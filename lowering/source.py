@@ -9,7 +9,7 @@ Rendering them (snippets, carets, SARIF) is the CLI's job.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
 @dataclass(frozen=True, order=True)
@@ -30,7 +30,7 @@ class Span:
         return Span(file, 1, 1, 1, 1)
 
 
-class Severity(str, Enum):
+class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"

@@ -1,0 +1,45 @@
+"""The lint: rule discovery and running the rules on an IR graph.
+
+Rules are found by walking this package: every module that defines ``CODE`` and
+``check`` is a rule (one rule per module, grouped in one subpackage per family).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import cache
+
+from lowering.checks.rule import CheckContext, Rule
+from lowering.ir import Graph
+from lowering.source import Diagnostic
+
+
+@cache
+def all_rules() -> dict[str, Rule]:
+    rules: dict[str, Rule] = {}
+    for info in pkgutil.walk_packages(__path__, prefix=__name__ + "."):
+        module = importlib.import_module(info.name)
+        if hasattr(module, "CODE") and hasattr(module, "check"):
+            rule = Rule.from_module(module)
+            if rule.code in rules:
+                raise ValueError(f"rule code {rule.code} is defined twice")
+            rules[rule.code] = rule
+    return dict(sorted(rules.items()))
+
+
+def run_rules(graph: Graph, ctx: CheckContext, codes: set[str] | None = None) -> list[Diagnostic]:
+    """Every finding of the selected rules (all rules when ``codes`` is None)."""
+    out: list[Diagnostic] = []
+    for code, rule in all_rules().items():
+        if codes is not None and code not in codes:
+            continue
+        out.extend(rule.check(graph, ctx))
+    seen = set()
+    unique = []
+    for d in out:
+        key = (d.code, d.span, d.message)
+        if key not in seen:
+            seen.add(key)
+            unique.append(d)
+    return sorted(unique, key=Diagnostic.sort_key)

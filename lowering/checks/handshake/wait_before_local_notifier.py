@@ -1,0 +1,108 @@
+"""D101: a blocking wait is not ordered after the local task whose notifies its peers need.
+
+## What it catches
+
+A task that spins in ``wait sig[i] >= e`` while some task that notifies ``sig`` is not one
+of its ancestors in the local graph (explicit ``after`` or an inferred edge). Every rank
+runs the same graph, so the notifier a peer is waiting for is, on that peer, the task of the
+same name: its ordering is checked here, on the local graph (seed-bugs.md §2.5, rule R1).
+A single-block task that notifies before it waits is exempt.
+
+## Why it breaks on the device
+
+A wait spins while it holds its core. The scheduler may park a block of the notifier in the
+pending slot of that very core (a pending task only runs after the running one ends) or
+leave it queued behind cores held by spinners and gated tasks. Then this rank never
+notifies; if a peer did the same in the same epoch, the two waits need each other's parked
+notifier and the all-to-all deadlocks. It shows up only with many ranks and many rounds,
+as the EP8/EP16 MoE hang that 2-rank CI never saw.
+
+## Example
+
+    task push spmd(N_LOCAL) on aiv early_resolve { ...; notify data_arrived[rank] @ dst += 1 }
+    task wait on aiv early_resolve {
+      read(indices[0, 0])                                  # anchor read: orders after gate only
+      for src in range(EP) { if src != rank { wait data_arrived[src] >= epoch * N_LOCAL } }
+    }
+
+## Use instead
+
+    task wait on aiv after push early_resolve { ... }      # the waiter runs after every push block
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lowering.checks import describe
+from lowering.checks.rule import CheckContext, finding
+from lowering.checks.signals import NotCountable, notifiers_of, notify_counts, waited_cells
+from lowering.ir import Graph, SignalOp, Task
+from lowering.source import Diagnostic
+
+CODE = "D101"
+NAME = "wait_before_local_notifier"
+FAMILY = "handshake"
+SEVERITY = "error"
+SUMMARY = "a blocking wait is not ordered after the local notifier its peers need"
+
+
+def needed_notifiers(graph: Graph, waiter: Task, wait: SignalOp, env: dict[str, int]) -> set[str]:
+    """Tasks whose notifies can feed the cells ``wait`` spins on (all notifiers if unsure)."""
+    candidates = notifiers_of(graph, wait.signal)
+    try:
+        cells = {cell for (rank, cell) in waited_cells(graph, waiter, wait, env) if rank == 0}
+        needed = set()
+        for task, op in candidates:
+            counts = notify_counts(graph, task, op, env)
+            if any(dst == 0 and cell in cells for (_src, dst, cell) in counts):
+                needed.add(task.name)
+        return needed
+    except NotCountable:
+        return {task.name for task, _ in candidates}
+
+
+def _self_exempt(task: Task, signal: str) -> bool:
+    notifies = [s.order for s in task.notifies if s.signal == signal]
+    waits = [s.order for s in task.waits if s.signal == signal]
+    return task.blocks == 1 and bool(notifies) and max(notifies) < min(waits)
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    env = graph.env()
+    for waiter in graph.tasks:
+        reported: set[str] = set()
+        for wait in waiter.waits:
+            for name in sorted(needed_notifiers(graph, waiter, wait, env)):
+                if name in reported:
+                    continue
+                notifier = graph.task(name)
+                if name == waiter.name:
+                    if _self_exempt(waiter, wait.signal):
+                        continue
+                    reported.add(name)
+                    yield finding(
+                        CODE,
+                        SEVERITY,
+                        wait.span,
+                        f"{waiter.name} ({describe.grid(waiter)}) both notifies and waits on {wait.signal}, "
+                        f"but not as one block that notifies first: a spinning block can hold the core a "
+                        f"sibling block needs to send its notify, and peers then wait forever",
+                        fix=f"move the wait into a single-block task with `after {waiter.name}`",
+                    )
+                    continue
+                if name in ctx.ancestors[waiter.name]:
+                    continue
+                reported.add(name)
+                shape = waiter.core.upper()
+                yield finding(
+                    CODE,
+                    SEVERITY,
+                    waiter.header_span,
+                    f"{waiter.name} blocks on {wait.signal} (expects {wait.expected}) but the local notifier "
+                    f"{name} ({describe.grid(notifier)}) is not an ancestor; {describe.incoming(graph, waiter)}. "
+                    f"The waiter can hold an {shape} core while a {name} block sits in that core's pending "
+                    f"slot; if two ranks do this in one epoch the all-to-all deadlocks",
+                    fix=f"add `after {name}` to task {waiter.name}",
+                    related=((wait.span, "the blocking wait"), (notifier.header_span, "the notifier")),
+                )

@@ -1,0 +1,82 @@
+"""What a lint rule is: one module, one code, its docs in the module docstring.
+
+A rule module defines ``CODE``, ``NAME`` (what it catches, snake_case), ``FAMILY``,
+``SEVERITY``, ``SUMMARY`` and ``check(graph, ctx)`` yielding diagnostics. Its docstring is
+the docs page ``dslc explain CODE`` prints, under fixed headings:
+
+    ## What it catches / ## Why it breaks on the device / ## Example / ## Use instead
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import ModuleType
+
+from lowering.ir import Graph
+from lowering.source import Diagnostic, Severity, Span
+
+DOC_HEADINGS = ("## What it catches", "## Why it breaks on the device", "## Example", "## Use instead")
+
+# Cores per rank of each device preset (AIC, AIV); the simulator uses the same numbers.
+PRESETS = {"a2a3": (24, 48), "a5": (36, 72), "sim": (8, 16)}
+EARLY_QUEUE_CAPACITY = 64  # speculative candidates per shape (simpler before #1812; R12)
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    family: str
+    severity: Severity
+    summary: str
+    docs: str
+    check: Callable[[Graph, CheckContext], Iterable[Diagnostic]]
+
+    @staticmethod
+    def from_module(module: ModuleType) -> Rule:
+        docs = (module.__doc__ or "").strip()
+        missing = [h for h in DOC_HEADINGS if h not in docs]
+        if missing:
+            raise ValueError(f"rule module {module.__name__} lacks doc headings {missing}")
+        return Rule(
+            module.CODE,
+            module.NAME,
+            module.FAMILY,
+            Severity(module.SEVERITY),
+            module.SUMMARY,
+            docs,
+            module.check,
+        )
+
+
+@dataclass
+class CheckContext:
+    """Device facts and shared analyses for one graph."""
+
+    graph: Graph
+    preset: str = "a2a3"
+    early_queue_capacity: int = EARLY_QUEUE_CAPACITY
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def cores(self) -> dict[str, int]:
+        aic, aiv = PRESETS[self.preset]
+        return {"aic": aic, "aiv": aiv, "mix": aic}
+
+    @cached_property
+    def ancestors(self) -> dict[str, frozenset[str]]:
+        return self.graph.ancestors()
+
+
+def finding(
+    code: str,
+    severity: str,
+    span: Span,
+    message: str,
+    fix: str | None = None,
+    related: tuple[tuple[Span, str], ...] = (),
+) -> Diagnostic:
+    """A lint finding; ``fix`` is the one-line repair shown as the hint and in JSON/SARIF."""
+    return Diagnostic(code, message, span, Severity(severity), fix, related)

@@ -1,0 +1,100 @@
+"""Concrete instances of signal operations, for the handshake and protocol rules.
+
+Every rank runs the same graph (rank symmetry), so a notify on a peer is the local task of
+the same name. We enumerate each notify and wait over ranks x blocks x loop iterations at
+one parameter point, evaluating conditions, cells and peers exactly. An operation whose
+trip counts, cells or conditions depend on data is reported as not countable.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lowering.ir import Graph, Loop, SignalOp, Task
+from lowering.symbolic import EvalError, Expr, evaluate
+
+MAX_INSTANCES = 400_000
+
+
+class NotCountable(Exception):
+    """The instances depend on data or runtime values (or are too many to enumerate)."""
+
+
+@dataclass(frozen=True)
+class Instance:
+    task: str
+    rank: int
+    block: int
+    env: tuple[tuple[str, int], ...]  # loop variable values
+
+    def bound(self) -> dict[str, int]:
+        return dict(self.env)
+
+
+def _iterate(loops: tuple[Loop, ...], env: dict[str, int], budget: list[int]) -> Iterator[dict[str, int]]:
+    if not loops:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise NotCountable("too many instances to enumerate")
+        yield env
+        return
+    loop, rest = loops[0], loops[1:]
+    try:
+        start, stop, step = (evaluate(e, env) for e in (loop.start, loop.stop, loop.step))
+    except EvalError as err:
+        raise NotCountable(f"loop '{loop.var}' has bounds that depend on data ({err})") from None
+    for v in range(start, stop, max(step, 1)):
+        yield from _iterate(rest, {**env, loop.var: v}, budget)
+
+
+def instances(
+    graph: Graph, task: Task, op: SignalOp, env: dict[str, int]
+) -> Iterator[tuple[dict[str, int], int]]:
+    """(environment, rank) for every execution of ``op`` whose conditions hold."""
+    nranks = evaluate(graph.ranks, env)
+    budget = [MAX_INSTANCES]
+    for rank in range(nranks):
+        for block in range(evaluate(task.grid, env)):
+            base = {**env, "rank": rank, "nranks": nranks, "block": block}
+            for scoped in _iterate(op.loops, base, budget):
+                try:
+                    if all(evaluate(c.expr, scoped) for c in op.conds):
+                        yield scoped, rank
+                except EvalError as err:
+                    raise NotCountable(f"a condition depends on data ({err})") from None
+
+
+def _cell(op: SignalOp, env: dict[str, int]) -> tuple[int, ...]:
+    try:
+        return tuple(evaluate(i, env) for i in op.index)
+    except EvalError as err:
+        raise NotCountable(f"the cell index depends on data ({err})") from None
+
+
+def notify_counts(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> Counter:
+    """Counter of (source rank, destination rank, cell) -> total value deposited per epoch."""
+    out: Counter = Counter()
+    for scoped, rank in instances(graph, task, op, env):
+        try:
+            peer = evaluate(op.peer, scoped)
+            value = evaluate(op.value, scoped) if op.value is not None else 1
+        except EvalError as err:
+            raise NotCountable(f"peer or value depends on data ({err})") from None
+        out[(rank, peer, _cell(op, scoped))] += value
+    return out
+
+
+def waited_cells(
+    graph: Graph, task: Task, op: SignalOp, env: dict[str, int]
+) -> dict[tuple[int, tuple], Expr]:
+    """(rank, cell) -> expected threshold expression (may involve ``epoch``)."""
+    out: dict[tuple[int, tuple], Expr] = {}
+    for scoped, rank in instances(graph, task, op, env):
+        out[(rank, _cell(op, scoped))] = op.expected
+    return out
+
+
+def notifiers_of(graph: Graph, signal: str) -> list[tuple[Task, SignalOp]]:
+    return [(t, op) for t in graph.tasks for op in t.notifies if op.signal == signal]
