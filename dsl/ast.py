@@ -202,6 +202,13 @@ class ScalarDecl(Node):
 
 
 @dataclass(frozen=True)
+class GoldenDecl(Node):
+    """``golden "hc_pre_golden.py"``: a NumPy reference beside the source (see docs/run.md)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
 class RanksDecl(Node):
     """``ranks EP``: the layer runs on EP ranks (``rank`` in 0..EP-1)."""
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate_body import BodyElaborator, LayerNames
+from dsl.perf import paused_gc
 from lowering import ir
 from lowering.source import CompileError, Diagnostic, Span
 from lowering.symbolic import PARAM, SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
@@ -34,7 +35,7 @@ class _Scope:
     layer: ast.Layer
     ints: dict[str, Expr] = field(default_factory=dict)
     tensors: dict[str, ir.Tensor] = field(default_factory=dict)
-    tasks: dict[str, list[str]] = field(default_factory=dict)
+    tasks: dict[str, dict[str, None]] = field(default_factory=dict)  # name -> instances (ordered set)
     calls: dict[str, _Scope] = field(default_factory=dict)
     loop_kinds: list[str] = field(default_factory=list)
 
@@ -67,6 +68,10 @@ class Elaborator:
         return [name for name in self.layers if name not in called]
 
     def elaborate(self, name: str) -> ir.Graph:
+        with paused_gc():
+            return self._elaborate(name)
+
+    def _elaborate(self, name: str) -> ir.Graph:
         layer = self.layers[name]
         self.params: dict[str, ir.Param] = {}
         self.consts: dict[str, ir.Const] = {}
@@ -77,6 +82,7 @@ class Elaborator:
         self.task_names: set[str] = set()
         self.env: dict[str, int] = {}
         self.ranks: Expr | None = None
+        self.golden: str | None = None
         scope = _Scope("", layer)
         unknown = set(self.overrides) - {p.name for p in layer.params}
         for key in sorted(unknown):
@@ -107,6 +113,7 @@ class Elaborator:
             tasks=self.tasks,
             ranks=ranks,
             nranks=self._value(ranks, layer.span, "ranks"),
+            golden=self.golden,
         )
         if not self.diagnostics:
             from dsl.bounds import check_bounds
@@ -228,6 +235,13 @@ class Elaborator:
         if existing is None:
             self.scalars[s.name] = ir.Scalar(s.name, s.dtype, self._domain(s.domain, scope), s.span)
 
+    def _l_GoldenDecl(self, s: ast.GoldenDecl, scope: _Scope, stack) -> None:
+        if scope.prefix:
+            return  # a called layer's golden does not describe the caller
+        if not s.path.endswith(".py") or "\x00" in s.path:
+            raise self.error("E102", s.span, f"golden must name a .py file, got {s.path!r}")
+        self.golden = s.path
+
     def _l_RanksDecl(self, s: ast.RanksDecl, scope: _Scope, stack) -> None:
         expr = self.const(s.count, scope)
         value = self._value(expr, s.count.span, "ranks")
@@ -335,7 +349,7 @@ class Elaborator:
                     raise self.error("E209", value.span, f"'{name}' must be bound to a tensor of this layer")
                 inner.tensors[name] = scope.tensors[value.id]
             elif isinstance(decls.get(name), ast.TaskIdDecl):
-                inner.tasks[name] = self._resolve_ref(self._as_ref(value), scope)
+                inner.tasks[name] = dict.fromkeys(self._resolve_ref(self._as_ref(value), scope))
             else:
                 raise self.error(
                     "E203", span, f"layer '{s.layer}' has no parameter, tensor or taskid '{name}'"
@@ -399,7 +413,7 @@ class Elaborator:
             )
             raise self.error("E202", s.span, f"task '{name}' is already defined", hint)
         self.task_names.add(name)
-        scope.tasks.setdefault(s.name, []).append(name)
+        scope.tasks.setdefault(s.name, {})[name] = None
         grid = self.const(s.spmd, scope) if s.spmd is not None else Const(1)
         blocks = self._value(grid, s.spmd.span if s.spmd else s.span, "grid")
         if blocks < 1:

@@ -210,6 +210,9 @@ class _ToAst(Transformer):
         name, dtype, domain = children
         return ast.ScalarDecl(self._span(meta), str(name), str(dtype), self._tok(dtype), domain)
 
+    def golden_decl(self, meta, children):
+        return ast.GoldenDecl(self._span(meta), _unquote(str(children[0])))
+
     def ranks_decl(self, meta, children):
         return ast.RanksDecl(self._span(meta), children[0])
 

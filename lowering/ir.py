@@ -266,6 +266,7 @@ class Graph:
     nranks: int
     edges: list[Edge] = field(default_factory=list)
     cross_round_edges: list[Edge] = field(default_factory=list)
+    golden: str | None = None  # path of the NumPy reference module, relative to ``file``
 
     def env(self) -> dict[str, int]:
         """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""

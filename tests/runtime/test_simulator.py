@@ -17,9 +17,7 @@ def noop(ctx):
 
 
 def rec(res, task: str, block: int = 0, rank: int = 0, round_: int = 0) -> BlockRecord:
-    (r,) = [
-        r for r in res.schedule if (r.task, r.block, r.rank, r.round) == (task, block, rank, round_)
-    ]
+    (r,) = [r for r in res.schedule if (r.task, r.block, r.rank, r.round) == (task, block, rank, round_)]
     return r
 
 
@@ -43,7 +41,10 @@ def _atomic_program() -> Program:
 
     return Program(
         "split_k_atomic",
-        (TensorSpec("parts", (SPLITS, *TILE), "float32", "input"), TensorSpec("out", TILE, "float32", "output")),
+        (
+            TensorSpec("parts", (SPLITS, *TILE), "float32", "input"),
+            TensorSpec("out", TILE, "float32", "output"),
+        ),
         (),
         (TaskSpec("linear", "aiv", SPLITS, linear),),
     )
@@ -68,13 +69,19 @@ def _ordered_program() -> Program:
             TensorSpec("out", TILE, "float32", "output"),
         ),
         (),
-        (TaskSpec("linear", "aiv", SPLITS, linear, early_resolve=True), TaskSpec("reduce", "aiv", 1, reduce, deps=(0,))),
+        (
+            TaskSpec("linear", "aiv", SPLITS, linear, early_resolve=True),
+            TaskSpec("reduce", "aiv", 1, reduce, deps=(0,)),
+        ),
     )
 
 
 def _patterns(program: Program, policy: str = "random") -> set[bytes]:
     parts = _split_k_tiles()
-    return {simulate(program, {"parts": parts}, policy=policy, seed=s).outputs[0]["out"].tobytes() for s in range(20)}
+    return {
+        simulate(program, {"parts": parts}, policy=policy, seed=s).outputs[0]["out"].tobytes()
+        for s in range(20)
+    }
 
 
 def test_fp32_atomic_split_k_is_order_dependent_across_seeds():
@@ -110,12 +117,19 @@ def test_fifo_chain_makespan_is_sum_of_costs():
     )
     res = simulate(Program("chain", (), (), tasks))
     assert res.makespan == sum(costs)
-    assert [(rec(res, f"t{i}").start, rec(res, f"t{i}").end) for i in range(4)] == [(0, 3), (3, 8), (8, 10), (10, 17)]
+    assert [(rec(res, f"t{i}").start, rec(res, f"t{i}").end) for i in range(4)] == [
+        (0, 3),
+        (3, 8),
+        (8, 10),
+        (10, 17),
+    ]
 
 
 def test_spmd_grid_dispatches_in_waves_idle_then_pending():
     res = simulate(Program("w", (), (), (TaskSpec("g", "aiv", 40, noop),)))  # 16 AIV per rank
-    slots = [(r.slot, r.placed_at, r.start, r.end, r.cores[0]) for r in sorted(res.schedule, key=lambda r: r.block)]
+    slots = [
+        (r.slot, r.placed_at, r.start, r.end, r.cores[0]) for r in sorted(res.schedule, key=lambda r: r.block)
+    ]
     assert slots[:16] == [("running", 0, 0, 1, f"AIV{i}") for i in range(16)]
     assert slots[16:32] == [("pending", 0, 1, 2, f"AIV{i}") for i in range(16)]
     # the third wave is placed when slots free up at t=1: every core is busy again, so pending
@@ -156,7 +170,7 @@ def test_a_core_runs_one_block_at_a_time_under_every_policy(policy):
         res = simulate(Program("mixed", (), (), tasks), cores=(4, 8), policy=policy, seed=seed)
         for ivs in _running_intervals(res).values():
             ivs.sort()
-            for (s0, e0), (s1, _e1) in zip(ivs, ivs[1:]):
+            for (_s0, e0), (s1, _e1) in zip(ivs, ivs[1:], strict=False):
                 assert s1 >= e0
         # consumers start only after all producers completed
         ends = {}
@@ -194,7 +208,14 @@ def test_gated_consumer_holds_its_core_until_producers_complete():
     )
     res = simulate(Program("g", (), (), tasks), cores=(1, 2))
     c, x0, x1 = rec(res, "c"), rec(res, "x", 0), rec(res, "x", 1)
-    assert (c.cores, c.slot, c.gated, c.placed_at, c.doorbell, c.start) == (("AIV1",), "running", True, 0, 10, 10)
+    assert (c.cores, c.slot, c.gated, c.placed_at, c.doorbell, c.start) == (
+        ("AIV1",),
+        "running",
+        True,
+        0,
+        10,
+        10,
+    )
     # x became ready at t=1 but both AIV cores were held (p running, c gated): pending slots
     assert (x0.cores, x0.slot, x0.start) == (("AIV0",), "pending", 10)
     assert (x1.cores, x1.slot, x1.start) == (("AIV1",), "pending", 11)
@@ -217,8 +238,13 @@ def test_early_candidate_needs_fully_published_producer():
 
 def test_early_queue_capacity_bounds_candidates():
     def run(blocks: int, cap: int):
-        tasks = (TaskSpec("p", "aiv", 1, noop, cost=5, early_resolve=True), TaskSpec("c", "aiv", blocks, noop, deps=(0,)))
-        return [r for r in simulate(Program("e", (), (), tasks), early_capacity=cap).schedule if r.task == "c"]
+        tasks = (
+            TaskSpec("p", "aiv", 1, noop, cost=5, early_resolve=True),
+            TaskSpec("c", "aiv", blocks, noop, deps=(0,)),
+        )
+        return [
+            r for r in simulate(Program("e", (), (), tasks), early_capacity=cap).schedule if r.task == "c"
+        ]
 
     assert all(r.gated and r.placed_at == 0 for r in run(4, 4))
     assert all(not r.gated and r.placed_at == 5 for r in run(5, 4))
@@ -245,8 +271,11 @@ def test_predicated_consumer_is_never_early_and_false_predicate_retires_inline()
 
 
 def test_zero_block_task_completes_immediately_and_releases():
-    tasks = (TaskSpec("a", "aiv", 1, noop, cost=2), TaskSpec("dummy", "aiv", 0, noop, deps=(0,)),
-             TaskSpec("b", "aiv", 1, noop, deps=(1,)))
+    tasks = (
+        TaskSpec("a", "aiv", 1, noop, cost=2),
+        TaskSpec("dummy", "aiv", 0, noop, deps=(0,)),
+        TaskSpec("b", "aiv", 1, noop, deps=(1,)),
+    )
     res = simulate(Program("z", (), (), tasks))
     assert rec(res, "b").start == 2 and res.blocks_run == 2
 
@@ -256,7 +285,10 @@ def test_zero_block_task_completes_immediately_and_releases():
 
 def test_sync_start_cohort_larger_than_device_is_refused_before_running():
     ran = []
-    tasks = (TaskSpec("first", "aiv", 1, lambda ctx: ran.append(1)), TaskSpec("all", "aiv", 17, noop, sync_start=True))
+    tasks = (
+        TaskSpec("first", "aiv", 1, lambda ctx: ran.append(1)),
+        TaskSpec("all", "aiv", 17, noop, sync_start=True),
+    )
     with pytest.raises(CohortTooLargeError) as ei:
         simulate(Program("c", (), (), tasks))
     assert (ei.value.task, ei.value.blocks, ei.value.capacity) == ("all", 17, 16)
@@ -341,7 +373,9 @@ def test_remote_store_into_peer_window_and_inputs_per_rank():
 
 
 def test_input_validation_messages():
-    prog = Program("v", (TensorSpec("x", (2,), "float32", "input"),), ("n",), (TaskSpec("k", "aiv", 1, noop),))
+    prog = Program(
+        "v", (TensorSpec("x", (2,), "float32", "input"),), ("n",), (TaskSpec("k", "aiv", 1, noop),)
+    )
     with pytest.raises(ValueError, match="missing input tensor 'x'"):
         simulate(prog, {}, scalars={"n": 1})
     with pytest.raises(ValueError, match="needs runtime scalars"):
@@ -359,3 +393,15 @@ def test_kernel_exception_names_the_block():
 
     with pytest.raises(KernelError, match=r"bad\[1\] \(rank 0, round 1\) raised ZeroDivisionError: boom"):
         simulate(Program("k", (), (), (TaskSpec("bad", "aiv", 2, bad),)))
+
+
+def test_presets_and_progress_flag_without_tty():
+    for preset, n_aiv in (("sim", 16), ("a2a3", 48), ("a5", 72)):
+        res = simulate(
+            Program("p", (), (), (TaskSpec("g", "aiv", n_aiv + 1, noop),)), cores=preset, progress=True
+        )
+        assert res.makespan == 2 and sum(r.slot == "pending" for r in res.schedule) == 1
+    with pytest.raises(ValueError, match="n_aiv must be 2 \\* n_aic"):
+        simulate(Program("p", (), (), ()), cores=(2, 3))
+    with pytest.raises(ValueError, match="unknown core preset"):
+        simulate(Program("p", (), (), ()), cores="a9")

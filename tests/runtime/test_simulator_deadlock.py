@@ -91,7 +91,12 @@ def test_handshake_with_edge_never_deadlocks():
 def test_deadlock_can_be_returned_instead_of_raised():
     for seed in range(20):
         res = simulate(
-            handshake(edge=False), ranks=2, cores=(1, 2), policy="adversarial", seed=seed, raise_on_deadlock=False
+            handshake(edge=False),
+            ranks=2,
+            cores=(1, 2),
+            policy="adversarial",
+            seed=seed,
+            raise_on_deadlock=False,
         )
         if res.deadlock is not None:
             break
@@ -239,7 +244,9 @@ def test_kernel_yielding_forever_hits_the_wall_clock_timeout():
         while True:
             yield
 
-    prog = Program("spin", (TensorSpec("x", (1,), "float32", "output"),), (), (TaskSpec("loop", "aiv", 1, forever),))
+    prog = Program(
+        "spin", (TensorSpec("x", (1,), "float32", "output"),), (), (TaskSpec("loop", "aiv", 1, forever),)
+    )
     t0 = time.monotonic()
     with pytest.raises(SimulationTimeout, match=r"0.3s wall-clock timeout.*loop\[0\] rank 0"):
         simulate(prog, timeout=0.3, max_block_steps=10**12)
@@ -274,7 +281,10 @@ def test_direct_write_to_signal_cell_is_noticed_before_declaring_deadlock():
         ctx.t("s")[0] = 1  # not a notify: the engine rechecks spinners before giving up
 
     prog = Program(
-        "poke", (TensorSpec("s", (1,), "int32", "signal"),), (), (TaskSpec("w", "aiv", 1, w), TaskSpec("p", "aiv", 1, poke))
+        "poke",
+        (TensorSpec("s", (1,), "int32", "signal"),),
+        (),
+        (TaskSpec("w", "aiv", 1, w), TaskSpec("p", "aiv", 1, poke)),
     )
     res = simulate(prog, {"s": np.zeros(1, np.int32)})
     assert res.blocks_run == 2 and res.waits == 1

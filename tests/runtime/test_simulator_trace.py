@@ -21,7 +21,11 @@ def _load(path) -> list[dict]:
 
 
 def _threads(events) -> dict[tuple[int, int], str]:
-    return {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    return {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in events
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
 
 
 def _handshake() -> Program:
@@ -58,7 +62,12 @@ def test_trace_structure(tmp_path):
     threads = _threads(events)
     assert len(threads) == 2 * (2 + 4) * 2  # ranks x cores x {running, pending}
     assert [threads[(1, t)] for t in range(6)] == [
-        "AIC0 running", "AIC0 pending", "AIC1 running", "AIC1 pending", "AIV0 running", "AIV0 pending"
+        "AIC0 running",
+        "AIC0 pending",
+        "AIC1 running",
+        "AIC1 pending",
+        "AIV0 running",
+        "AIV0 pending",
     ]
     blocks = [e for e in events if e["ph"] == "X" and e["cat"] == "block"]
     assert len(blocks) == res.blocks_run == 2 * 3 * 6
@@ -157,7 +166,10 @@ def test_same_seed_gives_identical_trace_and_outputs(tmp_path, policy):
 
 def test_different_seeds_explore_different_schedules():
     scheds = {
-        tuple((r.task, r.block, r.cores, r.start) for r in simulate(_mixed_program(), policy="random", seed=s).schedule)
+        tuple(
+            (r.task, r.block, r.cores, r.start)
+            for r in simulate(_mixed_program(), policy="random", seed=s).schedule
+        )
         for s in range(5)
     }
     assert len(scheds) > 1

@@ -1,0 +1,192 @@
+"""The Python API: ``dsl.load(path, **params).run(inputs, ranks=, seed=, policy=, rounds=)``.
+
+``load`` compiles a layer, renders its NumPy kernels into the cache (keyed by a content
+hash of source, parameter values and dslc version) and imports them; ``run`` executes them
+on the simulator and returns the outputs with a run report. ``validate`` compares against
+the layer's golden (``golden "x_golden.py"`` in the source), a module beside the layer:
+
+    def make_inputs(params: dict, seed: int, ranks: int) -> dict | list[dict]   # optional
+    def golden(inputs: list[dict], params: dict) -> dict | list[dict]           # per rank
+    TOLERANCES = {"out": {"comparator": "ratio_allclose", "atol": 1e-4, "rtol": 1e-3}}
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from dsl import __version__
+from dsl.codes import diag
+from dsl.frontend import compile_text, read_source
+from lowering.codegen_numpy import content_hash, render_numpy
+from lowering.ir import Graph
+from lowering.source import CompileError, Span
+from runtime import compare
+from runtime.loader import cached_module_path, load_program
+from runtime.program import Program, numpy_dtype
+from runtime.simulator import RunResult, simulate
+
+
+@dataclass
+class OutputCheck:
+    name: str
+    rank: int
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    frac_out_of_tol: float
+    message: str
+
+
+@dataclass
+class Validation:
+    checks: list[OutputCheck] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+
+@dataclass
+class CompiledLayer:
+    graph: Graph
+    source: Path
+    module_path: Path
+    program: Program
+
+    @property
+    def ranks(self) -> int:
+        return self.graph.nranks
+
+    @property
+    def params(self) -> dict[str, int]:
+        return {p.name: p.value for p in self.graph.params.values()}
+
+    def golden_module(self) -> ModuleType | None:
+        if self.graph.golden is None:
+            return None
+        path = (self.source.parent / self.graph.golden).resolve()
+        if not path.is_file():
+            raise CompileError(
+                [diag("E102", Span(str(self.source), 1, 1), f"golden module {path} not found")]
+            )
+        spec = importlib.util.spec_from_file_location(f"dslc_golden_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    def make_inputs(self, seed: int = 0, ranks: int | None = None) -> list[dict[str, np.ndarray]]:
+        """Inputs from the golden's ``make_inputs``, else seeded normal floats / zero integers."""
+        ranks = ranks or self.ranks
+        module = self.golden_module()
+        if module is not None and hasattr(module, "make_inputs"):
+            return _per_rank(module.make_inputs(self.params, seed, ranks), ranks)
+        rng = np.random.default_rng(seed)
+        out = []
+        for _ in range(ranks):
+            per = {}
+            for t in self.program.tensors:
+                if t.kind in ("input", "inout"):
+                    dt = numpy_dtype(t.dtype)
+                    if np.issubdtype(dt, np.floating):
+                        per[t.name] = rng.standard_normal(t.shape).astype(dt)
+                    else:
+                        per[t.name] = np.zeros(t.shape, dt)
+            out.append(per)
+        return out
+
+    def run(
+        self,
+        inputs: dict | list[dict] | None = None,
+        *,
+        ranks: int | None = None,
+        seed: int = 0,
+        policy: str = "fifo",
+        rounds: int = 1,
+        cores: tuple[int, int] | str = "sim",
+        timeout: float = 60.0,
+        trace: str | Path | None = None,
+        progress: bool = False,
+        raise_on_deadlock: bool = True,
+    ) -> RunResult:
+        ranks = ranks or self.ranks
+        if inputs is None:
+            inputs = self.make_inputs(seed, ranks)
+        return simulate(
+            self.program,
+            _per_rank(inputs, ranks),
+            ranks=ranks,
+            cores=cores,
+            policy=policy,
+            seed=seed,
+            rounds=rounds,
+            timeout=timeout,
+            trace=trace,
+            progress=progress,
+            raise_on_deadlock=raise_on_deadlock,
+        )
+
+    def validate(self, inputs: list[dict], result: RunResult) -> Validation | None:
+        module = self.golden_module()
+        if module is None:
+            return None
+        expected = _per_rank(module.golden(inputs, self.params), len(inputs))
+        tolerances: dict[str, Any] = getattr(module, "TOLERANCES", {})
+        out = Validation()
+        for rank, (want, got) in enumerate(zip(expected, result.outputs, strict=False)):
+            for name, value in want.items():
+                spec = tolerances.get(name, {"comparator": "allclose", "atol": 1e-3, "rtol": 1e-3})
+                c = _compare(spec, np.asarray(got[name]), np.asarray(value))
+                out.checks.append(
+                    OutputCheck(
+                        name, rank, c.passed, c.max_abs_err, c.max_rel_err, c.frac_out_of_tol, c.message
+                    )
+                )
+        return out
+
+
+def _per_rank(value: dict | list, ranks: int) -> list[dict]:
+    if isinstance(value, dict):
+        return [value] + [dict(value) for _ in range(ranks - 1)]
+    return list(value)
+
+
+def _compare(spec, actual: np.ndarray, expected: np.ndarray) -> compare.Comparison:
+    if callable(spec):
+        return spec(actual, expected)
+    kwargs = dict(spec)
+    fn = getattr(compare, kwargs.pop("comparator", "allclose"))
+    return fn(actual, expected, **kwargs)
+
+
+def compile_layer(
+    path: str | Path, params: dict[str, int] | None = None, layer: str | None = None
+) -> CompiledLayer:
+    """Compile ``path`` at ``params`` and import its generated kernels (from the cache)."""
+    source = Path(path)
+    text = read_source(source)
+    graphs = compile_text(text, str(source), params, layer)
+    if len(graphs) != 1:
+        names = ", ".join(g.name for g in graphs)
+        raise CompileError(
+            [
+                diag(
+                    "E208",
+                    Span.whole_file(str(source)),
+                    f"several root layers ({names}); choose one with layer=",
+                )
+            ]
+        )
+    graph = graphs[0]
+    key = content_hash(text, repr(sorted(graph.env().items())), graph.name, __version__)
+    module_path = cached_module_path(graph.name, key, lambda: render_numpy(graph, key[:16], __version__))
+    return CompiledLayer(graph, source, module_path, load_program(module_path))
+
+
+def load(path: str | Path, *, layer: str | None = None, **params: int) -> CompiledLayer:
+    return compile_layer(path, params or None, layer)

@@ -1,0 +1,425 @@
+"""IR -> one Python module of NumPy kernels for the simulator (``codegen_templates/numpy``).
+
+Every task becomes a generator function run once per block; ``wait`` and ``barrier`` yield
+to the simulator, a plain read-modify-write ``+=`` yields between its read and its write
+(another block may interleave there, as on the device). Parameters are folded to literals,
+so the module is specific to one parameter point; it is byte-identical for the same input.
+
+Nothing from the source reaches the output as code except names that match
+``IDENTIFIER`` (checked here, again, before rendering); tensor and task names appear only as
+``repr`` string literals, locals and loop variables with a ``v_`` prefix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jinja2
+
+from lowering import body as ir
+from lowering.ir import Graph, Task
+from lowering.symbolic import (
+    BLOCK,
+    DYNAMIC,
+    LOOP,
+    NRANKS,
+    RANK,
+    SCALAR,
+    Const,
+    EvalError,
+    Expr,
+    Sym,
+    evaluate,
+    render,
+    substitute,
+)
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "codegen_templates"
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+QUALIFIED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\[[0-9]+\])?$")
+
+NUMPY_DTYPES = {
+    "f32": "float32",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "i8": "int8",
+    "u8": "uint8",
+    "i16": "int16",
+    "i32": "int32",
+    "u32": "int64",  # the simulator has no uint32; values of u32 tensors fit in int64
+    "i64": "int64",
+    "bool": "bool",
+}
+_TILE_BINOPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
+_PY_BINOPS = {
+    "add": "+",
+    "sub": "-",
+    "mul": "*",
+    "div": "/",
+    "floordiv": "//",
+    "mod": "%",
+    "eq": "==",
+    "ne": "!=",
+    "lt": "<",
+    "le": "<=",
+    "gt": ">",
+    "ge": ">=",
+    "and": "and",
+    "or": "or",
+}
+
+
+class UnsafeName(ValueError):
+    """A name that must not reach generated code (the front end never produces one)."""
+
+
+def _checked(name: str, pattern: re.Pattern = QUALIFIED) -> str:
+    if not pattern.match(name):
+        raise UnsafeName(f"refusing to generate code for name {name!r}")
+    return name
+
+
+@dataclass
+class KernelCode:
+    index: int
+    name: str
+    lines: list[str] = field(default_factory=list)
+
+
+class _Kernel:
+    """Renders one task body as indented Python lines."""
+
+    def __init__(self, graph: Graph, task: Task, env: dict[str, int], at_dispatch: bool = False):
+        self.at_dispatch = at_dispatch  # predicates run on the scheduler, with a RankMemory `mem`
+        self.graph = graph
+        self.task = task
+        self.env = env
+        self.lines: list[str] = []
+        self.tensors: set[str] = set()
+        self.scalars: set[str] = set()
+        self.temp = 0
+
+    # ---------------------------------------------------------------- integers
+    def int_code(self, expr: Expr) -> str:
+        folded = substitute(expr, {k: Const(v) for k, v in self.env.items()})
+        try:
+            return str(evaluate(folded, {}))
+        except EvalError:
+            pass
+
+        def name_of(sym: Sym) -> str:
+            if self.at_dispatch:
+                if sym.kind == RANK:
+                    return "mem.rank"
+                if sym.kind == NRANKS:
+                    return "mem.nranks"
+                if sym.kind == SCALAR:
+                    return f"int(mem.scalar({_checked(sym.name, IDENTIFIER)!r}))"
+                raise UnsafeName(
+                    f"a predicate cannot use {sym.name!r}: it is evaluated before any block runs"
+                )
+            if sym.kind == BLOCK:
+                return "block"
+            if sym.kind == RANK:
+                return "rank"
+            if sym.kind == NRANKS:
+                return "nranks"
+            if sym.kind == SCALAR:
+                self.scalars.add(_checked(sym.name, IDENTIFIER))
+                return f"s_{sym.name}"
+            if sym.kind in (LOOP, DYNAMIC):
+                return f"v_{_checked(sym.name, IDENTIFIER)}"
+            raise UnsafeName(f"unbound symbol {sym.name!r} in generated code")
+
+        return render(folded, name_of, python=True)
+
+    def index_code(self, region: tuple[ir.Range, ...], keep_dims: bool) -> str:
+        parts = []
+        for r in region:
+            if r.point and not keep_dims:
+                parts.append(self.int_code(r.start))
+                continue
+            start, stop = self.int_code(r.start), self.int_code(r.stop)
+            step = self.int_code(r.step)
+            parts.append(f"{start}:{stop}" + ("" if step == "1" else f":{step}"))
+        return ", ".join(parts)
+
+    def slice_tuple(self, region: tuple[ir.Range, ...]) -> str:
+        parts = []
+        for r in region:
+            start, stop, step = (self.int_code(e) for e in (r.start, r.stop, r.step))
+            parts.append(f"slice({start}, {stop}, {step})" if step != "1" else f"slice({start}, {stop})")
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+    def tensor_var(self, name: str) -> str:
+        self.tensors.add(_checked(name))
+        return "t_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+    # ---------------------------------------------------------------- values
+    def value(self, v: ir.Value) -> str:
+        if isinstance(v, ir.IntV):
+            return self.int_code(v.expr)
+        if isinstance(v, ir.FloatV):
+            return (
+                repr(float(v.value))
+                if v.value == v.value and abs(v.value) != float("inf")
+                else _special(v.value)
+            )
+        if isinstance(v, ir.DtypeV):
+            return repr(NUMPY_DTYPES[v.dtype])
+        if isinstance(v, ir.ListV):
+            return (
+                "(" + ", ".join(self.int_code(i) for i in v.items) + ("," if len(v.items) == 1 else "") + ")"
+            )
+        if isinstance(v, ir.LocalV):
+            return f"v_{_checked(v.name, IDENTIFIER)}"
+        if isinstance(v, ir.LoadV):
+            scalar = isinstance(v.type, ir.ScalarType)
+            base = f"v_{_checked(v.tensor, IDENTIFIER)}" if v.local else self.tensor_var(v.tensor)
+            return f"{base}[{self.index_code(v.region, keep_dims=not scalar)}]"
+        if isinstance(v, ir.BinV):
+            return self.binary(v)
+        if isinstance(v, ir.CallV):
+            return self.call(v)
+        raise TypeError(f"cannot generate code for {v!r}")
+
+    def binary(self, v: ir.BinV) -> str:
+        a, b = self.value(v.a), self.value(v.b)
+        tile = isinstance(v.type, ir.TileType)
+        if tile and v.op in _TILE_BINOPS:
+            return f"_op.{v.op}({a}, {b})"
+        op = _PY_BINOPS[v.op]
+        if tile and op in ("and", "or"):
+            op = "&" if op == "and" else "|"
+        if tile and op == "//":
+            return f"np.floor_divide({a}, {b})"
+        return f"({a} {op} {b})"
+
+    def call(self, v: ir.CallV) -> str:
+        args = [self.value(a) for a in v.args]
+        attrs = dict(v.attrs)
+        op = v.op
+        if op == "zeros":
+            return f"_op.zeros({args[1]}, {args[0]})"
+        if op == "full":
+            return f"_op.full({args[1]}, {args[2]}, {args[0]})"
+        if op == "cast":
+            mode = f", mode={self.value(attrs['mode'])}" if "mode" in attrs else ""
+            return f"_op.cast({args[0]}, {args[1]}{mode})"
+        if op in ("matmul", "matmul_acc"):
+            flags = "".join(f", {f}=True" for f in ("a_trans", "b_trans") if f in attrs)
+            return f"_op.{op}({', '.join(args)}{flags})"
+        if op == "read":
+            return args[0]
+        if op in ("min", "max"):
+            return f"{op}({args[0]}, {args[1]})"
+        if op == "cdiv":
+            return f"(-((-{args[0]}) // {args[1]}))"
+        if op == "topk_pairs":
+            return f"{args[0]}[:, : 2 * {args[1]}]"
+        if op in ("even_lanes", "odd_lanes"):
+            pattern = "P0101" if op == "even_lanes" else "P1010"
+            return f"_op.gather_lanes({args[0]}, {pattern!r})"
+        if op == "select":
+            return f"np.where({args[0]}, {args[1]}, {args[2]})"
+        return f"_op.{_checked(op, IDENTIFIER)}({', '.join(args)})"
+
+    # ---------------------------------------------------------------- statements
+    def emit(self, depth: int, line: str) -> None:
+        self.lines.append("    " * depth + line)
+
+    def store_value(self, tensor: str, value: ir.Value) -> str:
+        code = self.value(value)
+        if self.graph.tensors[tensor].dtype == "bf16":
+            return f"_op.to_bf16({code})"
+        return code
+
+    def stmts(self, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
+        if not stmts:
+            self.emit(depth, "pass")
+        for s in stmts:
+            self.stmt(s, depth)
+
+    def stmt(self, s: ir.Stmt, depth: int) -> None:
+        if isinstance(s, ir.LetS | ir.AssignS):
+            code = self.value(s.value)
+            if isinstance(s.value, ir.LoadV) and isinstance(s.value.type, ir.TileType):
+                code = f"np.array({code})"  # a tile is a copy: later stores must not change it
+            self.emit(depth, f"v_{_checked(s.name, IDENTIFIER)} = {code}")
+        elif isinstance(s, ir.StoreS):
+            target = self.tensor_var(s.tensor)
+            region = self.index_code(s.region, keep_dims=True)
+            if s.mode == "atomic":
+                self.emit(
+                    depth,
+                    f"ctx.atomic_add({s.tensor!r}, {self.slice_tuple(s.region)}, {self.value(s.value)})",
+                )
+            elif s.mode == "accumulate":
+                self.temp += 1
+                tmp = f"_rmw{self.temp}"
+                self.emit(depth, f"{tmp} = {target}[{region}] + {self.value(s.value)}")
+                self.emit(depth, "yield  # a read-modify-write is not atomic: others may run here")
+                self.emit(depth, f"{target}[{region}] = {tmp}")
+            else:
+                self.emit(depth, f"{target}[{region}] = {self.store_value(s.tensor, s.value)}")
+        elif isinstance(s, ir.RemoteStoreS):
+            peer = self.int_code(s.peer)
+            _checked(s.tensor)
+            if s.atomic:
+                self.emit(
+                    depth,
+                    f"ctx.atomic_add({s.tensor!r}, {self.slice_tuple(s.region)}, {self.value(s.value)}, peer={peer})",
+                )
+            else:
+                region = self.index_code(s.region, keep_dims=True)
+                value = self.store_value(s.tensor, s.value)
+                self.emit(depth, f"ctx.peer({s.tensor!r}, {peer})[{region}] = {value}")
+        elif isinstance(s, ir.ForS):
+            var = f"v_{_checked(s.var, IDENTIFIER)}"
+            bounds = ", ".join(self.int_code(e) for e in (s.start, s.stop, s.step))
+            self.emit(depth, f"for {var} in range({bounds}):")
+            self.stmts(s.body, depth + 1)
+        elif isinstance(s, ir.IfS):
+            self.emit(depth, f"if {self.value(s.cond)}:")
+            self.stmts(s.then, depth + 1)
+            if s.orelse:
+                self.emit(depth, "else:")
+                self.stmts(s.orelse, depth + 1)
+        elif isinstance(s, ir.NotifyS):
+            _checked(s.signal)
+            cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
+            self.emit(
+                depth,
+                f"ctx.notify({s.signal!r}, {cell}, {self.int_code(s.peer)}, {self.int_code(s.value)}, {s.op!r})",
+            )
+        elif isinstance(s, ir.WaitS):
+            _checked(s.signal)
+            cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
+            self.emit(depth, f"yield ctx.wait({s.signal!r}, {cell}, {s.cmp!r}, {self.int_code(s.expected)})")
+        elif isinstance(s, ir.BarrierS):
+            self.emit(
+                depth, "yield ctx.barrier()" if not s.soft else "yield ctx.barrier()  # soft: GM polling"
+            )
+        elif isinstance(s, ir.EvalS):
+            self.emit(depth, f"_ = {self.value(s.value)}  # anchor read: orders the task, no data use")
+        else:
+            raise TypeError(f"cannot generate code for {s!r}")
+
+
+def _special(x: float) -> str:
+    if x != x:
+        return "float('nan')"
+    return "float('inf')" if x > 0 else "-float('inf')"
+
+
+def _trip_product(stmts, env, outer: int = 1) -> int:
+    """Abstract cost of a body: tile operations weighted by the loops around them."""
+    total = 0
+    for s in stmts:
+        if isinstance(s, ir.ForS):
+            try:
+                trips = max(0, -(-(evaluate(s.stop, env) - evaluate(s.start, env)) // evaluate(s.step, env)))
+            except EvalError:
+                trips = 1
+            total += _trip_product(s.body, env, outer * trips)
+        elif isinstance(s, ir.IfS):
+            total += _trip_product(s.then, env, outer) + _trip_product(s.orelse, env, outer)
+        else:
+            total += outer
+    return total
+
+
+def module_context(graph: Graph, source_hash: str, version: str) -> dict:
+    env = graph.env()
+    index = {t.name: i for i, t in enumerate(graph.tasks)}
+    deps: dict[str, list[int]] = {t.name: [] for t in graph.tasks}
+    for e in graph.edges:
+        if index[e.src] not in deps[e.dst]:
+            deps[e.dst].append(index[e.src])
+    prev: dict[str, list[int]] = {t.name: [] for t in graph.tasks}
+    for e in graph.cross_round_edges:
+        if index[e.src] not in prev[e.dst]:
+            prev[e.dst].append(index[e.src])
+    kernels, tasks, scalars = [], [], set(graph.scalars)
+    for i, task in enumerate(graph.tasks):
+        k = _Kernel(graph, task, env)
+        k.stmts(task.body, 1)
+        kernels.append(
+            {
+                "index": i,
+                "name": _checked(task.name),
+                "tensors": sorted(k.tensors),
+                "vars": {n: k.tensor_var(n) for n in sorted(k.tensors)},
+                "scalars": sorted(k.scalars),
+                "lines": k.lines,
+            }
+        )
+        scalars |= k.scalars
+        pred = None
+        if task.predicate is not None:
+            p = task.predicate
+            at = _Kernel(graph, task, env, at_dispatch=True)
+            cell = ", ".join(at.int_code(i) for i in p.index)
+            pred = f"lambda mem: bool(mem.t({_checked(p.tensor)!r})[{cell}] {p.cmp} {at.int_code(p.value)})"
+        tasks.append(
+            {
+                "name": task.name,
+                "shape": task.core,
+                "blocks": task.blocks,
+                "deps": tuple(sorted(deps[task.name])),
+                "prev": tuple(sorted(prev[task.name])),
+                "early": task.early_resolve,
+                "sync": task.sync_start,
+                "predicate": pred,
+                "cost": max(1, _trip_product(task.body, env)),
+                "notifier": bool(task.notifies),
+                "waiter": bool(task.waits),
+            }
+        )
+    tensors = [
+        {
+            "name": _checked(t.name),
+            "shape": tuple(d if d is not None else 0 for d in t.dims),
+            "dtype": NUMPY_DTYPES[t.dtype],
+            "kind": t.kind,
+        }
+        for t in graph.tensors.values()
+    ]
+    return {
+        "layer": _checked(graph.name, IDENTIFIER),
+        "version": version,
+        "source_hash": source_hash,
+        "params": {k: v for k, v in sorted(env.items())},
+        "nranks": graph.nranks,
+        "scalars": tuple(sorted(_checked(s, IDENTIFIER) for s in scalars)),
+        "tensors": tensors,
+        "kernels": kernels,
+        "tasks": tasks,
+    }
+
+
+def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
+    loader = jinja2.FileSystemLoader(str(TEMPLATES / "numpy"))
+    env = jinja2.Environment(
+        loader=loader,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["pyrepr"] = repr
+    return env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version))
+
+
+def content_hash(*parts: str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode("utf-8"))
+        h.update(b"\0")
+    for template in sorted((TEMPLATES / "numpy").glob("*.j2")):
+        h.update(template.read_bytes())
+    return h.hexdigest()

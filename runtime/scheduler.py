@@ -1,0 +1,425 @@
+"""The discrete-event engine: dispatch rules of reference §1.6/§1.7 and block execution.
+
+Time.  Time is an integer count of abstract units.  Nothing happens between events; the only
+event is "step block B at time t".  A block that gets all its cores (and is not gated) *starts*
+at t0 and is first stepped at ``t0 + cost``: its compute takes ``cost`` units and its effects
+(stores, atomics, notifies) land when its code runs, so atomics apply in completion order.  A
+step resumes the kernel generator until it finishes, spins on a cell that does not hold, parks
+at a barrier, or yields ``None``; a plain yield reschedules the block at the same time, behind
+events already queued for that instant.  A spinning block makes no progress and holds its core;
+the notify that satisfies it schedules its resumption at the notify's time.  So a block ends at
+``start + cost + time spent spinning or at barriers``.  Same-time events are ordered by the
+policy (arrival order for fifo, random for the others), which is what makes FP atomics order
+vary across seeds.
+
+Dispatch.  After every step the engine settles: pending completions release consumers, then
+each rank whose state changed runs one dispatch pass (``runtime.dispatch``: sync cohorts, then
+MIX/AIC/AIV ready queues with an IDLE stage before a PENDING stage, then early-dispatch queues).
+A block in a pending slot never migrates; it moves to the running slot when the running block
+of its core finishes.  A MIX block takes one whole cluster and starts once it holds all three
+running slots.  A gated block holds its slot until the doorbell (its task's last producer
+completes).  A consumer becomes ready at the time its last producer completes.
+
+Early candidates (§1.7): every direct producer complete or (flagged ``early_resolve`` and fully
+published, i.e. all its blocks placed); no predicate; at most ``early_capacity`` unstaged
+candidate blocks per shape queue - a candidate that does not fit waits for normal readiness.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+import types
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from runtime.dispatch import DispatchMixin
+from runtime.machine import BARRIER, DONE, PLACED, RUN, SPIN, WAKE, Block, RankState, TaskInst
+from runtime.memory import BARRIER as BARRIER_MARK
+from runtime.memory import BlockContext, RankMemory, Wait, format_cell
+from runtime.policies import NOTIFIER, WAITER, make_policy, static_role
+from runtime.program import Program
+from runtime.sim_errors import KernelError, SimulationTimeout, StepLimitExceeded
+
+_GeneratorType = types.GeneratorType
+
+
+class Engine(DispatchMixin):
+    """One simulation run: the device state of every rank, the event heap and the counters."""
+
+    def __init__(
+        self,
+        program: Program,
+        mems: list[RankMemory],
+        *,
+        n_aic: int,
+        n_threads: int,
+        policy: str,
+        seed: int,
+        rounds: int,
+        scalars: dict[str, Any],
+        timeout: float,
+        early_capacity: int,
+        max_block_steps: int,
+        on_round_done: Callable[[int], None] | None = None,
+    ) -> None:
+        self.program = program
+        specs = program.tasks
+        self.roles = [static_role(s.kernel, s.notifier, s.waiter) for s in specs]
+        self.seed = seed
+        self.policy = make_policy(policy, seed, self.roles)
+        self.fifo = policy == "fifo"
+        self.racy = self.policy.racy_advisory
+        self.nranks = len(mems)
+        self.ranks = [RankState(r, n_aic, n_threads) for r in range(self.nranks)]
+        self.mems = mems
+        self.rounds = rounds
+        self.early_capacity = early_capacity
+        self.max_block_steps = max_block_steps
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.on_round_done = on_round_done
+        self.now = 0
+        self.heap: list[tuple[int, float, int, Block]] = []
+        self.seq = itertools.count()
+        self.spinners: dict[tuple[int, str, tuple[int, ...]], list[Block]] = {}
+        self.notify_log: dict[tuple[int, str, tuple[int, ...]], set[tuple[int, int]]] = {}
+        self.sig_notifiers: dict[str, set[int]] = {}
+        self.blocks_run = 0
+        self.waits = 0
+        self.steps = 0
+        self.makespan = 0
+        self.completions: deque[TaskInst] = deque()
+        self.insts: list[TaskInst] = []
+        self.n_complete = 0
+        self.round_left = [self.nranks * len(specs)] * rounds
+        self._build(specs, scalars)
+
+    # ------------------------------------------------------------------ setup
+
+    def _build(self, specs: tuple, scalars: dict[str, Any]) -> None:
+        prev: list[list[TaskInst]] = []
+        for rnd in range(self.rounds):
+            sc = dict(scalars)
+            if "epoch" in self.program.scalars:
+                sc["epoch"] = rnd + 1
+            cur = []
+            for r in range(self.nranks):
+                mem = self.mems[r].for_round(sc)
+                row: list[TaskInst] = []
+                for si, spec in enumerate(specs):
+                    inst = TaskInst(spec, si, r, rnd, mem)
+                    prods = [row[d] for d in spec.deps]
+                    if rnd > 0:
+                        prods += [prev[r][d] for d in spec.prev_round_deps]
+                    inst.producers = prods
+                    for p in prods:
+                        p.consumers.append(inst)
+                    inst.n_incomplete = inst.n_unresolved = len(prods)
+                    row.append(inst)
+                    self.insts.append(inst)
+                cur.append(row)
+            prev = cur
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self) -> bool:
+        """Run to completion; return False if no block can make progress (a deadlock)."""
+        for inst in self.insts:
+            if inst.n_incomplete == 0:
+                self._make_ready(inst)
+        self._settle()
+        heap = self.heap
+        pop = heapq.heappop
+        while True:
+            while heap:
+                t, _, _, b = pop(heap)
+                self.now = t
+                self._step(b)
+                self._settle()
+            if self.n_complete == len(self.insts):
+                return True
+            if not self._rewake():
+                return False
+            self._settle()
+
+    def _settle(self) -> None:
+        ranks = self.ranks
+        while True:
+            if self.completions:
+                comp = self.completions
+                while comp:
+                    self._complete(comp.popleft())
+            moved = False
+            for rs in ranks:
+                if rs.dirty:
+                    self._dispatch(rs)
+                    moved = True
+            if not moved and not self.completions:
+                return
+
+    def _rewake(self) -> bool:
+        """Before declaring a deadlock, wake spinners whose cell changed behind notify's back."""
+        woke = False
+        for key, lst in list(self.spinners.items()):
+            keep = [b for b in lst if not b.wait.satisfied()]
+            for b in lst:
+                if b.wait.satisfied():
+                    self._wake(b)
+                    woke = True
+            if keep:
+                self.spinners[key] = keep
+            else:
+                del self.spinners[key]
+        return woke
+
+    def _check_clock(self, b: Block) -> None:
+        if time.monotonic() > self.deadline:
+            raise SimulationTimeout(
+                f"simulation of {self.program.name!r} exceeded its {self.timeout:g}s wall-clock timeout at "
+                f"t={self.now} after {self.steps} kernel steps and {self.blocks_run} finished blocks; "
+                f"last block stepped: {b.name} rank {b.inst.rank} round {b.inst.round + 1} "
+                f"({b.steps} steps) - a kernel that yields forever or a livelock"
+            )
+
+    # ------------------------------------------------------------------ block execution
+
+    def _push(self, t: int, b: Block) -> None:
+        key = 0.0 if self.fifo else self.policy.event_key(b.inst.si)
+        heapq.heappush(self.heap, (t, key, next(self.seq), b))
+
+    def _start(self, b: Block) -> None:
+        b.start = self.now
+        b.state = RUN
+        cost = b.inst.spec.cost
+        if not self.fifo:
+            cost += self.policy.extra_delay(b.inst.si, cost)
+        self._push(self.now + cost, b)
+
+    def _wake(self, b: Block) -> None:
+        b.state = WAKE
+        self._push(self.now, b)
+
+    def _step(self, b: Block) -> None:
+        inst = b.inst
+        w = b.wait
+        if w is not None:  # a woken spinner re-checks: an Eq wait can be overshot meanwhile
+            if not w.satisfied():
+                b.state = SPIN
+                self.spinners.setdefault((inst.rank, w.signal, w.key), []).append(b)
+                return
+            b.spins.append((b.spin_start, self.now, format_cell(w.signal, w.key)))
+            b.wait = None
+        b.state = RUN
+        gen = b.gen
+        if gen is None:
+            spec = inst.spec
+            b.ctx = ctx = BlockContext(
+                b.index,
+                inst.nblocks,
+                inst.rank,
+                self.nranks,
+                inst.round,
+                spec.name,
+                inst.mem,
+                self.mems,
+                self,
+                b,
+            )
+            try:
+                res = spec.kernel(ctx)
+            except Exception as e:
+                raise self._kernel_error(b, e) from e
+            if res.__class__ is not _GeneratorType:
+                self._finish(b)
+                return
+            b.gen = gen = res
+        while True:
+            self.steps += 1
+            b.steps += 1
+            if not self.steps & 1023:
+                self._check_clock(b)
+            if b.steps > self.max_block_steps:
+                raise StepLimitExceeded(
+                    f"{b.name} rank {inst.rank} round {inst.round + 1} resumed more than "
+                    f"{self.max_block_steps} times at t={self.now}: a kernel that never returns"
+                )
+            try:
+                y = next(gen)
+            except StopIteration:
+                self._finish(b)
+                return
+            except Exception as e:
+                raise self._kernel_error(b, e) from e
+            if y is None:
+                self._wake(b)
+                return
+            if y.__class__ is Wait:
+                self.roles[inst.si] |= WAITER
+                if y.satisfied():
+                    continue
+                b.wait = y
+                b.state = SPIN
+                b.spin_start = self.now
+                self.waits += 1
+                self.spinners.setdefault((inst.rank, y.signal, y.key), []).append(b)
+                return
+            if y is BARRIER_MARK:
+                inst.barrier_wait.append(b)
+                if len(inst.barrier_wait) < inst.nblocks:
+                    b.state = BARRIER
+                    b.barrier_start = self.now
+                    return
+                inst.barrier_gen += 1
+                for o in inst.barrier_wait:
+                    if o is not b:
+                        o.barriers.append((o.barrier_start, self.now, inst.barrier_gen))
+                        self._wake(o)
+                inst.barrier_wait = []
+                continue
+            raise KernelError(
+                f"{b.name} rank {inst.rank} round {inst.round + 1} yielded {y!r}; kernels may only yield "
+                "None, ctx.wait(...) or ctx.barrier()"
+            )
+
+    def _kernel_error(self, b: Block, e: Exception) -> KernelError:
+        i = b.inst
+        return KernelError(
+            f"kernel of {b.name} (rank {i.rank}, round {i.round + 1}) raised {type(e).__name__}: {e}"
+        )
+
+    def notified(self, src: Block, dst: int, signal: str, key: tuple[int, ...]) -> None:
+        """Called by ``ctx.notify`` after the cell changed: record who notifies, wake spinners."""
+        si = src.inst.si
+        self.roles[si] |= NOTIFIER
+        cell = (dst, signal, key)
+        log = self.notify_log.get(cell)
+        if log is None:
+            self.notify_log[cell] = log = set()
+        log.add((si, src.inst.rank))
+        self.sig_notifiers.setdefault(signal, set()).add(si)
+        lst = self.spinners.get(cell)
+        if lst:
+            keep = []
+            for b in lst:
+                if b.wait.satisfied():
+                    self._wake(b)
+                else:
+                    keep.append(b)
+            if keep:
+                self.spinners[cell] = keep
+            else:
+                del self.spinners[cell]
+
+    def _finish(self, b: Block) -> None:
+        now = self.now
+        b.state = DONE
+        b.end = now
+        b.gen = None
+        b.ctx = None
+        inst = b.inst
+        rs = self.ranks[inst.rank]
+        for c in b.cores:
+            c.running = None
+            p = c.pending
+            if p is not None:
+                c.pending = None
+                c.running = p
+                p.nrun += 1
+                p.promoted[p.cores.index(c)] = now
+                if p.nrun == len(p.cores) and not p.gated and p.state == PLACED:
+                    self._start(p)
+            rs.refresh(c)
+        rs.dirty = True
+        self.blocks_run += 1
+        if now > self.makespan:
+            self.makespan = now
+        inst.finished += 1
+        if inst.finished == inst.nblocks:
+            self._complete(inst)
+
+    # ------------------------------------------------------------------ task life cycle
+
+    def _complete(self, inst: TaskInst) -> None:
+        inst.complete = True
+        inst.complete_at = self.now
+        self.n_complete += 1
+        was_resolved = inst.resolved
+        inst.resolved = True
+        cons = inst.consumers
+        if len(cons) > 1 and not self.fifo:
+            cons = self.policy.order_release(cons, _si)
+        for c in cons:
+            c.n_incomplete -= 1
+            if not was_resolved:
+                c.n_unresolved -= 1
+            if c.n_incomplete == 0:
+                self._make_ready(c)
+            elif not was_resolved and c.n_unresolved == 0:
+                self._check_early(c)
+        left = self.round_left
+        left[inst.round] -= 1
+        if not left[inst.round] and self.on_round_done is not None:
+            self.on_round_done(inst.round)
+
+    def _resolve(self, inst: TaskInst) -> None:
+        """A flagged producer is fully published: its consumers may become early candidates."""
+        inst.resolved = True
+        cons = inst.consumers
+        if len(cons) > 1 and not self.fifo:
+            cons = self.policy.order_release(cons, _si)
+        for c in cons:
+            c.n_unresolved -= 1
+            if c.n_unresolved == 0 and c.n_incomplete > 0:
+                self._check_early(c)
+
+    def _check_early(self, c: TaskInst) -> None:
+        if c.ready or c.early or c.complete or c.spec.predicate is not None or c.next_block >= c.nblocks:
+            return
+        rs = self.ranks[c.rank]
+        need = c.nblocks - c.next_block
+        if rs.early_occ[c.shape] + need > self.early_capacity:
+            return  # the early queue is full: this candidate waits for normal readiness
+        c.early = True
+        rs.early_occ[c.shape] += need
+        (rs.early_sync if c.spec.sync_start else rs.early[c.shape]).append(c)
+        rs.dirty = True
+
+    def _make_ready(self, c: TaskInst) -> None:
+        c.ready = True
+        rs = self.ranks[c.rank]
+        rs.dirty = True
+        if c.early:
+            c.early = False
+            rs.early_occ[c.shape] -= c.nblocks - c.next_block
+        for b in c.blocks:  # the doorbell: every staged block may run now
+            if b.gated:
+                b.gated = False
+                b.doorbell = self.now
+                if b.nrun == len(b.cores) and b.state == PLACED:
+                    self._start(b)
+        if c.nblocks == 0:
+            self.completions.append(c)
+        elif c.next_block < c.nblocks:
+            (rs.sync if c.spec.sync_start else rs.normal)[c.shape].append(c)
+            c.queued = True
+
+    def _predicate_ok(self, inst: TaskInst) -> bool:
+        """Evaluate the predicate at the dispatch point; a false one retires the task inline."""
+        inst.pred_done = True
+        try:
+            ok = bool(inst.spec.predicate(inst.mem))
+        except Exception as e:
+            raise KernelError(f"predicate of {inst.label} raised {type(e).__name__}: {e}") from e
+        if not ok:
+            inst.retired = True
+            inst.queued = False
+            inst.next_block = inst.nblocks
+            self.completions.append(inst)
+        return ok
+
+
+def _si(inst: TaskInst) -> int:
+    return inst.si
