@@ -16,14 +16,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dsl import __version__
+from dsl.cli_run import add_parsers as add_run_parsers
+from dsl.cli_run import cmd_compile, cmd_run
 from dsl.codes import CODES, diag
-from dsl.config import LintConfig, load_config
+from dsl.config import LintConfig, load_config, unknown_selectors
 from dsl.frontend import compile_text, read_source
 from dsl.render import SourceCache, render
-from dsl.report import FORMATS, format_findings
+from dsl.report import FORMATS, describe_code, format_findings
 from lowering.checks import all_rules, run_rules
 from lowering.checks.rule import PRESETS, CheckContext
-from lowering.checks.suppressions import apply_suppressions
+from lowering.checks.suppressions import META_CODES, apply_suppressions
 from lowering.ir import Graph
 from lowering.source import CompileError, Diagnostic, Severity, Span
 
@@ -38,6 +40,8 @@ commands:
   check PATH...        report front-end errors (and lint findings) for files or directories
   graph FILE           print the task graph with every edge and its reason (json or dot)
   explain CODE         explain a diagnostic code
+  run FILE             compile to NumPy kernels, run on the simulated NPU, compare with the golden
+  compile FILE         write the generated code (--target numpy) into a directory
 
 examples:
   dslc check models/
@@ -104,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     explain = sub.add_parser("explain", parents=[common], help="explain a diagnostic code")
     explain.add_argument("code", metavar="CODE")
+    add_run_parsers(sub, common)
     return parser
 
 
@@ -157,14 +162,29 @@ def _codes(values: list[str] | None) -> tuple[str, ...]:
     return tuple(c.strip().upper() for v in values or [] for c in v.split(",") if c.strip())
 
 
+def _selectors(option: str, values: list[str]) -> tuple[str, ...]:
+    codes = _codes(values)
+    if not codes:
+        raise UsageError(f"{option} expects a comma-separated list of codes or code prefixes")
+    bad = unknown_selectors(codes)
+    if bad:
+        raise UsageError(f"{option} {', '.join(bad)}: matches no dslc code (dslc explain CODE lists them)")
+    return codes
+
+
 def lint_config(args: argparse.Namespace) -> LintConfig:
-    cfg = load_config(Path(args.config).parent if args.config else None)
-    if args.config and cfg.source is None:
-        raise UsageError(f"--config {args.config}: no such file")
+    explicit = None
+    if args.config:
+        explicit = Path(args.config)
+        if explicit.is_dir():
+            explicit = explicit / "pyproject.toml"
+        if not explicit.is_file():
+            raise UsageError(f"--config {args.config}: no such file")
+    cfg = load_config(path=explicit)
     if args.select:
-        cfg.select = _codes(args.select)
+        cfg.select = _selectors("--select", args.select)
     if args.ignore:
-        cfg.ignore = cfg.ignore + _codes(args.ignore)
+        cfg.ignore = cfg.ignore + _selectors("--ignore", args.ignore)
     if args.preset:
         cfg.preset = args.preset
     if args.fail_on:
@@ -192,14 +212,14 @@ def lint_file(session: Session, path: Path, cfg: LintConfig) -> list[Diagnostic]
 
 def cmd_check(session: Session) -> int:
     cfg = lint_config(session.args)
-    files = discover(session.args.paths)
+    files = list(dict.fromkeys(discover(session.args.paths)))  # each file once, in order
     if not files:
         raise UsageError("no *.dsl files found under the given paths")
     everything: list[Diagnostic] = []
     for path in files:
         everything.extend(lint_file(session, path, cfg))
     sys.stdout.write(format_findings(cfg.format, everything, session.sources, session.colour))
-    front_end = [d for d in everything if d.code[0] == "E"]
+    front_end = [d for d in everything if d.code in CODES]
     failing = [d for d in everything if d.severity.rank >= cfg.fail_on.rank]
     counts = ", ".join(f"{sum(d.severity is s for d in everything)} {s.value}(s)" for s in Severity)
     print(f"{len(files)} file(s) checked: {counts}", file=sys.stderr)
@@ -232,15 +252,24 @@ def cmd_explain(session: Session) -> int:
             f"{rule.code} {rule.name} ({rule.family}, {rule.severity.value}): {rule.summary}\n\n{rule.docs}"
         )
         return EXIT_OK
+    if code in META_CODES:
+        print(describe_code(code)["docs"])
+        return EXIT_OK
     entry = CODES.get(code)
     if entry is None:
-        known = ", ".join(sorted(CODES) + sorted(rules))
+        known = ", ".join(sorted(CODES) + sorted(rules) + sorted(META_CODES))
         raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
     print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
     return EXIT_OK
 
 
-COMMANDS = {"check": cmd_check, "graph": cmd_graph, "explain": cmd_explain}
+COMMANDS = {
+    "check": cmd_check,
+    "graph": cmd_graph,
+    "explain": cmd_explain,
+    "run": cmd_run,
+    "compile": cmd_compile,
+}
 
 
 def main(argv: list[str] | None = None) -> int:

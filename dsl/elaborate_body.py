@@ -299,6 +299,7 @@ class BodyElaborator:
             else:
                 raise self.error("E404", val.span, f"unknown loop option '{key}'")
         loop = Loop(s.var, start, stop, step, s.kind, s.span)
+        header, self.pending = self.pending, []  # temporaries of the bounds go before the loop
         self.scopes.append({})
         self.bind(s.var, "int", Sym(s.var, LOOP), s.span)
         self.loops.append(loop)
@@ -307,6 +308,7 @@ class BodyElaborator:
         finally:
             self.loops.pop()
             self.scopes.pop()
+            self.pending = header
         return ir.ForS(s.var, start, stop, step, s.kind, stages, body, s.span)
 
     def loop_bounds(self, args, span: Span) -> tuple[Expr, Expr, Expr]:
@@ -329,6 +331,7 @@ class BodyElaborator:
             expr = cond.expr
         else:
             expr = Sym(f"data@{s.span.line}:{s.span.col}", DYNAMIC)
+        header, self.pending = self.pending, []  # temporaries of the condition go before the if
         self.conds.append(Condition(expr, s.cond.span))
         try:
             then = self.block(s.then)
@@ -339,6 +342,7 @@ class BodyElaborator:
             orelse = self.block(s.orelse)
         finally:
             self.conds.pop()
+            self.pending = header
         return ir.IfS(cond, then, orelse, s.span)
 
     # ------------------------------------------------------------ tensors and regions
@@ -449,8 +453,28 @@ class BodyElaborator:
             return ir.CallV("neg", (operand,), (), operand.type)
         return ir.BinV("eq", operand, ir.IntV(Const(0)), ir.ScalarType("bool"))
 
+    def _int_scalar(self, v: ir.Value, span: Span) -> ir.Value:
+        """Runtime integer scalars become symbols, so index arithmetic on them stays affine."""
+        if isinstance(v, ir.IntV):
+            return v
+        vt = v.type
+        if not isinstance(vt, ir.ScalarType) or vt.dtype not in INT_DTYPES + ("bool",):
+            return v
+        if isinstance(v, ir.LocalV):
+            return ir.IntV(Sym(v.name, DYNAMIC), vt)
+        self.temp += 1
+        name = f"_v{self.temp}"
+        self.pending.append(ir.LetS(name, v, span))
+        return ir.IntV(Sym(name, DYNAMIC), vt)
+
     def expr_Binary(self, e: ast.Binary):
         a, b = self.value(e.left), self.value(e.right)
+        if isinstance(a, ir.IntV | ir.LocalV | ir.LoadV | ir.CallV) and isinstance(
+            b, ir.IntV | ir.LocalV | ir.LoadV | ir.CallV
+        ):
+            a2, b2 = self._int_scalar(a, e.left.span), self._int_scalar(b, e.right.span)
+            if isinstance(a2, ir.IntV) and isinstance(b2, ir.IntV):
+                a, b = a2, b2
         if isinstance(a, ir.IntV) and isinstance(b, ir.IntV):
             op = _INT_OP.get(e.op, e.op)
             rtype = ir.ScalarType("bool") if e.op in _COMPARE or e.op in ("and", "or") else a.type

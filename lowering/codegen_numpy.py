@@ -250,9 +250,10 @@ class _Kernel:
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
             self.emit(depth, f"v_{_checked(s.name, IDENTIFIER)} = {code}")
         elif isinstance(s, ir.StoreS):
-            target = self.tensor_var(s.tensor)
             region = self.index_code(s.region, keep_dims=True)
+            target = self.tensor_var(s.tensor) if s.mode != "atomic" else ""
             if s.mode == "atomic":
+                _checked(s.tensor)
                 self.emit(
                     depth,
                     f"ctx.atomic_add({s.tensor!r}, {self.slice_tuple(s.region)}, {self.value(s.value)})",
@@ -388,7 +389,12 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
         }
         for t in graph.tensors.values()
     ]
+    code = "\n".join(line for k in kernels for line in k["lines"]) + "".join(
+        t["predicate"] or "" for t in tasks
+    )
     return {
+        "uses_numpy": "np." in code,
+        "uses_tileops": "_op." in code,
         "layer": _checked(graph.name, IDENTIFIER),
         "version": version,
         "source_hash": source_hash,

@@ -275,45 +275,58 @@ def render(expr: Expr, name_of: Callable[[Sym], str] = str, *, python: bool = Fa
     return f"({a} {expr.op} {b})"
 
 
-def affine(expr: Expr) -> dict[Expr | None, int] | None:
-    """Coefficients of ``expr`` as an affine form over its non-affine atoms, or None.
+Monomial = tuple[Expr, ...]  # sorted atoms; () is the constant term
+_MAX_TERMS = 64
 
-    The key ``None`` holds the constant term. Atoms are symbols and any subexpression that
-    is not a sum or a product by a constant (``block // 4`` is one atom).
+
+def poly(expr: Expr) -> dict[Monomial, int] | None:
+    """``expr`` as a polynomial over atoms (symbols and non-polynomial subexpressions).
+
+    ``(block + 1) * T - block * T`` becomes ``{(T,): 1}``. Returns None when the expansion
+    would grow past a few dozen terms.
     """
     if isinstance(expr, Const):
-        return {None: expr.value}
+        return {(): expr.value} if expr.value else {}
     if isinstance(expr, Bin) and expr.op in ("+", "-"):
-        a, b = affine(expr.a), affine(expr.b)
+        a, b = poly(expr.a), poly(expr.b)
         if a is None or b is None:
             return None
         sign = 1 if expr.op == "+" else -1
         out = dict(a)
         for k, v in b.items():
             out[k] = out.get(k, 0) + sign * v
-        return {k: v for k, v in out.items() if v != 0 or k is None}
+        return {k: v for k, v in out.items() if v}
     if isinstance(expr, Bin) and expr.op == "*":
-        for x, y in ((expr.a, expr.b), (expr.b, expr.a)):
-            if isinstance(x, Const):
-                inner = affine(y)
-                if inner is None:
-                    return None
-                return {k: v * x.value for k, v in inner.items() if v * x.value != 0 or k is None}
-    return {expr: 1}
+        a, b = poly(expr.a), poly(expr.b)
+        if a is None or b is None or len(a) * len(b) > _MAX_TERMS:
+            return None
+        out: dict[Monomial, int] = {}
+        for ka, va in a.items():
+            for kb, vb in b.items():
+                key = tuple(sorted(ka + kb, key=str))
+                out[key] = out.get(key, 0) + va * vb
+        return {k: v for k, v in out.items() if v}
+    return {(expr,): 1}
 
 
-def from_affine(form: dict[Expr | None, int]) -> Expr:
-    out: Expr = Const(form.get(None, 0))
-    for k, v in sorted(((k, v) for k, v in form.items() if k is not None), key=lambda kv: str(kv[0])):
-        term = k if v == 1 else binop("*", Const(v), k)
-        out = binop("+", out, term) if v > 0 or not isinstance(out, Const) else binop("+", out, term)
-    return out
+def from_poly(form: dict[Monomial, int]) -> Expr:
+    terms = sorted(form.items(), key=lambda kv: (len(kv[0]), [str(a) for a in kv[0]]))
+    out: Expr | None = None
+    for mono, coeff in terms:
+        term: Expr = Const(coeff) if not mono else None  # type: ignore[assignment]
+        if mono:
+            for atom in mono:
+                term = atom if term is None else Bin("*", term, atom)
+            if coeff != 1:
+                term = Bin("*", Const(coeff), term)
+        out = term if out is None else binop("+", out, term)
+    return out if out is not None else Const(0)
 
 
 def simplify(expr: Expr) -> Expr:
-    """Cancel terms of affine sums (``(t0 + 16) - t0`` -> ``16``); other forms unchanged."""
-    form = affine(expr)
-    return expr if form is None else from_affine(form)
+    """Normalise polynomial sums and products (``(t0 + 16) - t0`` -> ``16``)."""
+    form = poly(expr)
+    return expr if form is None else from_poly(form)
 
 
 def difference(stop: Expr, start: Expr) -> Expr:

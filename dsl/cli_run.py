@@ -1,0 +1,133 @@
+"""``dslc run`` (simulate and validate a layer) and ``dslc compile`` (write generated code).
+
+Exit codes of ``run``: 0 outputs match the golden (or no golden), 1 mismatch, 2 usage or
+compile error, 3 deadlock or watchdog timeout (no progress).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dsl import __version__
+from dsl.api import compile_layer
+from lowering.codegen_numpy import content_hash, render_numpy
+from runtime.loader import write_atomically
+from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
+
+EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
+TARGETS = ("numpy",)
+
+
+def _cores(text: str) -> str | tuple[int, int]:
+    if text in ("sim", "a2a3", "a5"):
+        return text
+    aic, sep, aiv = text.partition(",")
+    try:
+        if not sep:
+            return (int(aic), 2 * int(aic))
+        return (int(aic), int(aiv))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--cores expects sim, a2a3, a5 or AIC[,AIV], got {text!r}"
+        ) from None
+
+
+def add_parsers(sub, common: argparse.ArgumentParser) -> None:
+    run = sub.add_parser("run", parents=[common], help="compile, simulate and validate a layer")
+    run.add_argument("file", metavar="FILE")
+    run.add_argument("--policy", choices=("fifo", "random", "adversarial"), default="fifo")
+    run.add_argument("--seed", type=int, default=0, help="seeds the inputs and the scheduling policy")
+    run.add_argument(
+        "--rounds", type=int, default=1, help="run the layer R times back to back (epoch = round)"
+    )
+    run.add_argument("--ranks", type=int, help="EP ranks (default: the layer's `ranks`)")
+    run.add_argument(
+        "--cores", type=_cores, default="sim", help="sim (8/16), a2a3 (24/48), a5 (36/72) or AIC[,AIV]"
+    )
+    run.add_argument("--timeout", type=float, default=120.0, help="wall-clock watchdog in seconds")
+    run.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
+    run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
+
+    comp = sub.add_parser("compile", parents=[common], help="write the generated code of a layer")
+    comp.add_argument("file", metavar="FILE")
+    comp.add_argument("--target", choices=TARGETS, default="numpy")
+    comp.add_argument("-o", "--output", metavar="DIR", required=True, help="directory to write into")
+
+
+def cmd_run(session) -> int:
+    args = session.args
+    if args.rounds < 1 or (args.ranks is not None and args.ranks < 1) or args.timeout <= 0:
+        from dsl.cli import UsageError
+
+        raise UsageError("--rounds, --ranks and --timeout must be positive")
+    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    ranks = args.ranks or layer.ranks
+    inputs = layer.make_inputs(args.seed, ranks)
+    where = (
+        f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}"
+    )
+    print(f"running {where}, {args.rounds} round(s)")
+    try:
+        result = layer.run(
+            inputs,
+            ranks=ranks,
+            seed=args.seed,
+            policy=args.policy,
+            rounds=args.rounds,
+            cores=args.cores,
+            timeout=args.timeout,
+            trace=args.trace,
+            progress=sys.stderr.isatty(),
+        )
+    except DeadlockError as err:
+        print(str(err))
+        return EXIT_DEADLOCK
+    except SimulationTimeout as err:
+        print(f"watchdog: {err}")
+        return EXIT_DEADLOCK
+    except CohortTooLargeError as err:
+        print(f"refused: {err}")
+        return EXIT_ERROR
+    except SimulatorError as err:
+        print(f"simulator error: {err}")
+        return EXIT_ERROR
+    print(f"blocks run {result.blocks_run}, simulated makespan {result.makespan}, waits {result.waits}")
+    if args.trace:
+        print(f"trace written to {args.trace}")
+    if args.no_validate:
+        return EXIT_OK
+    validation = layer.validate(inputs, result) if args.rounds == 1 else None
+    if validation is None:
+        reason = (
+            "no golden declared" if layer.graph.golden is None else "golden checks run for --rounds 1 only"
+        )
+        print(f"not validated: {reason}")
+        return EXIT_OK
+    width = max((len(c.name) for c in validation.checks), default=6)
+    print(f"{'output':<{width}}  rank  {'max abs err':>12}  {'max rel err':>12}  {'out of tol':>10}  verdict")
+    for c in validation.checks:
+        verdict = "ok" if c.passed else "MISMATCH"
+        print(
+            f"{c.name:<{width}}  {c.rank:>4}  {c.max_abs_err:>12.3e}  {c.max_rel_err:>12.3e}  "
+            f"{c.frac_out_of_tol:>10.2%}  {verdict}"
+        )
+    return EXIT_OK if validation.passed else EXIT_MISMATCH
+
+
+def cmd_compile(session) -> int:
+    args = session.args
+    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        from dsl.cli import UsageError
+
+        raise UsageError(f"-o {out_dir}: not a directory")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = Path(args.file).read_text(encoding="utf-8")
+    key = content_hash(text, repr(sorted(layer.graph.env().items())), layer.graph.name, __version__)
+    target = out_dir / f"{layer.graph.name}.py"
+    write_atomically(target, render_numpy(layer.graph, key[:16], __version__))
+    print(f"wrote {target}")
+    return EXIT_OK

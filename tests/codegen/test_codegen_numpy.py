@@ -1,0 +1,76 @@
+"""NumPy code generation: determinism, lint-cleanliness, injection safety, caching."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsl.api import compile_layer
+from dsl.frontend import compile_file, compile_text
+from lowering.codegen_numpy import UnsafeName, render_numpy
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN = ROOT / "tests" / "fixtures" / "run"
+LAYERS = sorted(RUN.glob("*.dsl")) + sorted((ROOT / "tests" / "fixtures" / "layers").glob("*.dsl"))
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSLC_CACHE_DIR", str(tmp_path / "cache"))
+
+
+@pytest.mark.parametrize("path", LAYERS, ids=lambda p: p.stem)
+def test_rendering_is_byte_identical(path):
+    (g1,) = compile_file(path)
+    (g2,) = compile_file(path)
+    assert render_numpy(g1, "h", "v") == render_numpy(g2, "h", "v")
+
+
+@pytest.mark.parametrize("path", LAYERS, ids=lambda p: p.stem)
+def test_generated_code_is_ruff_clean(path, tmp_path):
+    (graph,) = compile_file(path)
+    out = tmp_path / f"{path.stem}.py"
+    out.write_text(render_numpy(graph, "h", "v"), encoding="utf-8")
+    ruff = Path(sys.executable).with_name("ruff")
+    proc = subprocess.run(
+        [str(ruff), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_names_are_checked_before_rendering():
+    (graph,) = compile_text("layer a(N = 4) { input x: f32[N, 4]\n output y: f32[N, 4]\n task t { y[:, :] = x[:, :] } }")
+    graph.tasks[0].name = "t'); import os; os.system('echo pwned'); ('"
+    with pytest.raises(UnsafeName):
+        render_numpy(graph, "h", "v")
+
+
+def test_source_strings_never_become_code():
+    src = 'layer a(N = 4) {\n assert N > 0, "\\"); import os #"\n input x: f32[N, 4]\n output y: f32[N, 4]\n task t { y[:, :] = x[:, :] } }'
+    (graph,) = compile_text(src)
+    text = render_numpy(graph, "h", "v")
+    assert "import os" not in text
+
+
+def test_cache_is_keyed_by_source_and_parameters(tmp_path):
+    first = compile_layer(RUN / "splitk_ordered.dsl")
+    mtime = first.module_path.stat().st_mtime_ns
+    again = compile_layer(RUN / "splitk_ordered.dsl")
+    assert again.module_path == first.module_path
+    assert again.module_path.stat().st_mtime_ns == mtime  # not rewritten
+    other = compile_layer(RUN / "splitk_ordered.dsl", {"SPLITS": 4})
+    assert other.module_path != first.module_path
+    assert other.program.tasks[0].blocks == 4
+
+
+def test_generated_module_runs_and_matches_numpy():
+    layer = compile_layer(RUN / "splitk_ordered.dsl")
+    (inputs,) = layer.make_inputs(seed=3)
+    result = layer.run(inputs)
+    expected = inputs["x"] @ inputs["w"].T
+    assert abs(result.outputs[0]["y"] - expected).max() < 1e-3
