@@ -78,7 +78,20 @@ class Call(Node):
     kwargs: tuple[tuple[str, Expr], ...]
 
 
-Expr = IntLit | FloatLit | BoolLit | Name | Unary | Binary | Access | Call | ListLit
+@dataclass(frozen=True)
+class ReduceSum(Node):
+    """``reduce_sum s in range(S) { ...; return partial }``: an ordered split-K reduction.
+
+    Lowered before elaboration (``dsl/sugar/reduce_sum.py``) into disjoint per-split partial
+    buffers and a task that sums the splits in ascending order.
+    """
+
+    var: str
+    args: tuple[Expr, ...]
+    body: tuple[Stmt, ...]
+
+
+Expr = IntLit | FloatLit | BoolLit | Name | Unary | Binary | Access | Call | ListLit | ReduceSum
 
 # ---------------------------------------------------------------- task bodies
 
@@ -155,11 +168,20 @@ class Barrier(Node):
 
 
 @dataclass(frozen=True)
+class Return(Node):
+    """The value of a ``reduce_sum`` body (only allowed there)."""
+
+    value: Expr
+
+
+@dataclass(frozen=True)
 class ExprStmt(Node):
     call: Call
 
 
-Stmt = Let | Assign | Store | Accumulate | For | If | RemoteStore | Notify | Wait | Barrier | ExprStmt
+Stmt = (
+    Let | Assign | Store | Accumulate | For | If | RemoteStore | Notify | Wait | Barrier | ExprStmt | Return
+)
 
 # ---------------------------------------------------------------- layer level
 
@@ -206,6 +228,24 @@ class GoldenDecl(Node):
     """``golden "hc_pre_golden.py"``: a NumPy reference beside the source (see docs/run.md)."""
 
     path: str
+
+
+@dataclass(frozen=True)
+class ScalarDef(Node):
+    """``scalar max_visible_cmp = (start_pos + num_tokens) / 4``: a host value derived from
+    runtime scalars; usable in guards, shapes of checks and task bodies (inlined there)."""
+
+    name: str
+    value: Expr
+
+
+@dataclass(frozen=True)
+class GuardStmt(Node):
+    """``guard cond, "message"``: a host-side check on runtime scalars; requests where
+    ``cond`` is false are refused before launch (the ``build_tensor_specs`` guards)."""
+
+    cond: Expr
+    message: str | None
 
 
 @dataclass(frozen=True)
@@ -278,6 +318,8 @@ LayerStmt = (
     ConstDef
     | AssertStmt
     | ScalarDecl
+    | ScalarDef
+    | GuardStmt
     | RanksDecl
     | TensorDecl
     | TaskIdDecl
@@ -298,3 +340,41 @@ class Layer(Node):
 @dataclass(frozen=True)
 class Module(Node):
     layers: tuple[Layer, ...] = field(default=())
+
+
+_PRECEDENCE = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4}
+_PRECEDENCE.update({"+": 5, "-": 5, "*": 6, "/": 6, "//": 6, "%": 6})
+
+
+def expr_text(e: Expr, parent: int = 0) -> str:
+    """Source-like text of an expression (for messages: ``WIN + max_visible_cmp <= PAD``)."""
+    if isinstance(e, IntLit):
+        return str(e.value)
+    if isinstance(e, FloatLit):
+        return e.text
+    if isinstance(e, BoolLit):
+        return "true" if e.value else "false"
+    if isinstance(e, Name):
+        return e.id
+    if isinstance(e, Unary):
+        inner = expr_text(e.operand, 7)
+        return f"-{inner}" if e.op == "-" else f"not {inner}"
+    if isinstance(e, Binary):
+        prec = _PRECEDENCE.get(e.op, 3)
+        text = f"{expr_text(e.left, prec)} {e.op} {expr_text(e.right, prec + 1)}"
+        return f"({text})" if prec < parent else text
+    if isinstance(e, Call):
+        args = [expr_text(a) for a in e.args] + [f"{k}={expr_text(v)}" for k, v in e.kwargs]
+        return f"{e.func}({', '.join(args)})"
+    if isinstance(e, Access):
+        subs = []
+        for sub in e.subscripts:
+            if isinstance(sub, Slice):
+                parts = [expr_text(x) if x is not None else "" for x in (sub.start, sub.stop)]
+                subs.append(":".join(parts) + (f":{expr_text(sub.step)}" if sub.step is not None else ""))
+            else:
+                subs.append(expr_text(sub))
+        return f"{e.name}[{', '.join(subs)}]"
+    if isinstance(e, ListLit):
+        return "[" + ", ".join(expr_text(i) for i in e.items) + "]"
+    return "?"

@@ -8,6 +8,7 @@ from pathlib import Path
 from dsl.codes import diag
 from dsl.elaborate import Elaborator
 from dsl.parser import parse
+from dsl.sugar import lower_sugar
 from lowering.ir import Graph
 from lowering.source import CompileError, Span
 
@@ -47,7 +48,7 @@ def compile_text(
     text: str, file: str = "<string>", overrides: dict[str, int] | None = None, layer: str | None = None
 ) -> list[Graph]:
     """Parse and elaborate ``text``; returns one graph per root layer (or the named one)."""
-    module = parse(text, file)
+    module = lower_sugar(parse(text, file))
     if not module.layers:
         raise CompileError(
             [diag("E103", Span.whole_file(file), "no layer in this file", hint="layer name() { ... }")]

@@ -213,6 +213,13 @@ class _ToAst(Transformer):
     def golden_decl(self, meta, children):
         return ast.GoldenDecl(self._span(meta), _unquote(str(children[0])))
 
+    def scalar_def(self, meta, children):
+        return ast.ScalarDef(self._span(meta), str(children[0]), children[1])
+
+    def guard_stmt(self, meta, children):
+        cond, msg = children
+        return ast.GuardStmt(self._span(meta), cond, _unquote(str(msg)) if msg is not None else None)
+
     def ranks_decl(self, meta, children):
         return ast.RanksDecl(self._span(meta), children[0])
 
@@ -340,6 +347,13 @@ class _ToAst(Transformer):
 
     def barrier_stmt(self, meta, children):
         return ast.Barrier(self._span(meta), children[0] is not None)
+
+    def return_stmt(self, meta, children):
+        return ast.Return(self._span(meta), children[0])
+
+    def reduce_sum(self, meta, children):
+        var, (args, _kwargs), body = children
+        return ast.ReduceSum(self._span(meta), str(var), args, body)
 
     def expr_stmt(self, meta, children):
         return ast.ExprStmt(self._span(meta), children[0])

@@ -1,0 +1,211 @@
+"""``reduce_sum``: split-K accumulation lowered to disjoint partials and an ordered reduce.
+
+    task linear spmd(G) { ...; dst[region] = reduce_sum s in range(S) { ...; return part } }
+
+becomes
+
+    scratch linear_partials: dtype[S * D0, D1, ...]
+    task linear_splits spmd(G * S) { ...; linear_partials[s * D0 + region] = part }
+                                        # block -> block / S, s -> block % S
+    task linear spmd(G) on aiv after linear_splits {
+      let acc = linear_partials[0 * D0 + region]
+      for s in range(1, S) { acc = acc + linear_partials[s * D0 + region] }
+      dst[region] = acc
+    }
+
+Partials are written plainly (each split owns its slice), so there is no zero seed and no
+atomic, and the sum order is fixed: ((p0 + p1) + p2) + ... The reducing task keeps the
+original name, so ``after linear`` still means "after the whole result exists".
+``runtime.reduction.ascending_sum`` evaluates the same tree for goldens.
+"""
+
+from __future__ import annotations
+
+from dsl import ast
+from dsl.codes import diag
+from dsl.sugar.subst import map_children, names_used, substitute
+from lowering.source import CompileError, Diagnostic
+
+
+def lower_reduce_sums(module: ast.Module) -> ast.Module:
+    errors: list[Diagnostic] = []
+    layers = tuple(_layer(layer, errors) for layer in module.layers)
+    if errors:
+        raise CompileError(errors)
+    return ast.Module(module.span, layers)
+
+
+def _contains_reduce(node) -> bool:
+    found = False
+
+    def visit(n):
+        nonlocal found
+        if isinstance(n, ast.ReduceSum):
+            found = True
+        return map_children(n, visit)
+
+    visit(node)
+    return found
+
+
+def _decls(stmts) -> dict[str, ast.TensorDecl]:
+    out: dict[str, ast.TensorDecl] = {}
+    for s in stmts:
+        if isinstance(s, ast.TensorDecl):
+            out[s.name] = s
+        elif isinstance(s, ast.LayerFor):
+            out.update(_decls(s.body))
+        elif isinstance(s, ast.LayerIf):
+            out.update(_decls(s.then))
+            out.update(_decls(s.orelse))
+    return out
+
+
+def _layer(layer: ast.Layer, errors: list[Diagnostic]) -> ast.Layer:
+    if not _contains_reduce(layer):
+        return layer
+    decls = _decls(layer.body)
+    return ast.Layer(layer.span, layer.name, layer.params, _stmts(layer.body, decls, errors))
+
+
+def _stmts(stmts, decls, errors, in_loop: bool = False) -> tuple:
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.LayerFor):
+            out.append(ast.LayerFor(s.span, s.var, s.kind, s.args, _stmts(s.body, decls, errors, True)))
+        elif in_loop and isinstance(s, ast.TaskDef) and _contains_reduce(s):
+            errors.append(
+                diag(
+                    "E405",
+                    s.span,
+                    "reduce_sum in a task array is not supported",
+                    hint="use one spmd task with a larger grid",
+                )
+            )
+        elif isinstance(s, ast.LayerIf):
+            out.append(
+                ast.LayerIf(s.span, s.cond, _stmts(s.then, decls, errors), _stmts(s.orelse, decls, errors))
+            )
+        elif isinstance(s, ast.TaskDef) and _contains_reduce(s):
+            try:
+                out.extend(_task(s, decls))
+            except CompileError as err:
+                errors.extend(err.diagnostics)
+        else:
+            out.append(s)
+    return tuple(out)
+
+
+def _fail(node: ast.Node, code: str, message: str, hint: str | None = None) -> CompileError:
+    return CompileError([diag(code, node.span, message, hint=hint)])
+
+
+def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl]) -> list:
+    body = list(task.body)
+    last = body[-1] if body else None
+    if not (isinstance(last, ast.Store) and isinstance(last.value, ast.ReduceSum)):
+        where = next((s for s in body if _contains_reduce(s)), task)
+        raise _fail(where, "E405", "reduce_sum must be the value of the task's last statement, a plain store")
+    pre, store = body[:-1], last
+    red: ast.ReduceSum = store.value
+    if any(_contains_reduce(s) for s in pre) or _contains_reduce(red.body):
+        raise _fail(red, "E405", "only one reduce_sum per task, not nested")
+    if len(red.args) != 1:
+        raise _fail(red, "E404", "reduce_sum iterates over range(S): one argument, the split count")
+    count = red.args[0]
+    rets = [s for s in red.body if isinstance(s, ast.Return)]
+    if len(rets) != 1 or red.body[-1] is not rets[0]:
+        raise _fail(red, "E405", "a reduce_sum body ends with exactly one `return <partial>`")
+    if task.manual:
+        raise _fail(task, "E405", "reduce_sum in a manual task: the lowered edges would be dropped")
+    decl = decls.get(store.target.name)
+    if decl is None:
+        raise _fail(store.target, "E201", f"unknown tensor '{store.target.name}'")
+    if len(store.target.subscripts) != len(decl.shape):
+        raise _fail(store.target, "E304", f"'{decl.name}' has {len(decl.shape)} dims")
+
+    sp = red.span
+    grid = task.spmd if task.spmd is not None else ast.IntLit(sp, 1)
+    d0 = decl.shape[0]
+    partials = f"{task.name}_partials"
+    splits = f"{task.name}_splits"
+
+    def binop(op, a, b):
+        return ast.Binary(sp, op, a, b)
+
+    def region(split: ast.Expr) -> tuple:
+        first = store.target.subscripts[0]
+        offset = binop("*", split, d0)
+        if isinstance(first, ast.Slice):
+            start = first.start if first.start is not None else ast.IntLit(sp, 0)
+            stop = first.stop if first.stop is not None else d0
+            new = ast.Slice(first.span, binop("+", offset, start), binop("+", offset, stop), first.step)
+        else:
+            new = ast.Slice(
+                first.span,
+                binop("+", offset, first),
+                binop("+", binop("+", offset, first), ast.IntLit(sp, 1)),
+                None,
+            )
+        return (new, *store.target.subscripts[1:])
+
+    def access(split: ast.Expr) -> ast.Access:
+        return ast.Access(store.target.span, partials, store.target.name_span, region(split))
+
+    block = ast.Name(sp, "block")
+    split_var = ast.Name(sp, red.var)
+    to_split_grid = {"block": binop("/", block, count)}
+    producer_body = [substitute(s, to_split_grid) for s in pre]
+    inner = {**to_split_grid, red.var: binop("%", block, count)}
+    producer_body += [substitute(s, inner) for s in red.body[:-1]]
+    producer_body.append(
+        ast.Store(store.span, substitute(access(split_var), inner), substitute(rets[0].value, inner))
+    )
+
+    needed = names_used(
+        ast.Access(store.span, store.target.name, store.target.name_span, store.target.subscripts)
+    )
+    kept = []
+    for s in reversed(pre):
+        if isinstance(s, ast.Let) and s.name in needed:
+            kept.insert(0, s)
+            needed |= names_used(s.value)
+    acc, k = ast.Name(sp, "__acc"), ast.Name(sp, "__split")
+    reducer_body = [
+        *kept,
+        ast.Let(sp, "__acc", access(ast.IntLit(sp, 0))),
+        ast.For(
+            sp,
+            "__split",
+            "range",
+            (ast.IntLit(sp, 1), count),
+            (),
+            (ast.Assign(sp, "__acc", binop("+", acc, access(k))),),
+        ),
+        ast.Store(store.span, store.target, acc),
+    ]
+    scratch = ast.TensorDecl(
+        sp, "scratch", partials, decl.dtype, decl.dtype_span, (binop("*", count, d0), *decl.shape[1:]), False
+    )
+    producer = ast.TaskDef(
+        task.span,
+        splits,
+        task.index,
+        spmd=binop("*", grid, count),
+        core=task.core,
+        core_span=task.core_span,
+        after=task.after,
+        early_resolve=task.early_resolve,
+        sync_start=task.sync_start,
+        predicate=task.predicate,
+        body=tuple(producer_body),
+    )
+    reducer = ast.TaskDef(
+        red.span,
+        task.name,
+        task.index,
+        spmd=task.spmd,
+        after=(ast.TaskRef(red.span, (splits,), task.index),),
+        body=tuple(reducer_body),
+    )
+    return [scratch, producer, reducer]
