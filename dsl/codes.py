@@ -27,6 +27,12 @@ CODES: dict[str, Code] = {
         Code("E104", "bad command-line option", "An option such as `--set NAME=VALUE` is malformed."),
         Code("E105", "nesting too deep", "Blocks or expressions nest deeper than the compiler accepts."),
         Code(
+            "E106",
+            "bad configuration",
+            "`[tool.dslc]` in pyproject.toml (or the file given with `--config`) cannot be read, is not "
+            "valid TOML, or has an unknown key or a bad value; see docs/lint.md.",
+        ),
+        Code(
             "E201",
             "unknown name",
             "A name is used that no parameter, constant, tensor, local or task defines.",
@@ -89,6 +95,11 @@ CODES: dict[str, Code] = {
         Code("E308", "wrong kind of tensor", "notify/wait need a `signal`; remote_store needs a `window`."),
         Code(
             "E309", "not an integer", "Indices, loop bounds, peers and signal values must be integer scalars."
+        ),
+        Code(
+            "E310",
+            "topk bound not holdable",
+            "topk(row, k, valid=n): n must be bounded over the admissible range and fit in the row.",
         ),
         Code("E401", "unknown task", "`after` names a task that is not defined before this one."),
         Code("E402", "bad core kind", "The core kind is `aic`, `aiv` or `mix`."),

@@ -34,6 +34,8 @@ from lowering.symbolic import (
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod"}
 _COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _INT_OP = {"+": "+", "-": "-", "*": "*", "/": "//", "//": "//", "%": "%"}
+_ZERO, _ONE = Const(0), Const(1)
+_BUILTINS = {"block": Sym("block", BLOCK), "rank": Sym("rank", RANK), "nranks": Sym("nranks", NRANKS)}
 
 
 class _Abort(Exception):
@@ -130,8 +132,7 @@ class BodyElaborator:
         return tuple(out)
 
     def stmt(self, s: ast.Stmt) -> ir.Stmt | None:
-        method = getattr(self, "stmt_" + type(s).__name__)
-        return method(s)
+        return _STMT[type(s)](self, s)
 
     def stmt_Let(self, s: ast.Let):
         value = self.value(s.value)
@@ -365,20 +366,20 @@ class BodyElaborator:
     def ranges(self, subscripts, shape: tuple[Expr, ...], dtype: str) -> tuple[tuple[ir.Range, ...], ir.Type]:
         ranges, extents, all_points = [], [], True
         for sub, dim in zip(subscripts, shape, strict=True):
-            if isinstance(sub, ast.Slice):
+            if type(sub) is ast.Slice:
                 all_points = False
-                start = self.int_expr(sub.start) if sub.start is not None else Const(0)
+                start = self.int_expr(sub.start) if sub.start is not None else _ZERO
                 stop = self.int_expr(sub.stop) if sub.stop is not None else dim
-                step = self.int_expr(sub.step) if sub.step is not None else Const(1)
-                if isinstance(step, Const) and step.value <= 0:
+                step = self.int_expr(sub.step) if sub.step is not None else _ONE
+                if type(step) is Const and step.value <= 0:
                     raise self.error("E404", sub.step.span, "slice step must be positive")
                 ranges.append(ir.Range(start, stop, step))
                 extent = difference(stop, start)
-                extents.append(extent if step == Const(1) else binop("cdiv", extent, step))
+                extents.append(extent if step == _ONE else binop("cdiv", extent, step))
             else:
                 index = self.int_expr(sub)
-                ranges.append(ir.Range(index, binop("+", index, Const(1)), Const(1), point=True))
-                extents.append(Const(1))
+                ranges.append(ir.Range(index, binop("+", index, _ONE), _ONE, point=True))
+                extents.append(_ONE)
         vtype = ir.ScalarType(dtype) if all_points else ir.TileType(dtype, tuple(extents))
         return tuple(ranges), vtype
 
@@ -406,8 +407,7 @@ class BodyElaborator:
         raise self.error("E309", e.span, f"expected an integer, got {vt}")
 
     def value(self, e) -> ir.Value:
-        method = getattr(self, "expr_" + type(e).__name__)
-        return method(e)
+        return _EXPR[type(e)](self, e)
 
     def expr_IntLit(self, e: ast.IntLit):
         return ir.IntV(Const(e.value))
@@ -431,9 +431,8 @@ class BodyElaborator:
             return ir.LocalV(e.id, value)
         if e.id in self.names.ints:
             return ir.IntV(self.names.ints[e.id])
-        builtin = {"block": Sym("block", BLOCK), "rank": Sym("rank", RANK), "nranks": Sym("nranks", NRANKS)}
-        if e.id in builtin:
-            return ir.IntV(builtin[e.id])
+        if e.id in _BUILTINS:
+            return ir.IntV(_BUILTINS[e.id])
         if e.id in self.names.scalars:
             return ir.IntV(Sym(e.id, SCALAR), ir.ScalarType(self.names.scalars[e.id]))
         if e.id in DTYPES:
@@ -557,6 +556,28 @@ class BodyElaborator:
             extra["_dtype"] = args[1].dtype
         if e.func == "topk_pairs" and len(args) == 2 and isinstance(args[1], ir.IntV):
             extra["_k"] = binop("*", Const(2), args[1].expr)
-        if e.func in ("even_lanes", "odd_lanes") and e.func == "odd_lanes":
-            extra["_dtype"] = "f32"
+        if e.func == "odd_lanes":
+            extra["_dtype"] = "i32"  # odd lanes of a sorted pairs row hold the index payloads
+        if e.func == "topk" and len(args) == 2 and isinstance(args[1], ir.IntV):
+            extra["_k"] = binop("*", Const(2), args[1].expr)
         return extra
+
+    def stmt_Return(self, s: ast.Return):
+        raise self.error("E405", s.span, "`return` is only allowed at the end of a reduce_sum body")
+
+    def expr_ReduceSum(self, e: ast.ReduceSum):
+        raise self.error("E405", e.span, "reduce_sum is only allowed as the value of a task's last store")
+
+
+# Dispatch tables, built from the ``stmt_*`` / ``expr_*`` methods: a dict lookup by node type
+# is much cheaper than ``getattr`` by name on the hot path of large task arrays.
+_STMT = {
+    getattr(ast, name[5:]): f
+    for name, f in vars(BodyElaborator).items()
+    if name.startswith("stmt_") and hasattr(ast, name[5:])
+}
+_EXPR = {
+    getattr(ast, name[5:]): f
+    for name, f in vars(BodyElaborator).items()
+    if name.startswith("expr_") and hasattr(ast, name[5:])
+}

@@ -10,6 +10,7 @@ from dsl.elaborate import Elaborator
 from dsl.parser import parse
 from dsl.sugar import lower_sugar
 from lowering.ir import Graph
+from lowering.passes.expand_topk import expand_topk
 from lowering.source import CompileError, Span
 
 MAX_SOURCE_BYTES = 16 * 1024 * 1024
@@ -72,9 +73,13 @@ def compile_text(
         sys.setrecursionlimit(max(limit, 10000))
         for name in names:
             try:
-                graphs.append(Elaborator(module, file, overrides).elaborate(name))
+                graph = Elaborator(module, file, overrides).elaborate(name)
             except CompileError as err:
                 errors.extend(err.diagnostics)
+                continue
+            lowered = expand_topk(graph)
+            errors.extend(lowered)
+            graphs.append(graph)
     except RecursionError:
         raise CompileError([diag("E105", Span.whole_file(file), "program nests too deeply")]) from None
     finally:

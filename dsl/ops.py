@@ -44,7 +44,7 @@ def _tile(t: Type, what: str, i: int) -> TileType:
 
 
 def _same_shape(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> bool:
-    return len(a) == len(b) and all(simplify(x) == simplify(y) for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(x == y or simplify(x) == simplify(y) for x, y in zip(a, b, strict=True))
 
 
 def shape_text(shape: tuple[Expr, ...]) -> str:
@@ -176,6 +176,42 @@ def _topk_pairs(args, kw):
     return TileType(s.dtype, (Const(1), k if k is not None else s.shape[1]))
 
 
+def _valid(args, kw):
+    # valid(x, cols) / valid(x, rows, cols): PyPTO's set_validshape. Only the leading region is
+    # meaningful; the tail is padding whose content is unspecified. The type is unchanged.
+    x = _tile(args[0], "operand", 0)
+    if len(args) == 3 and len(x.shape) < 2:
+        raise OpTypeError("E303", "valid(x, rows, cols) needs a 2-D tile", 0)
+    for i, t in enumerate(args[1:], start=1):
+        if not isinstance(t, ScalarType) or t.dtype not in INT_DTYPES:
+            raise OpTypeError("E309", "valid extents are integers", i)
+    return x
+
+
+def _fillpad(args, kw):
+    # fillpad(x, cols, value): valid(x, cols) plus the tail filled with `value` (-inf before a
+    # sort or a row_max), so the tail is defined and loses every comparison.
+    x = _tile(args[0], "operand", 0)
+    if not isinstance(args[1], ScalarType) or args[1].dtype not in INT_DTYPES:
+        raise OpTypeError("E309", "the valid extent is an integer", 1)
+    if not isinstance(args[2], ScalarType):
+        raise OpTypeError("E303", "the pad value is a scalar", 2)
+    return x
+
+
+def _topk(args, kw):
+    """``topk(row, k, valid=n)``: the k best (value, index) records of a [1, W] f32 row."""
+    row = _tile(args[0], "row", 0)
+    if row.dtype != "f32" or len(row.shape) != 2 or row.shape[0] != Const(1):
+        raise OpTypeError("E303", "topk takes one f32 row [1, W]", 0)
+    if not isinstance(args[1], ScalarType) or args[1].dtype not in INT_DTYPES:
+        raise OpTypeError("E309", "k must be an integer", 1)
+    valid = getattr(kw.get("valid"), "type", None)  # options arrive as IR values
+    if "valid" in kw and (not isinstance(valid, ScalarType) or valid.dtype not in INT_DTYPES):
+        raise OpTypeError("E309", "valid= must be an integer count")
+    return TileType("f32", (Const(1), kw["_k"]))
+
+
 def _gather(args, kw):
     x = _tile(args[0], "source", 0)
     idx = _tile(args[1], "index", 1)
@@ -238,6 +274,9 @@ SIGNATURES: dict[str, OpSig] = {
         OpSig("sort32", _V, 2, 2, (), (), _sort32),
         OpSig("mrgsort", _V, 2, 2, (), (), _mrgsort),
         OpSig("topk_pairs", _V, 2, 2, (), (), _topk_pairs),
+        OpSig("topk", _V, 2, 2, (), ("valid",), _topk),
+        OpSig("valid", _N, 2, 3, (), (), _valid),
+        OpSig("fillpad", _V, 3, 3, (), (), _fillpad),
         OpSig("gather", _V, 2, 2, (), (), _gather),
         OpSig("even_lanes", _V, 1, 1, (), (), _lanes),
         OpSig("odd_lanes", _V, 1, 1, (), (), _lanes),

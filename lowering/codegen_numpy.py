@@ -220,9 +220,19 @@ class _Kernel:
             return f"(-((-{args[0]}) // {args[1]}))"
         if op == "topk_pairs":
             return f"{args[0]}[:, : 2 * {args[1]}]"
-        if op in ("even_lanes", "odd_lanes"):
-            pattern = "P0101" if op == "even_lanes" else "P1010"
-            return f"_op.gather_lanes({args[0]}, {pattern!r})"
+        if op == "even_lanes":
+            return f"_op.gather_lanes({args[0]}, 'P0101')"
+        if op == "odd_lanes":
+            return f"_op.gather_lanes({args[0]}, 'P1010', 'int32')"
+        if op == "iota":
+            return f"_op.arange(0, (1, {args[0]}), 'int32')"
+        if op == "mask_tail":  # columns >= valid become -inf, then pad to the sorted width
+            row, valid, width = args
+            return (
+                f"np.where(np.arange({width})[None, :] < {valid}, "
+                f"np.pad({row}, ((0, 0), (0, {width} - {row}.shape[1])), constant_values=-np.inf), "
+                f"np.float32(-np.inf)).astype(np.float32)"
+            )
         if op == "select":
             return f"np.where({args[0]}, {args[1]}, {args[2]})"
         return f"_op.{_checked(op, IDENTIFIER)}({', '.join(args)})"

@@ -306,6 +306,10 @@ def poly(expr: Expr) -> dict[Monomial, int] | None:
                 key = tuple(sorted(ka + kb, key=str))
                 out[key] = out.get(key, 0) + va * vb
         return {k: v for k, v in out.items() if v}
+    if isinstance(expr, Bin) and expr.op == "//" and isinstance(expr.b, Const) and expr.b.value > 0:
+        num = poly(expr.a)  # an exact multiple divides term by term: (2 * K) // 2 -> K
+        if num is not None and all(v % expr.b.value == 0 for v in num.values()):
+            return {k: v // expr.b.value for k, v in num.items()}
     return {(expr,): 1}
 
 
@@ -325,9 +329,13 @@ def from_poly(form: dict[Monomial, int]) -> Expr:
 
 def simplify(expr: Expr) -> Expr:
     """Normalise polynomial sums and products (``(t0 + 16) - t0`` -> ``16``)."""
+    if not isinstance(expr, Bin):
+        return expr  # constants and symbols are already normal (fast path for task arrays)
     form = poly(expr)
     return expr if form is None else from_poly(form)
 
 
 def difference(stop: Expr, start: Expr) -> Expr:
+    if isinstance(stop, Const) and isinstance(start, Const):
+        return Const(stop.value - start.value)
     return simplify(binop("-", stop, start))

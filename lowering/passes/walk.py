@@ -1,0 +1,60 @@
+"""Rebuilding IR task bodies with a function applied to every value (bottom-up)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+from lowering import body as ir
+
+VALUE_TYPES = (ir.IntV, ir.FloatV, ir.DtypeV, ir.ListV, ir.LocalV, ir.LoadV, ir.BinV, ir.CallV)
+STMT_TYPES = (
+    ir.LetS,
+    ir.AssignS,
+    ir.StoreS,
+    ir.RemoteStoreS,
+    ir.ForS,
+    ir.IfS,
+    ir.NotifyS,
+    ir.WaitS,
+    ir.BarrierS,
+    ir.EvalS,
+)
+
+
+def map_value(value, fn: Callable):
+    if isinstance(value, ir.BinV):
+        value = dataclasses.replace(value, a=map_value(value.a, fn), b=map_value(value.b, fn))
+    elif isinstance(value, ir.CallV):
+        args = tuple(map_value(a, fn) for a in value.args)
+        attrs = tuple((k, map_value(v, fn)) for k, v in value.attrs)
+        value = dataclasses.replace(value, args=args, attrs=attrs)
+    return fn(value)
+
+
+def map_stmts(
+    stmts: tuple, fn: Callable, on_loop: Callable | None = None, on_stmt: Callable | None = None
+) -> tuple:
+    """Apply ``fn`` to every value; ``on_loop(for_stmt, entering)`` brackets loop bodies and
+    ``on_stmt(stmt)`` is called before the values of each statement are mapped."""
+    out = []
+    for s in stmts:
+        if on_stmt:
+            on_stmt(s)
+        if isinstance(s, ir.ForS):
+            if on_loop:
+                on_loop(s, True)
+            s = dataclasses.replace(s, body=map_stmts(s.body, fn, on_loop, on_stmt))
+            if on_loop:
+                on_loop(s, False)
+        elif isinstance(s, ir.IfS):
+            s = dataclasses.replace(
+                s,
+                cond=map_value(s.cond, fn),
+                then=map_stmts(s.then, fn, on_loop, on_stmt),
+                orelse=map_stmts(s.orelse, fn, on_loop, on_stmt),
+            )
+        elif hasattr(s, "value") and isinstance(s.value, VALUE_TYPES):
+            s = dataclasses.replace(s, value=map_value(s.value, fn))
+        out.append(s)
+    return tuple(out)

@@ -1,0 +1,1 @@
+"""Real layers written in the dslc language, with their goldens and configurations."""
