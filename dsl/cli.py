@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dsl import __version__
+from dsl.cli_fix import add_parser as add_fix_parser
+from dsl.cli_fix import cmd_fix
 from dsl.cli_run import add_parsers as add_run_parsers
 from dsl.cli_run import cmd_compile, cmd_run
 from dsl.codes import CODES, diag
@@ -42,6 +44,7 @@ commands:
   explain CODE         explain a diagnostic code
   run FILE             compile to NumPy kernels, run on the simulated NPU, compare with the golden
   compile FILE         write the generated code (--target numpy) into a directory
+  fix FILE...          print (or --write) the rewrites the lint can prove safe
 
 examples:
   dslc check models/
@@ -109,6 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", parents=[common], help="explain a diagnostic code")
     explain.add_argument("code", metavar="CODE")
     add_run_parsers(sub, common)
+    add_fix_parser(sub, common)
     return parser
 
 
@@ -205,6 +209,8 @@ def lint_file(session: Session, path: Path, cfg: LintConfig) -> list[Diagnostic]
     findings: list[Diagnostic] = []
     for graph in graphs:
         findings.extend(run_rules(graph, CheckContext(graph, preset=cfg.preset)))
+    # several root layers of one file can yield the same finding: report it once
+    findings = list({(d.code, d.span, d.message): d for d in findings}.values())
     text = "\n".join(session.sources.lines(str(path)) or [])
     findings = apply_suppressions(findings, graphs, str(path), text)
     return [d for d in findings if cfg.enabled(d.code, d.span.file)]
@@ -269,6 +275,7 @@ COMMANDS = {
     "explain": cmd_explain,
     "run": cmd_run,
     "compile": cmd_compile,
+    "fix": cmd_fix,
 }
 
 

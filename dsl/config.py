@@ -1,29 +1,49 @@
 """``[tool.dslc]`` in pyproject.toml: lint selection, per-path ignores, device preset, fail-on.
 
     [tool.dslc]
-    select = ["D", "N201"]          # code prefixes or codes; default: everything
-    ignore = ["D105"]
+    select = ["D", "L"]             # code prefixes or codes; default: everything
+    ignore = ["D107"]
     preset = "a2a3"                 # a2a3 | a5 | sim: cores per rank the rules assume
     fail-on = "error"               # error | warning | note
+    format = "text"                 # text | json | sarif | github
     [tool.dslc.per-path-ignores]
     "tests/fixtures/**" = ["D101"]
 
-Command-line options override the file. The nearest pyproject.toml at or above the current
-directory is used.
+Keys may be spelled with ``-`` or ``_``. Command-line options override the file. The nearest
+pyproject.toml at or above the current directory is used, or the file given with ``--config``.
+Per-path patterns are globs matched against the path relative to the directory of that
+pyproject.toml; a pattern without ``/`` also matches the file name alone.
+
+Every problem with the file is an E106 diagnostic pointing at the offending line.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsl.codes import diag
+from dsl.codes import CODES, diag
+from lowering.checks import all_rules
 from lowering.checks.rule import PRESETS
+from lowering.checks.suppressions import META_CODES
 from lowering.source import CompileError, Severity, Span
 
+FORMATS = ("text", "json", "sarif", "github")
 _KEYS = {"select", "ignore", "preset", "fail-on", "per-path-ignores", "format"}
+
+
+def known_codes() -> set[str]:
+    """Every code dslc can emit: front-end errors, lint rules and suppression meta codes."""
+    return set(CODES) | set(all_rules()) | set(META_CODES)
+
+
+def unknown_selectors(selectors: tuple[str, ...]) -> list[str]:
+    """Selectors (codes or code prefixes) that match no code dslc knows."""
+    codes = known_codes()
+    return [s for s in selectors if not s or not any(c.startswith(s) for c in codes)]
 
 
 @dataclass
@@ -41,9 +61,14 @@ class LintConfig:
             return False
         if any(code.startswith(s) for s in self.ignore):
             return False
+        if not self.per_path_ignores:
+            return True
         rel = _relative(path, self.source.parent if self.source else None)
+        name = Path(path).name
         for pattern, codes in self.per_path_ignores.items():
-            if fnmatch.fnmatch(rel, pattern) and any(code.startswith(c) for c in codes):
+            pat = pattern.removeprefix("./")
+            matches = fnmatch.fnmatchcase(rel, pat) or ("/" not in pat and fnmatch.fnmatchcase(name, pat))
+            if matches and any(code.startswith(c) for c in codes):
                 return False
         return True
 
@@ -66,55 +91,113 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def _bad(path: Path, message: str) -> CompileError:
-    return CompileError([diag("E106", Span.whole_file(str(path)), f"[tool.dslc]: {message}")])
+_KEY_LINE = re.compile(r"""\s*(["']?)(?P<key>[^"'=\s]+)\1\s*=""")
 
 
-def _codes(path: Path, key: str, value) -> tuple[str, ...]:
+class _File:
+    """The config file's text, to point a diagnostic at the line of a key."""
+
+    def __init__(self, path: Path, text: str = ""):
+        self.path = path
+        self.lines = text.splitlines()
+
+    def span(self, key: str | None = None) -> Span:
+        """The line that sets ``key`` inside a ``[tool.dslc...]`` table (else the table header)."""
+        header, in_section = None, False
+        names = {key, key.replace("-", "_")} if key else set()
+        for lineno, line in enumerate(self.lines, start=1):
+            stripped = line.strip()
+            if stripped.startswith("["):
+                in_section = re.match(r"\[\s*tool\s*\.\s*dslc\s*[\].]", stripped) is not None
+                if in_section and header is None:
+                    header = Span(str(self.path), lineno, 1, lineno, len(line) + 1)
+                continue
+            if in_section and names:
+                m = _KEY_LINE.match(line)
+                if m and m.group("key") in names:
+                    return Span(str(self.path), lineno, m.start("key") + 1, lineno, m.end("key") + 1)
+        return header or Span.whole_file(str(self.path))
+
+    def error(self, message: str, key: str | None = None) -> CompileError:
+        return CompileError([diag("E106", self.span(key), f"[tool.dslc]: {message}", hint=_HINT)])
+
+
+_HINT = "see `dslc explain E106` and docs/lint.md for the keys and their values"
+
+
+def _codes(f: _File, key: str, value, where: str | None = None) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise _bad(path, f"'{key}' must be a list of code prefixes")
-    return tuple(v.upper() for v in value)
+        raise f.error(f"'{where or key}' must be a list of codes or code prefixes", key)
+    codes = tuple(v.strip().upper() for v in value)
+    bad = unknown_selectors(codes)
+    if bad:
+        raise f.error(f"'{where or key}': {', '.join(map(repr, bad))} matches no dslc code", key)
+    return codes
 
 
-def load_config(start: Path | None = None) -> LintConfig:
-    path = find_pyproject((start or Path.cwd()).resolve())
-    if path is None:
-        return LintConfig()
+_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+
+
+def _read(path: Path) -> tuple[_File, dict]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise _bad(path, f"cannot read: {err}") from None
+        raise _File(path).error(f"cannot read {path}: {err}") from None
+    try:
+        return _File(path, text), tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
+        # Python 3.11's TOMLDecodeError carries the position only in its message.
+        m = _TOML_POS.search(str(err))
+        line, col = (int(m.group(1)), int(m.group(2))) if m else (max(len(text.splitlines()), 1), 1)
         raise CompileError(
-            [diag("E106", Span(str(path), err.lineno or 1, err.colno or 1), str(err))]
+            [diag("E106", Span(str(path), line, col), f"not valid TOML: {err}", hint=_HINT)]
         ) from None
-    section = data.get("tool", {}).get("dslc")
+
+
+def load_config(start: Path | None = None, path: Path | None = None) -> LintConfig:
+    """The ``[tool.dslc]`` settings of ``path``, or of the nearest pyproject.toml above ``start``."""
+    if path is None:
+        path = find_pyproject((start or Path.cwd()).resolve())
+        if path is None:
+            return LintConfig()
+    f, data = _read(path)
+    tool = data.get("tool", {})
+    section = tool.get("dslc") if isinstance(tool, dict) else None
     if section is None:
         return LintConfig(source=path)
     if not isinstance(section, dict):
-        raise _bad(path, "must be a table")
+        raise f.error("must be a table", "dslc")
+    section = {k.replace("_", "-"): v for k, v in section.items()}
     unknown = set(section) - _KEYS
     if unknown:
-        raise _bad(path, f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}")
+        raise f.error(
+            f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(_KEYS))}",
+            sorted(unknown)[0],
+        )
     cfg = LintConfig(source=path)
     if "select" in section:
-        cfg.select = _codes(path, "select", section["select"])
+        cfg.select = _codes(f, "select", section["select"])
     if "ignore" in section:
-        cfg.ignore = _codes(path, "ignore", section["ignore"])
+        cfg.ignore = _codes(f, "ignore", section["ignore"])
     if "per-path-ignores" in section:
         table = section["per-path-ignores"]
         if not isinstance(table, dict):
-            raise _bad(path, "'per-path-ignores' must be a table of glob = [codes]")
-        cfg.per_path_ignores = {k: _codes(path, f"per-path-ignores.{k}", v) for k, v in table.items()}
+            raise f.error("'per-path-ignores' must be a table of glob = [codes]", "per-path-ignores")
+        cfg.per_path_ignores = {k: _codes(f, k, v, f"per-path-ignores.{k}") for k, v in table.items()}
     if "preset" in section:
         if section["preset"] not in PRESETS:
-            raise _bad(path, f"preset must be one of {', '.join(PRESETS)}")
+            raise f.error(
+                f"preset {section['preset']!r} is not one of {', '.join(sorted(PRESETS))}", "preset"
+            )
         cfg.preset = section["preset"]
     if "fail-on" in section:
+        value = section["fail-on"]
         try:
-            cfg.fail_on = Severity(section["fail-on"])
+            cfg.fail_on = Severity(value.lower() if isinstance(value, str) else value)
         except ValueError:
-            raise _bad(path, "fail-on must be error, warning or note") from None
+            raise f.error(f"fail-on {value!r} is not error, warning or note", "fail-on") from None
     if "format" in section:
-        cfg.format = str(section["format"])
+        if section["format"] not in FORMATS:
+            raise f.error(f"format {section['format']!r} is not one of {', '.join(FORMATS)}", "format")
+        cfg.format = section["format"]
     return cfg

@@ -4,31 +4,69 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
+import re
+from collections import Counter
+from pathlib import Path, PurePosixPath
+from urllib.parse import quote
 
 from dsl import __version__
 from dsl.codes import CODES
+from dsl.config import FORMATS, known_codes
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules
 from lowering.checks.suppressions import META_CODES
 from lowering.source import Diagnostic, Severity
 
-FORMATS = ("text", "json", "sarif", "github")
+__all__ = ["FORMATS", "all_codes", "describe_code", "format_findings", "markdown_code_table", "to_sarif"]
+
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
+_META_SEVERITY = {"L001": Severity.WARNING, "L002": Severity.ERROR, "L003": Severity.ERROR}
+_SUPPRESSION_DOCS = (
+    "A suppression is a comment `# dslc: ignore[CODE, ...] reason` on the line of a finding or on "
+    "the header line of the task that contains it. The reason is required (L002); a suppression "
+    "that silences nothing is reported (L001); a `# dslc:` comment of any other form is an error "
+    "(L003). See docs/lint.md, section Suppressions."
+)
 
 
-def describe_code(code: str) -> tuple[str, str, str]:
-    """(name, summary, full help) of any code dslc emits."""
+def _section(docs: str, heading: str) -> str:
+    """The first paragraph under ``heading`` in a rule's docs (empty if absent)."""
+    _, found, rest = docs.partition(heading)
+    if not found:
+        return ""
+    return rest.strip().split("\n\n")[0].replace("\n", " ").strip()
+
+
+def describe_code(code: str) -> dict:
+    """Name, summary, description, docs, default severity and family of any code dslc emits."""
     rules = all_rules()
     if code in rules:
         r = rules[code]
-        return r.name, r.summary, r.docs
+        full = _section(r.docs, "## What it catches") or r.summary
+        return dict(
+            name=r.name, summary=r.summary, full=full, docs=r.docs, severity=r.severity, family=r.family
+        )
     if code in CODES:
         c = CODES[code]
-        return c.summary.replace(" ", "_"), c.summary, c.explanation
+        return dict(
+            name=re.sub(r"\W+", "_", c.summary),
+            summary=c.summary,
+            full=c.explanation,
+            docs=f"{c.code}: {c.summary}\n\n{c.explanation}",
+            severity=Severity.ERROR,
+            family="front end",
+        )
     if code in META_CODES:
-        return "suppression", META_CODES[code], META_CODES[code]
-    return code, code, code
+        summary = META_CODES[code]
+        return dict(
+            name=re.sub(r"\W+", "_", summary.split(":")[0]),
+            summary=summary,
+            full=summary,
+            docs=f"{code}: {summary}\n\n{_SUPPRESSION_DOCS}",
+            severity=_META_SEVERITY.get(code, Severity.ERROR),
+            family="suppressions",
+        )
+    return dict(name=code, summary=code, full=code, docs=code, severity=Severity.ERROR, family="unknown")
 
 
 def _as_json(d: Diagnostic) -> dict:
@@ -48,35 +86,52 @@ def _as_json(d: Diagnostic) -> dict:
     }
 
 
-def _fingerprint(d: Diagnostic, sources: SourceCache) -> str:
-    line = (sources.line(d.span.file, d.span.line) or "").strip()
-    return hashlib.sha256(f"{d.code}\0{Path(d.span.file).name}\0{line}\0{d.message}".encode()).hexdigest()[
-        :32
-    ]
+def _uri(file: str) -> str:
+    """A SARIF artifact URI: relative paths stay relative (to the repository root, for code
+    scanning), absolute ones become ``file:`` URIs; either is percent-encoded."""
+    path = Path(file)
+    if path.is_absolute():
+        return path.as_uri()
+    return quote(PurePosixPath(path.as_posix()).as_posix(), safe="/")
+
+
+def _fingerprints(diagnostics: list[Diagnostic], sources: SourceCache) -> list[str]:
+    """One stable fingerprint per finding: rule, file and the text of the line (not its number,
+    so that edits above a finding keep its identity), and the occurrence among equal keys."""
+    seen: Counter[str] = Counter()
+    out = []
+    for d in diagnostics:
+        line = (sources.line(d.span.file, d.span.line) or "").strip()
+        digest = hashlib.sha256(f"{d.code}\0{_uri(d.span.file)}\0{line}".encode()).hexdigest()[:32]
+        seen[digest] += 1
+        out.append(f"{digest}:{seen[digest]}")
+    return out
 
 
 def to_sarif(diagnostics: list[Diagnostic], sources: SourceCache) -> dict:
+    diagnostics = sorted(diagnostics, key=Diagnostic.sort_key)
     codes = sorted({d.code for d in diagnostics} | set(all_rules()))
     index = {c: i for i, c in enumerate(codes)}
     rules = []
     for code in codes:
-        name, summary, docs = describe_code(code)
-        level = _SARIF_LEVEL[all_rules()[code].severity] if code in all_rules() else "error"
+        info = describe_code(code)
         rules.append(
             {
                 "id": code,
-                "name": name,
-                "shortDescription": {"text": summary},
-                "fullDescription": {"text": summary},
-                "help": {"text": docs, "markdown": docs},
-                "defaultConfiguration": {"level": level},
+                "name": info["name"],
+                "shortDescription": {"text": info["summary"]},
+                "fullDescription": {"text": info["full"]},
+                "help": {"text": info["docs"], "markdown": info["docs"]},
+                "defaultConfiguration": {"level": _SARIF_LEVEL[info["severity"]]},
+                "properties": {"tags": [info["family"]]},
             }
         )
     results = []
-    for d in diagnostics:
-        region = {"startLine": d.span.line, "startColumn": d.span.col}
-        if d.span.end_line >= d.span.line and d.span.end_col:
-            region.update(endLine=d.span.end_line, endColumn=d.span.end_col)
+    for d, fingerprint in zip(diagnostics, _fingerprints(diagnostics, sources), strict=True):
+        region = {"startLine": d.span.line, "startColumn": max(d.span.col, 1)}
+        if d.span.end_line >= d.span.line and d.span.end_col >= 1:
+            if d.span.end_line > d.span.line or d.span.end_col > d.span.col:
+                region.update(endLine=d.span.end_line, endColumn=d.span.end_col)
         result = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
@@ -85,12 +140,12 @@ def to_sarif(diagnostics: list[Diagnostic], sources: SourceCache) -> dict:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": Path(d.span.file).as_posix()},
+                        "artifactLocation": {"uri": _uri(d.span.file)},
                         "region": region,
                     }
                 }
             ],
-            "partialFingerprints": {"primaryLocationLineHash": _fingerprint(d, sources)},
+            "partialFingerprints": {"primaryLocationLineHash": fingerprint},
         }
         if d.related:
             result["relatedLocations"] = [
@@ -98,8 +153,8 @@ def to_sarif(diagnostics: list[Diagnostic], sources: SourceCache) -> dict:
                     "id": i,
                     "message": {"text": m},
                     "physicalLocation": {
-                        "artifactLocation": {"uri": Path(s.file).as_posix()},
-                        "region": {"startLine": s.line, "startColumn": s.col},
+                        "artifactLocation": {"uri": _uri(s.file)},
+                        "region": {"startLine": s.line, "startColumn": max(s.col, 1)},
                     },
                 }
                 for i, (s, m) in enumerate(d.related)
@@ -111,6 +166,7 @@ def to_sarif(diagnostics: list[Diagnostic], sources: SourceCache) -> dict:
         "runs": [
             {
                 "tool": {"driver": {"name": "dslc", "version": __version__, "rules": rules}},
+                "columnKind": "unicodeCodePoints",
                 "results": results,
             }
         ],
@@ -143,4 +199,24 @@ def format_findings(
                 f"title={_github_prop(d.code)}::{_github_escape(msg)}"
             )
         return "\n".join(lines) + ("\n" if lines else "")
+    if fmt != "text":
+        raise ValueError(f"unknown output format {fmt!r}; one of {', '.join(FORMATS)}")
     return "".join(render(d, sources, colour) + "\n" for d in diagnostics)
+
+
+def all_codes() -> list[str]:
+    """Every code dslc can emit: front-end errors, lint rules, suppression meta codes."""
+    return sorted(known_codes())
+
+
+def markdown_code_table() -> str:
+    """The table of codes in docs/lint.md (a test keeps the doc in step with this)."""
+    rows = ["| code | name | family | severity | summary |", "|---|---|---|---|---|"]
+    for code in all_codes():
+        info = describe_code(code)
+        text = info["full"] if info["family"] == "front end" else info["summary"]
+        summary = text.replace("|", "\\|")
+        rows.append(
+            f"| {code} | `{info['name']}` | {info['family']} | {info['severity'].value} | {summary} |"
+        )
+    return "\n".join(rows) + "\n"

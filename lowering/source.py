@@ -48,6 +48,8 @@ class Diagnostic:
     severity: Severity = Severity.ERROR
     hint: str | None = None
     related: tuple[tuple[Span, str], ...] = field(default=())
+    # Machine-readable facts for `dslc fix`, e.g. (("task", "wait"), ("add_after", "push")).
+    data: tuple[tuple[str, str], ...] = field(default=())
 
     def sort_key(self) -> tuple:
         return (self.span.file, self.span.line, self.span.col, self.code, self.message)

@@ -77,6 +77,8 @@ def finding(
     message: str,
     fix: str | None = None,
     related: tuple[tuple[Span, str], ...] = (),
+    data: tuple[tuple[str, str], ...] = (),
 ) -> Diagnostic:
-    """A lint finding; ``fix`` is the one-line repair shown as the hint and in JSON/SARIF."""
-    return Diagnostic(code, message, span, Severity(severity), fix, related)
+    """A lint finding; ``fix`` is the one-line repair shown as the hint and in JSON/SARIF,
+    ``data`` the facts ``dslc fix`` needs to apply it."""
+    return Diagnostic(code, message, span, Severity(severity), fix, related, data)

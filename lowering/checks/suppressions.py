@@ -1,7 +1,9 @@
 """``# dslc: ignore[CODE, ...] reason`` comments, on the finding's line or on its task header.
 
-The reason is required (a suppression without one is itself an error, L002); a suppression
-that silences nothing is reported (L001), so stale ones do not pile up.
+The reason is required (a suppression without one is itself an error, L002, and silences
+nothing); a suppression that silences nothing is reported (L001), so stale ones do not pile
+up; a ``# dslc:`` comment that is not of this form (``ignore D101``, ``ignore[]``, a typo) is
+an error too (L003), rather than a suppression that silently does nothing.
 """
 
 from __future__ import annotations
@@ -12,11 +14,13 @@ from dataclasses import dataclass, field
 from lowering.ir import Graph
 from lowering.source import Diagnostic, Severity, Span
 
-_PATTERN = re.compile(r"#\s*dslc:\s*ignore\[([A-Za-z0-9_,\s]*)\]\s*(.*)$")
+_PATTERN = re.compile(r"#\s*dslc\s*:\s*ignore\s*\[([A-Za-z0-9_,\s]*)\]\s*(.*)$")
+_DIRECTIVE = re.compile(r"#\s*dslc\s*:")
 
 META_CODES = {
     "L001": "unused suppression: the comment silences no finding",
     "L002": "suppression without a reason: say why the finding does not apply",
+    "L003": "malformed dslc comment: write `# dslc: ignore[CODE, ...] reason`",
 }
 
 
@@ -29,22 +33,26 @@ class Suppression:
 
 
 def parse_suppressions(file: str, text: str) -> dict[int, Suppression]:
+    """Suppression comments by line; a malformed ``# dslc:`` comment has no codes."""
     out: dict[int, Suppression] = {}
     for lineno, line in enumerate(text.splitlines(), start=1):
-        m = _PATTERN.search(line)
-        if m:
-            codes = tuple(c.strip().upper() for c in m.group(1).split(",") if c.strip())
-            col = m.start() + 1
-            out[lineno] = Suppression(
-                Span(file, lineno, col, lineno, len(line) + 1), codes, m.group(2).strip()
-            )
+        directive = _DIRECTIVE.search(line)
+        if directive is None:
+            continue
+        m = _PATTERN.search(line, directive.start())
+        span = Span(file, lineno, directive.start() + 1, lineno, len(line) + 1)
+        if m is None or m.start() != directive.start():
+            out[lineno] = Suppression(span, (), "")
+            continue
+        codes = tuple(c.strip().upper() for c in m.group(1).split(",") if c.strip())
+        out[lineno] = Suppression(span, codes, m.group(2).strip())
     return out
 
 
 def apply_suppressions(
     findings: list[Diagnostic], graphs: list[Graph], file: str, text: str
 ) -> list[Diagnostic]:
-    """Drop suppressed findings; add L001/L002 for unused or reason-less suppressions."""
+    """Drop suppressed findings; add L001/L002/L003 for unused, reason-less or malformed ones."""
     table = parse_suppressions(file, text)
     if not table:
         return findings
@@ -66,6 +74,17 @@ def apply_suppressions(
         else:
             hit.used.add(d.code)
     for s in table.values():
+        if not s.codes:
+            kept.append(
+                Diagnostic(
+                    "L003",
+                    META_CODES["L003"],
+                    s.span,
+                    Severity.ERROR,
+                    "list the codes in brackets, then the reason: `# dslc: ignore[D101] why it is safe`",
+                )
+            )
+            continue
         if not s.reason:
             kept.append(
                 Diagnostic("L002", META_CODES["L002"], s.span, Severity.ERROR, "write the reason after ]")

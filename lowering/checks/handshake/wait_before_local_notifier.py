@@ -105,4 +105,5 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     f"slot; if two ranks do this in one epoch the all-to-all deadlocks",
                     fix=f"add `after {name}` to task {waiter.name}",
                     related=((wait.span, "the blocking wait"), (notifier.header_span, "the notifier")),
+                    data=(("task", waiter.name), ("add_after", name)),
                 )

@@ -1,0 +1,57 @@
+"""``dslc fix FILE...``: print the unified diff of the provable rewrites; ``--write`` applies
+them atomically. Exit 0 when nothing is left to fix (or it was written), 1 when a diff was
+shown without ``--write``, 2 on errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from dsl import fix
+from dsl.frontend import compile_text, read_source
+from lowering.checks import run_rules
+from lowering.checks.rule import CheckContext
+from runtime.loader import write_atomically
+
+
+def add_parser(sub, common) -> None:
+    p = sub.add_parser(
+        "fix", parents=[common], help="apply the rewrites the lint can prove safe (D101, N201)"
+    )
+    p.add_argument("paths", nargs="+", metavar="FILE")
+    p.add_argument(
+        "--write", action="store_true", help="rewrite the files (atomically) instead of printing a diff"
+    )
+
+
+def fix_text(text: str, file: str, overrides=None, layer=None) -> tuple[str, list[str]]:
+    """The fixed text and notes on findings that could not be fixed (repeats until stable)."""
+    notes: list[str] = []
+    for _ in range(8):  # each pass fixes what it can prove; edits never overlap within a pass
+        graphs = compile_text(text, file, overrides, layer)
+        findings = [d for g in graphs for d in run_rules(g, CheckContext(g), set(fix.FIXABLE))]
+        edits, notes = fix.plan(text, file, graphs, findings)
+        if not edits:
+            break
+        text = fix.apply(text, edits)
+    return text, notes
+
+
+def cmd_fix(session) -> int:
+    changed = False
+    for raw in session.args.paths:
+        path = Path(raw)
+        old = read_source(path)
+        session.sources.add(str(path), old)
+        new, notes = fix_text(old, str(path), session.overrides or None, session.args.layer)
+        for n in notes:
+            print(n, file=sys.stderr)
+        if new == old:
+            continue
+        changed = True
+        if session.args.write:
+            write_atomically(path, new)
+            print(f"fixed {path}")
+        else:
+            sys.stdout.write(fix.unified_diff(old, new, str(path)))
+    return 1 if changed and not session.args.write else 0
