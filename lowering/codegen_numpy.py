@@ -326,20 +326,67 @@ def _special(x: float) -> str:
     return "float('inf')" if x > 0 else "-float('inf')"
 
 
-def _trip_product(stmts, env, outer: int = 1) -> int:
-    """Abstract cost of a body: tile operations weighted by the loops around them."""
-    total = 0
+# Abstract cost of a block, in cycles of a simple throughput model: the cube does one
+# 16x16x16 fractal per cycle, the vector unit and the memory path move 64 fp32 elements per
+# cycle. Only ratios between layers and variants matter; it is not a timing model.
+CUBE_MACS_PER_CYCLE = 16 * 16 * 16
+VECTOR_ELEMENTS_PER_CYCLE = 64
+
+
+def _elements(t: ir.Type, env: dict[str, int]) -> int:
+    if not isinstance(t, ir.TileType):
+        return 1
+    n = 1
+    for d in t.shape:
+        try:
+            n *= max(evaluate(d, env), 1)
+        except EvalError:
+            return 1
+    return n
+
+
+def _value_cost(v, env: dict[str, int]) -> float:
+    if isinstance(v, ir.LoadV):
+        return 0.0 if v.local else _elements(v.type, env) / VECTOR_ELEMENTS_PER_CYCLE
+    if isinstance(v, ir.BinV):
+        return (
+            _value_cost(v.a, env) + _value_cost(v.b, env) + _elements(v.type, env) / VECTOR_ELEMENTS_PER_CYCLE
+        )
+    if isinstance(v, ir.CallV):
+        inner = sum(_value_cost(a, env) for a in v.args)
+        if v.op in ("matmul", "matmul_acc"):
+            a, k = v.args[-2].type, 1
+            if isinstance(a, ir.TileType):
+                try:
+                    k = evaluate(a.shape[0] if "a_trans" in dict(v.attrs) else a.shape[1], env)
+                except EvalError:
+                    k = 1
+            return inner + _elements(v.type, env) * k / CUBE_MACS_PER_CYCLE
+        return inner + _elements(v.type, env) / VECTOR_ELEMENTS_PER_CYCLE
+    return 0.0
+
+
+def _cost(stmts, env: dict[str, int], outer: int = 1) -> float:
+    total = 0.0
     for s in stmts:
         if isinstance(s, ir.ForS):
             try:
                 trips = max(0, -(-(evaluate(s.stop, env) - evaluate(s.start, env)) // evaluate(s.step, env)))
             except EvalError:
                 trips = 1
-            total += _trip_product(s.body, env, outer * trips)
+            total += _cost(s.body, env, outer * trips)
         elif isinstance(s, ir.IfS):
-            total += _trip_product(s.then, env, outer) + _trip_product(s.orelse, env, outer)
-        else:
+            total += (
+                outer * _value_cost(s.cond, env) + _cost(s.then, env, outer) + _cost(s.orelse, env, outer)
+            )
+        elif isinstance(s, ir.StoreS | ir.RemoteStoreS):
+            total += outer * (
+                _value_cost(s.value, env) + _elements(s.value.type, env) / VECTOR_ELEMENTS_PER_CYCLE
+            )
+        elif isinstance(s, ir.NotifyS | ir.WaitS | ir.BarrierS):
             total += outer
+        elif hasattr(s, "value"):
+            total += outer * _value_cost(s.value, env)
     return total
 
 
@@ -385,7 +432,7 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
                 "early": task.early_resolve,
                 "sync": task.sync_start,
                 "predicate": pred,
-                "cost": max(1, _trip_product(task.body, env)),
+                "cost": max(1, round(_cost(task.body, env))),
                 "notifier": bool(task.notifies),
                 "waiter": bool(task.waits),
             }

@@ -85,7 +85,10 @@ class RankMemory:
 def build_memory(
     program: Program, inputs: dict[str, np.ndarray] | list[dict[str, np.ndarray]], ranks: int
 ) -> list[RankMemory]:
-    """Allocate every tensor on every rank from ``inputs`` (copied), zero-filling the rest.
+    """Allocate every tensor on every rank from ``inputs``, zero-filling the rest.
+
+    Given arrays are copied, except ``input`` tensors of the right dtype, which are shared
+    as read-only views (the kernels never write them).
 
     ``inputs`` is either one dict used for every rank or a list with one dict per rank.
     ``input``/``inout`` tensors must be given; output/scratch/window/signal default to zeros.
@@ -112,7 +115,14 @@ def build_memory(
                     raise ValueError(
                         f"rank {r}: input {spec.name!r} has shape {src.shape}, expected {tuple(spec.shape)}"
                     )
-                arrays[spec.name] = np.array(src, dtype=dt, copy=True)
+                if spec.kind == "input" and src.dtype == dt:
+                    # Inputs are read-only on the device: share the caller's data through a
+                    # read-only view instead of copying it (a stray write raises).
+                    view = src.view()
+                    view.flags.writeable = False
+                    arrays[spec.name] = view
+                else:
+                    arrays[spec.name] = np.array(src, dtype=dt, copy=True)
             elif spec.kind in ("input", "inout"):
                 raise ValueError(f"rank {r}: missing {spec.kind} tensor {spec.name!r}")
             else:
