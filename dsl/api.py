@@ -26,6 +26,7 @@ from dsl.frontend import compile_text, read_source
 from lowering.codegen_numpy import content_hash, render_numpy
 from lowering.ir import Graph
 from lowering.source import CompileError, Span
+from lowering.symbolic import EvalError, evaluate
 from runtime import compare
 from runtime.loader import cached_module_path, load_program
 from runtime.program import Program, numpy_dtype
@@ -117,10 +118,12 @@ class CompiledLayer:
         ranks = ranks or self.ranks
         if inputs is None:
             inputs = self.make_inputs(seed, ranks)
+        per_rank, scalars = self.split_scalars(_per_rank(inputs, ranks))
         return simulate(
             self.program,
-            _per_rank(inputs, ranks),
+            per_rank,
             ranks=ranks,
+            scalars=scalars,
             cores=cores,
             policy=policy,
             seed=seed,
@@ -130,6 +133,31 @@ class CompiledLayer:
             progress=progress,
             raise_on_deadlock=raise_on_deadlock,
         )
+
+    def split_scalars(self, per_rank: list[dict]) -> tuple[list[dict], dict[str, int]]:
+        """Take the runtime scalars (``scalar num_tokens: i32``) out of the inputs and check the
+        layer's host ``guard``s on them: a request a guard refuses is a ValueError, as the host
+        refuses it before any kernel runs. Scalars are per request, the same on every rank."""
+        names = set(self.program.scalars) - {"epoch"}
+        scalars: dict[str, int] = {}
+        for rank, given in enumerate(per_rank):
+            for name in names & set(given):
+                value = int(np.asarray(given[name]).reshape(()))
+                if scalars.setdefault(name, value) != value:
+                    raise ValueError(f"runtime scalar {name!r} differs between ranks 0 and {rank}")
+        if not scalars:
+            return per_rank, scalars
+        env = {**self.graph.env(), **scalars}
+        for guard in self.graph.guards:
+            try:
+                ok = evaluate(guard.cond, env)
+            except EvalError:
+                continue  # a guard on a scalar that was not given: simulate() reports it missing
+            if not ok:
+                why = f": {guard.message}" if guard.message else ""
+                given = ", ".join(f"{k}={v}" for k, v in sorted(scalars.items()))
+                raise ValueError(f"request refused by guard `{guard.text}` ({given}){why}")
+        return [{k: v for k, v in d.items() if k not in names} for d in per_rank], scalars
 
     def validate(self, inputs: list[dict], result: RunResult) -> Validation | None:
         module = self.golden_module()

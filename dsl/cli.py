@@ -208,7 +208,8 @@ def lint_file(session: Session, path: Path, cfg: LintConfig) -> list[Diagnostic]
         return err.diagnostics
     findings: list[Diagnostic] = []
     for graph in graphs:
-        findings.extend(run_rules(graph, CheckContext(graph, preset=cfg.preset)))
+        codes = {c for c in all_rules() if cfg.enabled(c, str(path))}
+        findings.extend(run_rules(graph, CheckContext(graph, preset=cfg.preset), codes))
     # several root layers of one file can yield the same finding: report it once
     findings = list({(d.code, d.span, d.message): d for d in findings}.values())
     text = "\n".join(session.sources.lines(str(path)) or [])
@@ -300,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
         for d in err.diagnostics:
             print(render(d, sources))
         return EXIT_ERROR
+    except BrokenPipeError:  # `dslc explain X | head`: the reader left; not an error of ours
+        sys.stderr.close()
+        return EXIT_OK
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return EXIT_ERROR

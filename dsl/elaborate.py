@@ -77,6 +77,8 @@ class Elaborator:
         self.consts: dict[str, ir.Const] = {}
         self.assertions: list[ir.Assertion] = []
         self.scalars: dict[str, ir.Scalar] = {}
+        self.derived: dict[str, ir.Scalar] = {}  # scalar n = expr (host values over runtime scalars)
+        self.guards: list[ir.Guard] = []
         self.tensors: dict[str, ir.Tensor] = {}
         self.tasks: list[ir.Task] = []
         self.task_names: set[str] = set()
@@ -114,6 +116,8 @@ class Elaborator:
             ranks=ranks,
             nranks=self._value(ranks, layer.span, "ranks"),
             golden=self.golden,
+            guards=self.guards,
+            derived=self.derived,
         )
         if not self.diagnostics:
             from dsl.bounds import check_bounds
@@ -135,6 +139,12 @@ class Elaborator:
         if isinstance(e, ast.Name):
             if e.id in scope.ints:
                 return scope.ints[e.id]
+            if e.id in self.derived:
+                if allow_scalars:
+                    return self.derived[e.id].value
+                raise self.error(
+                    "E206", e.span, f"'{e.id}' depends on runtime scalars, not known at compile time"
+                )
             if e.id in self.scalars:
                 if allow_scalars:
                     return Sym(e.id, SCALAR)
@@ -234,6 +244,30 @@ class Elaborator:
             raise self.error("E202", s.span, f"scalar '{s.name}' is already declared")
         if existing is None:
             self.scalars[s.name] = ir.Scalar(s.name, s.dtype, self._domain(s.domain, scope), s.span)
+
+    def _l_ScalarDef(self, s: ast.ScalarDef, scope: _Scope, stack) -> None:
+        if (
+            s.name in scope.ints
+            or s.name in scope.tensors
+            or s.name in self.scalars
+            or s.name in self.derived
+        ):
+            raise self.error("E202", s.span, f"'{s.name}' is already defined")
+        value = self.const(s.value, scope, allow_scalars=True)
+        refs = tuple(dict.fromkeys(n for n in _names(s.value) if n in self.scalars or n in self.derived))
+        self.derived[s.name] = ir.Scalar(s.name, "i32", None, s.span, value=value, refs=refs)
+
+    def _l_GuardStmt(self, s: ast.GuardStmt, scope: _Scope, stack) -> None:
+        cond = self.const(s.cond, scope, allow_scalars=True)
+        if not any(sym.kind == SCALAR for sym in free_symbols(cond)):
+            raise self.error(
+                "E206",
+                s.cond.span,
+                "a guard tests runtime scalars",
+                hint="use assert for compile-time conditions",
+            )
+        names = tuple(dict.fromkeys(n for n in _names(s.cond) if n in self.scalars or n in self.derived))
+        self.guards.append(ir.Guard(cond, s.message, ast.expr_text(s.cond), names, s.span))
 
     def _l_GoldenDecl(self, s: ast.GoldenDecl, scope: _Scope, stack) -> None:
         if scope.prefix:
@@ -422,7 +456,9 @@ class Elaborator:
         for ref in s.after:
             after.extend(ir.DepRef(t, ref.span) for t in self._resolve_ref(ref, scope))
         names = LayerNames(
-            ints=scope.ints,
+            ints={**scope.ints, **{k: v.value for k, v in self.derived.items()}}
+            if self.derived
+            else scope.ints,
             tensors=scope.tensors,
             scalars={k: v.dtype for k, v in self.scalars.items()},
             nranks=self.ranks or Const(1),
@@ -473,6 +509,19 @@ class Elaborator:
             raise self.error("E304", e.left.span, f"'{tensor.name}' has {len(tensor.shape)} dims")
         index = tuple(self.const(x, scope) for x in e.left.subscripts)
         return ir.Predicate(tensor.name, index, e.op, self.const(e.right, scope), e.span)
+
+
+def _names(e) -> list[str]:
+    """Names an expression mentions, in source order."""
+    if isinstance(e, ast.Name):
+        return [e.id]
+    if isinstance(e, ast.Unary):
+        return _names(e.operand)
+    if isinstance(e, ast.Binary):
+        return _names(e.left) + _names(e.right)
+    if isinstance(e, ast.Call):
+        return [n for a in e.args for n in _names(a)]
+    return []
 
 
 def _walk_decls(stmts):

@@ -35,6 +35,8 @@ _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%":
 _COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _INT_OP = {"+": "+", "-": "-", "*": "*", "/": "//", "//": "//", "%": "%"}
 _ZERO, _ONE = Const(0), Const(1)
+_BOOL = ir.ScalarType("bool")
+_SMALL_INTS = {v: ir.IntV(Const(v)) for v in range(-16, 1025)}  # shared: IntV and Const are immutable
 _BUILTINS = {"block": Sym("block", BLOCK), "rank": Sym("rank", RANK), "nranks": Sym("nranks", NRANKS)}
 
 
@@ -410,13 +412,14 @@ class BodyElaborator:
         return _EXPR[type(e)](self, e)
 
     def expr_IntLit(self, e: ast.IntLit):
-        return ir.IntV(Const(e.value))
+        v = _SMALL_INTS.get(e.value)
+        return v if v is not None else ir.IntV(Const(e.value))
 
     def expr_BoolLit(self, e: ast.BoolLit):
         return ir.IntV(Const(int(e.value)), ir.ScalarType("bool"))
 
     def expr_FloatLit(self, e: ast.FloatLit):
-        return ir.FloatV(e.value)
+        return ir.FloatV(e.value, span=e.span)
 
     def expr_ListLit(self, e: ast.ListLit):
         items = tuple(self.int_expr(i) for i in e.items)
@@ -448,6 +451,8 @@ class BodyElaborator:
             return ir.IntV(
                 binop(op, Const(0), operand.expr) if op == "-" else binop("==", operand.expr, Const(0))
             )
+        if e.op == "-" and isinstance(operand, ir.FloatV):  # a negative literal stays a literal
+            return ir.FloatV(-operand.value, operand.type, span=e.span)
         if e.op == "-":
             return ir.CallV("neg", (operand,), (), operand.type)
         return ir.BinV("eq", operand, ir.IntV(Const(0)), ir.ScalarType("bool"))
@@ -468,6 +473,9 @@ class BodyElaborator:
 
     def expr_Binary(self, e: ast.Binary):
         a, b = self.value(e.left), self.value(e.right)
+        if type(a) is ir.IntV and type(b) is ir.IntV:  # fast path: index arithmetic
+            rtype = _BOOL if e.op in _COMPARE or e.op in ("and", "or") else a.type
+            return ir.IntV(binop(_INT_OP.get(e.op, e.op), a.expr, b.expr), rtype)
         if isinstance(a, ir.IntV | ir.LocalV | ir.LoadV | ir.CallV) and isinstance(
             b, ir.IntV | ir.LocalV | ir.LoadV | ir.CallV
         ):

@@ -110,6 +110,12 @@ def _matmul(args, kw):
     k2, n = (b.shape[1], b.shape[0]) if "b_trans" in kw else (b.shape[0], b.shape[1])
     if simplify(k) != simplify(k2):
         raise OpTypeError("E303", f"matmul inner dimensions differ: {k} and {k2}", 1)
+    if "k_group" in kw:
+        group = getattr(kw["k_group"], "expr", None)
+        if not isinstance(group, Const) or group.value < 1:
+            raise OpTypeError("E309", "k_group must be a positive integer constant")
+        if isinstance(k, Const) and k.value % group.value:
+            raise OpTypeError("E303", f"the inner dimension {k} is not a multiple of k_group={group.value}")
     out = "i32" if a.dtype in INT_DTYPES else "f32"
     return TileType(out, (m, n))
 
@@ -142,6 +148,43 @@ def _expand(args, kw):
     if args[1].dtype != x.dtype:
         raise OpTypeError("E302", f"dtype mismatch: {x.dtype} and {args[1].dtype}", 1)
     return x
+
+
+def _col_expand(args, kw):
+    """x op row, broadcasting a [1, N] row over the rows of an [M, N] tile (pl.col_expand_*)."""
+    x = _tile(args[0], "operand", 0)
+    row = _tile(args[1], "broadcast row", 1)
+    if row.dtype != x.dtype:
+        raise OpTypeError("E302", f"dtype mismatch: {x.dtype} and {row.dtype}", 1)
+    if len(x.shape) != 2 or len(row.shape) != 2 or simplify(row.shape[0]) != Const(1):
+        raise OpTypeError(
+            "E303", f"the broadcast operand must be a [1, N] row, got {shape_text(row.shape)}", 1
+        )
+    if simplify(row.shape[1]) != simplify(x.shape[1]):
+        raise OpTypeError(
+            "E303", f"row {shape_text(row.shape)} does not match the columns of {shape_text(x.shape)}", 1
+        )
+    return x
+
+
+def _transpose(args, kw):
+    x = _tile(args[0], "operand", 0)
+    if len(x.shape) != 2:
+        raise OpTypeError("E303", "transpose takes a 2-D tile", 0)
+    return TileType(x.dtype, (x.shape[1], x.shape[0]))
+
+
+def _gather_rows(args, kw):
+    """gather_rows(src, rows): out[i] = src[rows[i]] (pl.gather_row); a negative row gives zeros."""
+    src = _tile(args[0], "source", 0)
+    idx = _tile(args[1], "row index", 1)
+    if idx.dtype not in INT_DTYPES:
+        raise OpTypeError("E302", "the row index must be an integer tile", 1)
+    if len(src.shape) != 2 or len(idx.shape) != 2:
+        raise OpTypeError("E303", "gather_rows takes a 2-D source and a [1, N] index row")
+    if simplify(idx.shape[0]) != Const(1):
+        raise OpTypeError("E303", f"the row index must be one row [1, N], got {shape_text(idx.shape)}", 1)
+    return TileType(src.dtype, (idx.shape[1], src.shape[1]))
 
 
 def _cast(args, kw):
@@ -250,11 +293,13 @@ SIGNATURES: dict[str, OpSig] = {
     for s in [
         OpSig("zeros", _N, 2, 2, (), (), _fill),
         OpSig("full", _N, 3, 3, (), (), _fill),
-        OpSig("matmul", _C, 2, 2, ("a_trans", "b_trans"), (), _matmul),
-        OpSig("matmul_acc", _C, 3, 3, ("a_trans", "b_trans"), (), _matmul_acc),
+        # k_group=G: the A2/A3 cube's fp32 accumulation order (groups of G consecutive k summed
+        # exactly, one fp32 rounding per group, ascending k), bit for bit; default: unspecified.
+        OpSig("matmul", _C, 2, 2, ("a_trans", "b_trans"), ("k_group",), _matmul),
+        OpSig("matmul_acc", _C, 3, 3, ("a_trans", "b_trans"), ("k_group",), _matmul_acc),
         *[
             OpSig(n, _V, 1, 1, (), (), _float_unary)
-            for n in ("exp", "sqrt", "rsqrt", "recip", "sigmoid", "silu")
+            for n in ("exp", "log", "sqrt", "rsqrt", "recip", "sigmoid", "silu")
         ],
         *[OpSig(n, _V, 1, 1, (), (), _unary) for n in ("relu", "abs", "neg")],
         *[OpSig(n, _V, 2, 2, (), (), _binary) for n in ("maximum", "minimum")],
@@ -270,6 +315,12 @@ SIGNATURES: dict[str, OpSig] = {
                 "col_expand_mul",
             )
         ],
+        *[
+            OpSig(n, _V, 2, 2, (), (), _col_expand)
+            for n in ("col_expand_add", "col_expand_sub", "col_expand_div")
+        ],
+        OpSig("transpose", _V, 1, 1, (), (), _transpose),
+        OpSig("gather_rows", _V, 2, 2, (), (), _gather_rows),
         OpSig("cast", _V, 2, 2, (), ("mode",), _cast),
         OpSig("sort32", _V, 2, 2, (), (), _sort32),
         OpSig("mrgsort", _V, 2, 2, (), (), _mrgsort),

@@ -6,7 +6,7 @@ regions stay analysable; tile and scalar values are ``Value`` nodes with a type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from lowering.source import Span
 from lowering.symbolic import Expr
@@ -78,6 +78,7 @@ class IntV:
 class FloatV:
     value: float
     type: Type = ScalarType("f32")
+    span: Span | None = field(default=None, compare=False)  # the literal (with its sign), for lints
 
 
 @dataclass(frozen=True)
@@ -217,3 +218,60 @@ class EvalS:
 
 
 Stmt = LetS | AssignS | StoreS | RemoteStoreS | ForS | IfS | NotifyS | WaitS | BarrierS | EvalS
+
+
+# ---------------------------------------------------------------- valid shapes
+
+VALID_OPS = ("valid", "fillpad")  # valid(x, cols) / valid(x, rows, cols) / fillpad(x, cols, pad)
+
+
+def valid_extents(v: CallV) -> tuple[Expr | None, Expr | None]:
+    """(valid rows, valid cols) of a ``valid``/``fillpad`` call; None where not given."""
+    ints = [a.expr for a in v.args[1:] if isinstance(a, IntV)]
+    if v.op == "fillpad":
+        return None, ints[0] if ints else None
+    if len(ints) >= 2:
+        return ints[0], ints[1]
+    return None, ints[0] if ints else None
+
+
+def valid_regions(
+    stmts: tuple[Stmt, ...],
+) -> dict[tuple[str, tuple[Range, ...]], tuple[Expr | None, Expr | None]]:
+    """Tensor regions moved through ``valid(...)``/``fillpad(...)``: a region read directly
+    inside one (PyPTO ``pl.slice(..., valid_shape=)``) or stored from one (a store of a tile
+    with a valid shape) transfers only its valid part. Maps (tensor, region) to the (rows,
+    cols) valid extents, as the bounds checks (E305, C402) need them."""
+    out: dict[tuple[str, tuple[Range, ...]], tuple[Expr | None, Expr | None]] = {}
+
+    def value(v) -> None:
+        if isinstance(v, CallV):
+            if v.op in VALID_OPS and v.args and isinstance(v.args[0], LoadV) and not v.args[0].local:
+                out[(v.args[0].tensor, v.args[0].region)] = valid_extents(v)
+            for a in v.args:
+                value(a)
+            for _, a in v.attrs:
+                value(a)
+        elif isinstance(v, BinV):
+            value(v.a)
+            value(v.b)
+
+    def walk(body) -> None:
+        for s in body:
+            if (
+                isinstance(s, StoreS | RemoteStoreS)
+                and isinstance(s.value, CallV)
+                and s.value.op in VALID_OPS
+            ):
+                out[(s.tensor, s.region)] = valid_extents(s.value)
+            if isinstance(s, LetS | AssignS | StoreS | RemoteStoreS | EvalS):
+                value(s.value)
+            elif isinstance(s, ForS):
+                walk(s.body)
+            elif isinstance(s, IfS):
+                value(s.cond)
+                walk(s.then)
+                walk(s.orelse)
+
+    walk(stmts)
+    return out

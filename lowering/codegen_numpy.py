@@ -54,6 +54,7 @@ NUMPY_DTYPES = {
     "bool": "bool",
 }
 _TILE_BINOPS = {"add", "sub", "mul", "div", "maximum", "minimum"}
+_COL_EXPAND = {"col_expand_add": "add", "col_expand_sub": "sub", "col_expand_div": "div"}
 _PY_BINOPS = {
     "add": "+",
     "sub": "-",
@@ -211,7 +212,20 @@ class _Kernel:
             return f"_op.cast({args[0]}, {args[1]}{mode})"
         if op in ("matmul", "matmul_acc"):
             flags = "".join(f", {f}=True" for f in ("a_trans", "b_trans") if f in attrs)
+            if "k_group" in attrs:
+                flags += f", k_group={self.value(attrs['k_group'])}"
             return f"_op.{op}({', '.join(args)}{flags})"
+        if op in _COL_EXPAND:  # a [1, N] row broadcast over the rows: NumPy broadcasting
+            return f"_op.{_COL_EXPAND[op]}({args[0]}, {args[1]})"
+        if op == "transpose":
+            return f"np.ascontiguousarray(np.transpose({args[0]}))"
+        if op == "gather_rows":  # a negative row index stages a zero row
+            return f"_op.gather_rows({args[0]}, np.ravel({args[1]}), fill=0)"
+        if op == "valid":  # only the leading region is meaningful; the data is unchanged
+            return args[0]
+        if op == "fillpad":  # columns at or past the valid extent take the pad value
+            x, n, pad = args
+            return f"(lambda a: np.where(np.arange(a.shape[-1]) < {n}, a, np.asarray({pad}, a.dtype)))({x})"
         if op == "read":
             return args[0]
         if op in ("min", "max"):
@@ -233,8 +247,15 @@ class _Kernel:
                 f"np.pad({row}, ((0, 0), (0, {width} - {row}.shape[1])), constant_values=-np.inf), "
                 f"np.float32(-np.inf)).astype(np.float32)"
             )
+        if op == "valid":  # set_validshape: only marks the valid region; the data is unchanged
+            return args[0]
+        if op == "fillpad":  # keep the first `cols` columns, fill the tail with the pad value
+            x, cols, pad = args
+            return f"np.where(np.arange({x}.shape[-1]) < {cols}, {x}, np.asarray({pad}, {x}.dtype))"
         if op == "select":
             return f"np.where({args[0]}, {args[1]}, {args[2]})"
+        if op == "log":  # natural log (pl.log); the tile's dtype is kept
+            return f"np.log({args[0]})"
         return f"_op.{_checked(op, IDENTIFIER)}({', '.join(args)})"
 
     # ---------------------------------------------------------------- statements

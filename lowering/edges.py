@@ -14,84 +14,111 @@ Inside a ``manual`` task only step 1 applies. A pure reader leaves no trace, so 
 edge ever exists. A write-only argument is ``OUTPUT_EXISTING`` (no lookup) unless the
 compiler promotes it to ``INOUT``: under a sequential layer loop (R-seq), after an earlier
 task wrote the same tensor (R-prior), or when the tensor is an ``inout`` of the layer
-(R-enclosing).
+(R-enclosing). A graph read from PyPTO may declare directions per task (``Task.arg_tags``:
+a kernel's ``pl.Out``/``pl.InOut`` annotations, ``pl.no_dep``); those replace the ones the
+accesses imply, an ``Out`` is still promoted by the same three rules, and a ``NoDep``
+argument neither looks up nor registers.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from lowering.ir import Edge, Graph, Task, Tensor
+from lowering.ir import Edge, Graph, Task
 from lowering.regions import Footprint, task_env, task_footprints
 
-INPUT, INOUT, OUTPUT_EXISTING = "INPUT", "INOUT", "OUTPUT_EXISTING"
-_BUCKETS = 256
+INPUT, INOUT, OUTPUT_EXISTING, NO_DEP = "INPUT", "INOUT", "OUTPUT_EXISTING", "NO_DEP"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Entry:
     task: str
     lo: int
-    hi: int
-    text: str
-    alive: bool = True
+    hi: int  # exclusive
+    footprint: Footprint
+    seq: int  # submission order (over both replayed rounds)
+    round: int
+    keys: tuple[int, int, int] = field(default=(0, 0, -1))  # (level, first bucket, last bucket)
 
 
 class _TensorMap:
-    """Producers per tensor, bucketed by byte offset so that lookups stay near-linear."""
+    """The producers of one tensor, indexed by byte range in a multi-level grid.
 
-    def __init__(self, tensor: Tensor):
-        dims = tensor.dims
-        size = tensor.itemsize
-        for d in dims:
-            size = size * d if d is not None else 1 << 62
-        self.size = max(size, 1)
-        self.width = max(1, -(-self.size // _BUCKETS))
-        self.buckets: dict[int, list[_Entry]] = defaultdict(list)
+    An entry of ``n`` bytes lives at level ``l = bit_length(n - 1)``, whose buckets are
+    ``2**l`` bytes wide, so it touches at most two of them. A lookup visits, at every
+    occupied level, the buckets its own range touches (or, when that is more, the occupied
+    buckets of that level). Lookup and registration cost O(levels + matches), however many
+    entries the map holds, which keeps edge inference linear in the number of tasks.
+    """
 
-    def _span(self, lo: int, hi: int) -> range:
-        first = min(lo // self.width, _BUCKETS)
-        last = min((hi - 1) // self.width, _BUCKETS)
-        return range(first, last + 1)
-
-    def overlapping(self, lo: int, hi: int) -> list[_Entry]:
-        seen: dict[int, _Entry] = {}
-        for b in self._span(lo, hi):
-            bucket = self.buckets.get(b)
-            if not bucket:
-                continue
-            live = [e for e in bucket if e.alive]
-            if len(live) != len(bucket):
-                self.buckets[b] = live
-            for e in live:
-                if e.lo < hi and lo < e.hi:
-                    seen[id(e)] = e
-        return list(seen.values())
+    def __init__(self) -> None:
+        self.levels: dict[int, dict[int, dict[int, _Entry]]] = {}
 
     def register(self, entry: _Entry) -> None:
-        for b in self._span(entry.lo, entry.hi):
-            self.buckets[b].append(entry)
+        level = (entry.hi - entry.lo - 1).bit_length()
+        first, last = entry.lo >> level, (entry.hi - 1) >> level
+        entry.keys = (level, first, last)
+        grid = self.levels.setdefault(level, {})
+        for key in range(first, last + 1):
+            grid.setdefault(key, {})[entry.seq] = entry
+
+    def remove(self, entry: _Entry) -> None:
+        level, first, last = entry.keys
+        grid = self.levels[level]
+        for key in range(first, last + 1):
+            bucket = grid[key]
+            del bucket[entry.seq]
+            if not bucket:
+                del grid[key]
+        if not grid:
+            del self.levels[level]
+
+    def overlapping(self, lo: int, hi: int) -> list[_Entry]:
+        """Live entries whose byte range intersects ``[lo, hi)``, in submission order."""
+        seen: dict[int, _Entry] = {}
+        for level, grid in self.levels.items():
+            first, last = lo >> level, (hi - 1) >> level
+            if last - first < len(grid):
+                keys = [k for k in range(first, last + 1) if k in grid]
+            else:
+                keys = [k for k in grid if first <= k <= last]
+            for key in keys:
+                for e in grid[key].values():
+                    if e.lo < hi and lo < e.hi:
+                        seen[e.seq] = e
+        return [seen[k] for k in sorted(seen)]
 
 
 def argument_tags(graph: Graph) -> dict[str, dict[str, str]]:
-    """The runtime direction of every (task, tensor) argument, after Out->InOut promotion."""
+    """The runtime direction of every (task, tensor) argument, after Out->InOut promotion.
+
+    R-prior looks at earlier *statements*: the instances of one task statement in a layer
+    ``parallel`` loop are one call site, so they do not promote each other (disjointness is
+    assumed, as in ``pl.parallel``); in a ``range`` loop R-seq promotes them anyway.
+    """
     env = graph.env()
-    written_before: set[str] = set()
+    writers: dict[str, set[str]] = {}  # tensor -> bases of the task statements that wrote it
     tags: dict[str, dict[str, str]] = {}
     for task in graph.tasks:
         fps = _footprints(graph, task, env)
-        tags[task.name] = {fp.tensor: _tag(graph, task, fp, written_before) for fp in fps}
-        written_before.update(fp.tensor for fp in fps if fp.writes)
+        tags[task.name] = {fp.tensor: _tag(graph, task, fp, writers) for fp in fps}
+        for fp in fps:
+            if fp.writes:
+                writers.setdefault(fp.tensor, set()).add(task.base)
     return tags
 
 
-def _tag(graph: Graph, task: Task, fp: Footprint, written_before: set[str]) -> str:
-    if fp.reads:
+def _tag(graph: Graph, task: Task, fp: Footprint, writers: dict[str, set[str]]) -> str:
+    declared = task.arg_tags.get(fp.tensor) if task.arg_tags else None  # PyPTO kernel calls
+    if declared == "nodep":
+        return NO_DEP
+    if declared in ("in", "inout"):
+        return INPUT if declared == "in" else INOUT
+    if fp.reads and declared is None:
         return INOUT if fp.writes else INPUT
-    promoted = (
-        task.in_sequential_loop or fp.tensor in written_before or graph.tensors[fp.tensor].kind == "inout"
-    )
+    earlier = writers.get(fp.tensor, ())
+    prior = any(base != task.base for base in earlier)
+    promoted = task.in_sequential_loop or prior or graph.tensors[fp.tensor].kind == "inout"
     return INOUT if promoted else OUTPUT_EXISTING
 
 
@@ -99,9 +126,11 @@ def _footprints(graph: Graph, task: Task, env: dict[str, int]) -> list[Footprint
     cache = graph.__dict__.setdefault("_footprints", {})
     fps = cache.get(task.name)
     if fps is None:
-        fps = task_footprints(
-            task.accesses, graph.tensors, task_env(env, task.blocks, graph.nranks, graph.scalar_ranges())
-        )
+        envs = graph.__dict__.setdefault("_task_envs", {})  # per grid size; read-only
+        scoped = envs.get(task.blocks)
+        if scoped is None:
+            scoped = envs[task.blocks] = task_env(env, task.blocks, graph.nranks, graph.scalar_ranges())
+        fps = task_footprints(task.accesses, graph.tensors, scoped)
         cache[task.name] = fps
     return fps
 
@@ -111,7 +140,12 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
 
     The second list comes from replaying the submissions twice with one tensor map, as
     the runtime does when a layer runs back to back: an entry that survives round r is
-    a producer for the readers of round r + 1 that come before any new writer.
+    a producer for the readers of round r + 1 that come before any new writer. Only
+    edges onto such survivors are cross-round; the second replay's edges onto its own
+    producers repeat the first list and are not reported again.
+
+    For one consumer, edges are listed tensor by tensor (in the order the body first
+    touches them) and, per tensor, in the producers' submission order.
     """
     env = graph.env()
     maps: dict[str, _TensorMap] = {}
@@ -119,6 +153,7 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
 
     in_round: list[Edge] = []
     cross: list[Edge] = []
+    seq = 0
     for round_index in range(2):
         out = in_round if round_index == 0 else cross
         for task in graph.tasks:
@@ -135,30 +170,32 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
                 if tensor.manual_dep:
                     continue
                 tag = tags[task.name][fp.tensor]
+                if tag == NO_DEP:
+                    continue
                 tmap = maps.get(fp.tensor)
                 if tmap is None:
-                    tmap = maps[fp.tensor] = _TensorMap(tensor)
+                    tmap = maps[fp.tensor] = _TensorMap()
                 if tag in (INPUT, INOUT):
                     kind = "raw" if fp.reads else "waw"
                     for entry in tmap.overlapping(fp.byte_lo, fp.byte_hi):
-                        is_self = entry.task == task.name and round_index == 0
-                        if is_self:
-                            continue
                         key = (entry.task, fp.tensor)
-                        if key not in found:
+                        if entry.round == 0 and key not in found:
                             found[key] = Edge(
                                 entry.task,
                                 task.name,
                                 kind,
                                 _access_span(task, fp.tensor),
                                 fp.tensor,
-                                entry.text,
+                                entry.footprint.text(),
                                 fp.anchor_only,
                             )
                         if tag == INOUT and fp.byte_lo <= entry.lo and entry.hi <= fp.byte_hi:
-                            entry.alive = False
+                            tmap.remove(entry)
                 if tag in (INOUT, OUTPUT_EXISTING):
-                    registrations.append((tmap, _Entry(task.name, fp.byte_lo, fp.byte_hi, fp.text())))
+                    seq += 1
+                    registrations.append(
+                        (tmap, _Entry(task.name, fp.byte_lo, fp.byte_hi, fp, seq, round_index))
+                    )
             out.extend(found.values())
             for tmap, entry in registrations:
                 tmap.register(entry)

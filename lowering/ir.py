@@ -99,6 +99,20 @@ class Scalar:
     dtype: str
     domain: Domain | None
     span: Span
+    value: Expr | None = None  # derived (``scalar n = expr``): the definition over base scalars
+    refs: tuple[str, ...] = ()  # derived: the scalars its definition names directly
+
+
+@dataclass(frozen=True)
+class Guard:
+    """``guard cond, "message"``: the host refuses requests (runtime scalar values) where
+    ``cond`` is false. ``cond`` has derived scalars inlined; ``text`` is the source form."""
+
+    cond: Expr
+    message: str | None
+    text: str
+    scalars: tuple[str, ...]  # scalars (base or derived) the source condition names
+    span: Span
 
 
 @dataclass(frozen=True)
@@ -110,6 +124,11 @@ class Tensor:
     kind: str  # one of TENSOR_KINDS
     manual_dep: bool
     span: Span
+    # A view (PyPTO ``reshape``/``view`` of one buffer): the tensor whose bytes this one
+    # names, and the byte offset of element 0 in it. The language has no views, so only
+    # graphs read from PyPTO set these; rule R502 checks accesses through two views.
+    view_of: str | None = None
+    view_offset: int = 0
 
     @property
     def itemsize(self) -> int:
@@ -220,6 +239,11 @@ class Task:
     span: Span
     header_span: Span
     order: int
+    # Declared directions of the task's tensor arguments, before Out -> InOut promotion:
+    # "in" | "out" | "inout" | "nodep". Only graphs read from PyPTO set it (kernel calls take
+    # their directions from parameter annotations, pl.no_dep / no_dep_args make NoDep); a
+    # tensor not listed here gets the direction its accesses imply (lowering.edges).
+    arg_tags: dict[str, str] | None = None
 
     @property
     def waits(self) -> tuple[SignalOp, ...]:
@@ -266,6 +290,8 @@ class Graph:
     nranks: int
     edges: list[Edge] = field(default_factory=list)
     cross_round_edges: list[Edge] = field(default_factory=list)
+    guards: list[Guard] = field(default_factory=list)  # host-side request guards, in source order
+    derived: dict[str, Scalar] = field(default_factory=dict)  # ``scalar n = expr`` (not kernel args)
     golden: str | None = None  # path of the NumPy reference module, relative to ``file``
 
     def env(self) -> dict[str, int]:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lowering.ir import Access, Loop, Tensor
-from lowering.symbolic import EvalError, Interval, bounds, evaluate
+from lowering.symbolic import Const, EvalError, Interval, bounds, evaluate
 
 Box = tuple[tuple[int, int], ...]  # inclusive index interval per dimension
 
@@ -33,11 +33,19 @@ class Footprint:
 
 
 def loop_env(loops: tuple[Loop, ...], env: Mapping[str, int | Interval]) -> dict[str, int | Interval] | None:
-    """Bind each loop variable to its interval; None when some loop never runs."""
+    """Bind each loop variable to its interval; None when some loop never runs.
+
+    The result is for reading only: without loops it is ``env`` itself.
+    """
+    if not loops:
+        return env  # type: ignore[return-value]  # read-only use; no copy on the hot path
     out: dict[str, int | Interval] = dict(env)
     for loop in loops:
-        lo, _ = bounds(loop.start, out)
-        _, hi = bounds(loop.stop, out)
+        try:
+            lo, _ = bounds(loop.start, out)
+            _, hi = bounds(loop.stop, out)
+        except EvalError:
+            continue  # bounds read from data: the variable stays unknown, regions on it widen
         if hi - 1 < lo:
             return None
         out[loop.var] = (lo, hi - 1)
@@ -54,16 +62,22 @@ def access_box(access: Access, tensor: Tensor, env: Mapping[str, int | Interval]
     if scoped is None:
         return None
     box = []
-    for dim, rng in enumerate(access.region):
-        extent = tensor.dims[dim]
-        try:
-            lo, _ = bounds(rng.start, scoped)
-            _, hi = bounds(rng.stop, scoped)
-            hi -= 1
-        except EvalError:
-            lo, hi = 0, (extent - 1 if extent is not None else 1 << 40)
+    for rng, extent in zip(access.region, tensor.dims, strict=True):
+        start, stop = rng.start, rng.stop
+        if type(start) is Const and type(stop) is Const:  # fast path: constant index
+            lo, hi = start.value, stop.value - 1
+        else:
+            try:
+                lo, _ = bounds(start, scoped)
+                _, hi = bounds(stop, scoped)
+                hi -= 1
+            except EvalError:
+                lo, hi = 0, (extent - 1 if extent is not None else 1 << 40)
         if extent is not None:
-            lo, hi = max(lo, 0), min(hi, extent - 1)
+            if lo < 0:
+                lo = 0
+            if hi >= extent:
+                hi = extent - 1
         if hi < lo:
             return None
         box.append((lo, hi))
@@ -89,10 +103,7 @@ def task_footprints(
     accesses: tuple[Access, ...], tensors: Mapping[str, Tensor], env: Mapping[str, int | Interval]
 ) -> list[Footprint]:
     """One footprint per tensor a task touches (signals excluded: they carry no edges)."""
-    boxes: dict[str, Box] = {}
-    reads: dict[str, bool] = {}
-    writes: dict[str, bool] = {}
-    anchor_only: dict[str, bool] = {}
+    acc_state: dict[str, list] = {}  # tensor -> [box, reads, writes, anchor_only]
     for acc in accesses:
         tensor = tensors[acc.tensor]
         if tensor.kind == "signal":
@@ -100,16 +111,27 @@ def task_footprints(
         box = access_box(acc, tensor, env)
         if box is None:
             continue
-        boxes[acc.tensor] = union(boxes[acc.tensor], box) if acc.tensor in boxes else box
-        is_read = acc.mode in ("read", "anchor", "atomic")
-        reads[acc.tensor] = reads.get(acc.tensor, False) or is_read
-        writes[acc.tensor] = writes.get(acc.tensor, False) or acc.writes
+        mode = acc.mode
+        is_read = mode == "read" or mode == "anchor" or mode == "atomic"
+        state = acc_state.get(acc.tensor)
+        if state is None:
+            acc_state[acc.tensor] = [
+                box,
+                is_read,
+                mode == "write" or mode == "atomic",
+                is_read and mode == "anchor",
+            ]
+            continue
+        state[0] = union(state[0], box)
         if is_read:
-            anchor_only[acc.tensor] = anchor_only.get(acc.tensor, True) and acc.mode == "anchor"
+            state[3] = (state[3] if state[1] else True) and mode == "anchor"
+            state[1] = True
+        if mode == "write" or mode == "atomic":
+            state[2] = True
     out = []
-    for name, box in boxes.items():
+    for name, (box, reads, writes, anchor_only) in acc_state.items():
         lo, hi = byte_range(box, tensors[name])
-        out.append(Footprint(name, box, lo, hi, reads[name], writes[name], anchor_only.get(name, False)))
+        out.append(Footprint(name, box, lo, hi, reads, writes, anchor_only))
     return out
 
 

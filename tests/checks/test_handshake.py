@@ -1,8 +1,19 @@
+import pytest
 from lintutil import FIXTURES, lint, triples
+
+from lowering.checks import all_rules
+
+RULES = FIXTURES / "rules"
+MINE = {c for c, r in all_rules().items() if r.family in ("handshake", "speculation", "occupancy")}
+
+
+def mine(path):
+    """Findings of the handshake/speculation/occupancy rules only (bad fixtures may trip others)."""
+    return lint(path, codes=MINE)
 
 
 def test_d101_flags_waiter_without_notifier_edge():
-    diags = lint(FIXTURES / "rules" / "D101" / "bad.dsl")
+    diags = mine(FIXTURES / "rules" / "D101" / "bad.dsl")  # the protocol family adds its own notes
     assert triples(diags) == [("D101", 24, 3)]
     (d,) = diags
     assert "local notifier push" in d.message
@@ -11,3 +22,69 @@ def test_d101_flags_waiter_without_notifier_edge():
 
 def test_d101_good_fixture_is_clean():
     assert lint(FIXTURES / "rules" / "D101" / "good.dsl") == []
+
+
+# ---------------------------------------------------------------- D106-D109
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [
+        ("D106/bad.dsl", [("D106", 17, 45)]),
+        ("D106/bad_2.dsl", [("D106", 18, 45)]),
+        ("D107/bad.dsl", [("D107", 21, 3)]),
+        ("D108/bad.dsl", [("D101", 27, 3), ("D108", 28, 10)]),
+        ("D109/bad.dsl", [("D109", 43, 3)]),
+    ],
+)
+def test_handshake_bad_fixtures_exact(fixture, expected):
+    assert triples(mine(RULES / fixture)) == expected
+
+
+@pytest.mark.parametrize("code", ["D106", "D107", "D108", "D109"])
+def test_handshake_good_fixtures_clean_under_all_rules(code):
+    assert lint(RULES / code / "good.dsl") == []
+
+
+def test_d106_names_the_missing_notifier():
+    (d,) = mine(RULES / "D106" / "bad.dsl")
+    assert "no task of layer scatter_rows notifies ready" in d.message
+    assert d.severity == "warning"
+    assert d.hint == "notify ready from the task that publishes what arrive waits for"
+
+
+def test_d106_cell_level_names_rank_cell_and_points():
+    (d,) = mine(RULES / "D106" / "bad_2.dsl")
+    assert "ever reaches ready[0] on rank 1" in d.message
+    assert "8 more of the 12 (rank, cell) pairs it waits on at EP=4" in d.message
+    assert "for every admissible EP in {2, 4, 8, 16}" in d.message
+
+
+def test_d106_single_rank_has_nothing_to_wait_for():
+    # EP=2 is still admissible: rank 1 waits on ready[0], which only rank 0 could notify
+    (d,) = lint(RULES / "D106" / "bad_2.dsl", overrides={"EP": 2}, codes={"D106"})
+    assert "ready[0] on rank 1" in d.message
+
+
+def test_d107_suggests_the_anchor():
+    (d,) = mine(RULES / "D107" / "bad.dsl")
+    assert "has no incoming edge" in d.message
+    assert d.hint.startswith("add `after push` to task handshake")
+
+
+def test_d107_stays_silent_where_d101_already_reports():
+    # the D101 bad waiter has no incoming edge either: D101's fix anchors it, so no D107
+    assert triples(mine(RULES / "D101" / "bad.dsl")) == [("D101", 24, 3)]
+
+
+def test_d108_points_at_the_anchor_and_names_the_join():
+    d = next(d for d in mine(RULES / "D108" / "bad.dsl") if d.code == "D108")
+    assert (
+        "only after push[0] (1 of the 2 notifier instances push[0..1]); push[1] stays unordered" in d.message
+    )
+    assert d.hint == "replace the anchor read by `after push` on task wait"
+
+
+def test_d109_names_both_spinners_and_the_fix():
+    (d,) = mine(RULES / "D109" / "bad.dsl")
+    assert "wait and meta are unordered blocking waiters on AIV cores" in d.message
+    assert "needs push, which can be staged into the pending slot of a core on which meta spins" in d.message
+    assert d.hint.startswith("add `after meta` to task wait")

@@ -65,7 +65,11 @@ def pin_rules(monkeypatch, codes: frozenset[str] = frozenset({"D101"})) -> None:
     import dsl.cli
 
     real = dsl.cli.run_rules
-    monkeypatch.setattr(dsl.cli, "run_rules", lambda graph, ctx: real(graph, ctx, set(codes)))
+    def pinned(graph, ctx, selected=None):
+        chosen = set(codes) if selected is None else set(codes) & set(selected)
+        return real(graph, ctx, chosen)
+
+    monkeypatch.setattr(dsl.cli, "run_rules", pinned)
 
 
 def workspace(tmp_path: Path, monkeypatch, pyproject: str = "") -> Path:

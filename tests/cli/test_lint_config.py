@@ -80,9 +80,9 @@ def test_preset_from_config_and_command_line(tmp_path, monkeypatch, capsys):
     seen = []
     real = dsl.cli.run_rules
 
-    def spy(graph, ctx):
+    def spy(graph, ctx, codes=None):
         seen.append((ctx.preset, ctx.cores["aiv"]))
-        return real(graph, ctx)
+        return real(graph, ctx, codes)
 
     monkeypatch.setattr(dsl.cli, "run_rules", spy)
     codes(capsys, "good.dsl")

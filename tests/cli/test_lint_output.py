@@ -289,7 +289,7 @@ def test_fail_on_note_counts_notes(good, monkeypatch, capsys):
     import dsl.cli
 
     note = Diagnostic("D101", "just so you know", Span(str(good), 24, 3), Severity.NOTE)
-    monkeypatch.setattr(dsl.cli, "run_rules", lambda graph, ctx: [note])
+    monkeypatch.setattr(dsl.cli, "run_rules", lambda graph, ctx, codes=None: [note])
     assert run(capsys, "check", good).rc == 0
     assert run(capsys, "check", good, "--fail-on", "warning").rc == 0
     r = run(capsys, "check", good, "--fail-on", "note")
@@ -326,7 +326,7 @@ def test_usage_errors_exit_2_with_e104_and_no_traceback(bad, capsys, argv, messa
 def test_internal_error_in_a_rule_exits_2_without_traceback(good, monkeypatch, capsys):
     import dsl.cli
 
-    def boom(graph, ctx):
+    def boom(graph, ctx, codes=None):
         raise RuntimeError("rule exploded")
 
     monkeypatch.setattr(dsl.cli, "run_rules", boom)

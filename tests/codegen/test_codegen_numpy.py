@@ -44,7 +44,9 @@ def test_generated_code_is_ruff_clean(path, tmp_path):
 
 
 def test_names_are_checked_before_rendering():
-    (graph,) = compile_text("layer a(N = 4) { input x: f32[N, 4]\n output y: f32[N, 4]\n task t { y[:, :] = x[:, :] } }")
+    (graph,) = compile_text(
+        "layer a(N = 4) { input x: f32[N, 4]\n output y: f32[N, 4]\n task t { y[:, :] = x[:, :] } }"
+    )
     graph.tasks[0].name = "t'); import os; os.system('echo pwned'); ('"
     with pytest.raises(UnsafeName):
         render_numpy(graph, "h", "v")

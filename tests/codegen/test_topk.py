@@ -51,7 +51,11 @@ def _mrgsort_block_lens(graph) -> list[int]:
     ("hi", "stages"), [(256, [64]), (1024, [64, 256]), (2048, [64, 256, 1024]), (4096, [64, 256, 1024])]
 )
 def test_stages_follow_the_admissible_maximum(hi, stages):
-    src = (RUN / "topk_row.dsl").read_text().replace("T = 512 in 128..4096 step 128", f"T = 128 in 128..{hi} step 128")
+    src = (
+        (RUN / "topk_row.dsl")
+        .read_text()
+        .replace("T = 512 in 128..4096 step 128", f"T = 128 in 128..{hi} step 128")
+    )
     (graph,) = compile_text(src)
     # CAP = T / 2 candidates: runs of 32 * 4**m records must hold max(CAP, K).
     assert _mrgsort_block_lens(graph) == stages
@@ -73,7 +77,11 @@ def test_selection_matches_argsort_for_every_candidate_count():
 
 
 def test_range_the_row_cannot_hold_is_an_error_naming_the_bound():
-    src = (RUN / "topk_row.dsl").read_text().replace('assert CAP <= W, "the candidate cap must fit the score row"', "")
+    src = (
+        (RUN / "topk_row.dsl")
+        .read_text()
+        .replace('assert CAP <= W, "the candidate cap must fit the score row"', "")
+    )
     src = src.replace("T = 512 in 128..4096 step 128", "T = 512 in 128..8192 step 128")
     with pytest.raises(CompileError) as err:
         compile_text(src, "topk_row.dsl")

@@ -35,9 +35,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks import describe
+from lowering.checks.handshake.need import same_epoch_notifiers
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.signals import NotCountable, notifiers_of, notify_counts, waited_cells
-from lowering.ir import Graph, SignalOp, Task
+from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
 
 CODE = "D101"
@@ -45,21 +45,6 @@ NAME = "wait_before_local_notifier"
 FAMILY = "handshake"
 SEVERITY = "error"
 SUMMARY = "a blocking wait is not ordered after the local notifier its peers need"
-
-
-def needed_notifiers(graph: Graph, waiter: Task, wait: SignalOp, env: dict[str, int]) -> set[str]:
-    """Tasks whose notifies can feed the cells ``wait`` spins on (all notifiers if unsure)."""
-    candidates = notifiers_of(graph, wait.signal)
-    try:
-        cells = {cell for (rank, cell) in waited_cells(graph, waiter, wait, env) if rank == 0}
-        needed = set()
-        for task, op in candidates:
-            counts = notify_counts(graph, task, op, env)
-            if any(dst == 0 and cell in cells for (_src, dst, cell) in counts):
-                needed.add(task.name)
-        return needed
-    except NotCountable:
-        return {task.name for task, _ in candidates}
 
 
 def _self_exempt(task: Task, signal: str) -> bool:
@@ -73,7 +58,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     for waiter in graph.tasks:
         reported: set[str] = set()
         for wait in waiter.waits:
-            for name in sorted(needed_notifiers(graph, waiter, wait, env)):
+            for name in sorted(same_epoch_notifiers(graph, ctx, waiter, wait, env)):
                 if name in reported:
                     continue
                 notifier = graph.task(name)

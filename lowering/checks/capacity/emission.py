@@ -1,0 +1,123 @@
+"""What producers emit and what consumers keep, per request (runtime scalar values).
+
+A producer *emits* a valid extent when it stores a tile marked ``valid(x, n)`` or
+``fillpad(x, n, pad)``: per row, only the first ``n`` columns carry data. A consumer that
+reads a prefix ``X[..., a:b]`` of such a tensor keeps ``b`` columns: a *capacity* (a packed
+row count). Both are bounded at every request of the scalar space with :func:`vbounds`, with
+the producer's and consumer's block and loop ranges (narrowed by enclosing ``if``s such as
+``block < num_tokens``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from lowering.checks.extents import ScalarSpace, bind_loops, narrow, nonempty, vbounds
+from lowering.checks.validity import StoreFact, facts_at, space_at
+from lowering.ir import Access, Graph, Task
+from lowering.symbolic import EvalError, Expr, Sym, binop, free_symbols
+
+
+@dataclass
+class Emission:
+    store: StoreFact
+    producer: Task
+    count: np.ndarray  # upper bound of valid columns per row, per request
+    end: np.ndarray  # upper bound of the last valid column + 1
+    width: np.ndarray  # columns of the stored region (the producer-side capacity)
+    runs: np.ndarray  # the store executes for this request
+
+
+@dataclass
+class Cut:
+    """A consumer read of an emitted tensor: it keeps columns [.., stop) of each row (the whole
+    row, or a packed prefix such as ``cmp_indices[t, 0:PREFILL_SPARSE_PAD - WIN]``)."""
+
+    access: Access
+    consumer: Task
+    emission: Emission
+    stop: np.ndarray  # the furthest column (+1) the consumer reads, over its blocks/iterations
+    truncates: np.ndarray  # per request (before guards)
+
+
+def task_env(graph: Graph, task: Task, point: Mapping[str, int], space: ScalarSpace) -> dict:
+    blocks = int(vbounds(task.grid, point)[1])
+    nranks = int(vbounds(graph.ranks, point)[1])
+    env: dict = {**point, **space.values}
+    env["block"] = (0, max(blocks - 1, 0))
+    env["rank"] = (0, max(nranks - 1, 0))
+    env["nranks"] = nranks
+    return env
+
+
+def _full(v, size: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(v), (size,))
+
+
+def emissions(graph: Graph, ctx, point: Mapping[str, int]) -> list[Emission]:
+    space = space_at(ctx, point)
+    facts = facts_at(ctx, point)
+    out = []
+    for task in graph.tasks:
+        for sf in facts[task.name].stores:
+            if sf.finite is None or not sf.region:
+                continue
+            env = task_env(graph, task, point, space)
+            try:
+                runs = bind_loops(env, sf.loops)
+                narrow(env, sf.conds)
+                runs = runs & nonempty(env, ["block", *(lp.var for lp in sf.loops)])
+                last = sf.region[-1]
+                _, count = vbounds(sf.finite, env)
+                _, end = vbounds(binop("+", last.start, sf.finite), env)
+                width, _ = vbounds(binop("-", last.stop, last.start), env)
+            except EvalError:
+                continue
+            n = space.size
+            out.append(Emission(sf, task, _full(count, n), _full(end, n), _full(width, n), _full(runs, n)))
+    return out
+
+
+def cuts(graph: Graph, ctx, point: Mapping[str, int], emitted: list[Emission]) -> list[Cut]:
+    space = space_at(ctx, point)
+    out = []
+    for em in emitted:
+        tensor = graph.tensors[em.store.tensor]
+        for task in graph.tasks:
+            if task.name == em.producer.name:
+                continue
+            for acc in task.accesses:
+                if acc.tensor != tensor.name or acc.mode != "read" or not acc.region:
+                    continue
+                env = task_env(graph, task, point, space)
+                try:
+                    runs = bind_loops(env, acc.loops)
+                    narrow(env, acc.conds)
+                    runs = runs & nonempty(env, ["block", *(lp.var for lp in acc.loops)])
+                    _, stop = vbounds(acc.region[-1].stop, env)
+                except EvalError:
+                    continue
+                stop = _full(stop, space.size)
+                truncates = em.runs & _full(runs, space.size) & (em.end > stop)
+                out.append(Cut(acc, task, em, stop, truncates))
+    return out
+
+
+def constants(graph: Graph, exprs) -> set[str]:
+    """Constants and parameters the expressions name, with constants expanded to their
+    definitions (``CMP_COLS`` -> ``PREFILL_SPARSE_PAD``, ``WIN``, ``IDX_TOPK``)."""
+    out: set[str] = set()
+    stack: list[Expr] = [e for e in exprs if e is not None]
+    while stack:
+        for s in free_symbols(stack.pop()):
+            if not isinstance(s, Sym) or s.kind not in ("const", "param") or s.name in out:
+                continue
+            out.add(s.name)
+            c = graph.consts.get(s.name)
+            if c is not None:
+                stack.append(c.expr)
+    ranged = {p.name for p in graph.params.values() if p.domain is not None}
+    return out - ranged

@@ -1,0 +1,273 @@
+"""C403: a task's on-chip buffers exceed the core's memory.
+
+## What it catches
+
+The on-chip footprint of a task at its peak: every tile it holds at once, times the dtype
+size, times the buffer copies of the enclosing ``pipeline(..., stages=N)`` loops (nested
+pipelines multiply: two ``stages=2`` loops keep 4 copies), per memory, compared with the
+capacity of that memory on the device (seed-bugs.md §8.4, rule R20: ``211fed5a`` #621, two
+nested ``pl.pipeline(stage=2)`` overflowed Mat with 786432 > 524288 bytes).
+
+Tiles are placed as the cube and vector units need them: matmul operands in **Mat** (L1),
+accumulators (matmul results and the first operand of ``matmul_acc``) in **Acc** (L0C),
+everything else in **Vec** (UB). A tile lives from its ``let`` to the end of its block;
+operands loaded inside an expression live for the statement; a plain tensor-to-tensor copy
+is a DMA and holds no tile. The peak is taken over the statements of each block. Sizes are
+bounded at every admissible parameter value.
+
+Capacities per AI core (a2a3, Ascend 910B), in bytes:
+
+| memory | bytes | source |
+|---|---|---|
+| Vec (UB, AIV) | 196608 (192 KiB) | the task brief for this rule; not in the references |
+| Mat (L1, AIC) | 524288 (512 KiB) | seed-bugs.md §8.4: "Mat 786432 > 524288" (#621) |
+| Acc (L0C, AIC) | 131072 (128 KiB) | public Ascend 910B core specs; not in the references |
+
+L0A/L0B (64 KiB each) are not checked: the compiler splits matmul operands into them. The
+references give no numbers for A5; the same table is used for every preset.
+
+## Why it breaks on the device
+
+Buffers are allocated statically per kernel. A footprint past the capacity fails at
+compile time on the real toolchain at best ("on-chip memory overflowed"); with hand-placed
+buffers it silently aliases two tiles, and the kernel computes garbage. Pipeline stages are
+the trap: each stage is a full copy of the loop body's tiles, and nesting multiplies them.
+
+## Example
+
+    for nb in pipeline(N / 128, stages = 2) {
+      for kb in pipeline(K / 512, stages = 2) {           # 4 copies of at and bt
+        let at = a[:, kb * 512 : kb * 512 + 512]           # 64 KiB bf16
+        let bt = b[kb * 512 : kb * 512 + 512, nb * 128 : nb * 128 + 128]   # 128 KiB
+        acc = matmul_acc(acc, at, bt)
+      }
+    }
+
+## Use instead
+
+    for nb in range(N / 128) {                             # double-buffer only the inner loop
+      for kb in pipeline(K / 512, stages = 2) { ... }      # 2 x 192 KiB = 384 KiB of Mat
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lowering import body as ir
+from lowering.checks.extents import point_text, points_text
+from lowering.checks.rule import CheckContext, finding
+from lowering.checks.validity import space_at
+from lowering.ir import DTYPE_BYTES, Graph, Task
+from lowering.source import Diagnostic, Span
+from lowering.symbolic import EvalError, bounds
+
+CODE = "C403"
+NAME = "on_chip_footprint_exceeded"
+FAMILY = "capacity"
+SEVERITY = "error"
+SUMMARY = "a task's on-chip tiles (times pipeline stages) exceed the core's UB/L1/L0C"
+
+CAPACITY = {"Vec": 196608, "Mat": 524288, "Acc": 131072}
+MEMORY = {"Vec": "UB", "Mat": "L1", "Acc": "L0C"}
+_CUBE = ("matmul", "matmul_acc")
+MAX_POINTS = 256  # parameter points (extremes plus a spread when the domains are larger)
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    tile: str  # ``bf16[512, 128]`` at this parameter point
+    copies: int
+    pipelines: tuple[Span, ...]
+    bytes: int
+
+
+def _uses(stmts) -> tuple[set[str], set[str]]:
+    """Locals used as matmul operands (Mat) and as accumulators (Acc)."""
+    mat: set[str] = set()
+    acc: set[str] = set()
+
+    def value(v) -> None:
+        if isinstance(v, ir.CallV):
+            if v.op in _CUBE:
+                first = 1 if v.op == "matmul_acc" else 0
+                if v.op == "matmul_acc" and isinstance(v.args[0], ir.LocalV):
+                    acc.add(v.args[0].name)
+                for a in v.args[first : first + 2]:
+                    if isinstance(a, ir.LocalV):
+                        mat.add(a.name)
+            for a in v.args:
+                value(a)
+        elif isinstance(v, ir.BinV):
+            value(v.a)
+            value(v.b)
+
+    def walk(body) -> None:
+        for s in body:
+            if isinstance(s, ir.LetS | ir.AssignS):
+                if isinstance(s.value, ir.CallV) and s.value.op in _CUBE:
+                    acc.add(s.name)
+                value(s.value)
+            elif isinstance(s, ir.StoreS | ir.RemoteStoreS | ir.EvalS):
+                value(s.value)
+            elif isinstance(s, ir.ForS):
+                walk(s.body)
+            elif isinstance(s, ir.IfS):
+                walk(s.then)
+                walk(s.orelse)
+
+    walk(stmts)
+    return mat, acc - mat
+
+
+class _Footprint:
+    def __init__(self, task: Task, env: dict):
+        self.env = env
+        self.mat, self.acc = _uses(task.body)
+
+    def size(self, t) -> int | None:
+        if not isinstance(t, ir.TileType):
+            return None
+        n = DTYPE_BYTES.get(t.dtype, 4)
+        for d in t.shape:
+            try:
+                n *= int(bounds(d, self.env)[1])
+            except EvalError:
+                return None
+        return n
+
+    def text(self, t: ir.TileType) -> str:
+        dims = []
+        for d in t.shape:
+            try:
+                dims.append(str(int(bounds(d, self.env)[1])))
+            except EvalError:
+                dims.append(str(d))
+        return f"{t.dtype}[{', '.join(dims)}]"
+
+    def space_of(self, name: str) -> str:
+        return "Mat" if name in self.mat else "Acc" if name in self.acc else "Vec"
+
+    def temporaries(self, v, out: list, copies: int, pipes, operand: bool = False) -> None:
+        """Tensor regions loaded inside an expression (each a tile for the statement)."""
+        if isinstance(v, ir.LoadV) and not v.local:
+            size = self.size(v.type)
+            if size is not None:
+                space = "Mat" if operand else "Vec"
+                out.append(
+                    (space, Buffer(f"{v.tensor}[...]", self.text(v.type), copies, pipes, size * copies))
+                )
+        elif isinstance(v, ir.CallV):
+            first = 1 if v.op == "matmul_acc" else 0
+            for i, a in enumerate(v.args):
+                self.temporaries(a, out, copies, pipes, v.op in _CUBE and first <= i < first + 2)
+        elif isinstance(v, ir.BinV):
+            self.temporaries(v.a, out, copies, pipes)
+            self.temporaries(v.b, out, copies, pipes)
+
+    def block(self, stmts, copies: int, pipes: tuple[Span, ...]) -> tuple[dict, dict]:
+        """(peak bytes per memory, the buffers behind each peak). ``let`` tiles stay until the
+        end of the block; a statement's loaded operands and results only during it."""
+        spaces = ("Vec", "Mat", "Acc")
+        own: dict[str, int] = dict.fromkeys(spaces, 0)
+        items: dict[str, list] = {k: [] for k in spaces}
+        peak: dict[str, int] = dict.fromkeys(spaces, 0)
+        peak_items: dict[str, list] = {k: [] for k in spaces}
+
+        def at(extra: dict, extra_items: dict) -> None:
+            for k in spaces:
+                if own[k] + extra[k] > peak[k]:
+                    peak[k], peak_items[k] = own[k] + extra[k], items[k] + extra_items[k]
+
+        for s in stmts:
+            temps: list = []
+            if isinstance(s, ir.LetS):
+                size = self.size(s.value.type)
+                if size is not None:
+                    space = self.space_of(s.name)
+                    own[space] += size * copies
+                    items[space] = [
+                        *items[space],
+                        Buffer(s.name, self.text(s.value.type), copies, pipes, size * copies),
+                    ]
+                if not isinstance(s.value, ir.LoadV):
+                    self.temporaries(s.value, temps, copies, pipes)
+            elif isinstance(s, ir.AssignS | ir.EvalS):
+                if not isinstance(s.value, ir.LoadV):
+                    self.temporaries(s.value, temps, copies, pipes)
+            elif isinstance(s, ir.StoreS | ir.RemoteStoreS):
+                if isinstance(s.value, ir.LoadV) and not s.value.local:
+                    continue  # tensor-to-tensor copy: a DMA, no tile
+                if isinstance(s.value, ir.CallV | ir.BinV):
+                    size = self.size(s.value.type)
+                    if size is not None:
+                        space = "Acc" if isinstance(s.value, ir.CallV) and s.value.op in _CUBE else "Vec"
+                        text = self.text(s.value.type)
+                        temps.append((space, Buffer("(stored value)", text, copies, pipes, size * copies)))
+                self.temporaries(s.value, temps, copies, pipes)
+            elif isinstance(s, ir.ForS):
+                inner = copies * (s.stages if s.kind == "pipeline" else 1)
+                inner_pipes = pipes + ((s.span,) if s.kind == "pipeline" and s.stages > 1 else ())
+                saved = self.env.get(s.var)
+                try:
+                    lo, _ = bounds(s.start, self.env)
+                    _, hi = bounds(s.stop, self.env)
+                    self.env[s.var] = (lo, max(hi - 1, lo))
+                except EvalError:
+                    self.env[s.var] = (0, 0)
+                at(*self.block(s.body, inner, inner_pipes))
+                if saved is None:
+                    self.env.pop(s.var, None)
+                else:
+                    self.env[s.var] = saved
+            elif isinstance(s, ir.IfS):
+                at(*self.block(s.then, copies, pipes))
+                at(*self.block(s.orelse, copies, pipes))
+            extra = dict.fromkeys(spaces, 0)
+            extra_items: dict[str, list] = {k: [] for k in spaces}
+            for space, buf in temps:
+                extra[space] += buf.bytes
+                extra_items[space].append(buf)
+            at(extra, extra_items)
+        return peak, peak_items
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    fails: dict[tuple[str, str], list] = {}
+    for point in graph.admissible_points(limit=MAX_POINTS):
+        scalars = space_at(ctx, point).intervals()
+        for task in graph.tasks:
+            try:
+                blocks = int(bounds(task.grid, point)[1])
+                nranks = int(bounds(graph.ranks, point)[1])
+            except EvalError:
+                continue
+            env = {**point, **scalars, "block": (0, max(blocks - 1, 0)), "rank": (0, max(nranks - 1, 0))}
+            env["nranks"] = nranks
+            peak, items = _Footprint(task, env).block(task.body, 1, ())
+            for space, total in peak.items():
+                if total > CAPACITY[space]:
+                    fails.setdefault((task.name, space), []).append((point, total, items[space], task))
+    for (_, space), found in fails.items():
+        point, total, buffers, task = found[0]
+        ranged = any(p.domain is not None for p in graph.params.values())
+        at = f" (at {point_text(graph, point)}; too large for {points_text(graph, [p for p, *_ in found])})"
+        top = sorted(buffers, key=lambda b: -b.bytes)[:4]
+        parts = []
+        for b in top:
+            times = f" x {b.copies} pipeline copies" if b.copies > 1 else ""
+            parts.append(f"{b.name} {b.tile}{times} = {b.bytes} B")
+        pipes = {s for b in buffers for s in b.pipelines}
+        nested = max((b.copies for b in buffers), default=1)
+        why = f"; nested pipeline stages multiply to {nested} copies" if nested > 2 else ""
+        yield finding(
+            CODE,
+            SEVERITY,
+            task.header_span,
+            f"{task.name}: on-chip {space} ({MEMORY[space]}) footprint is {total} B, over the "
+            f"{CAPACITY[space]} B of an a2a3 core{at if ranged else ''}: {', '.join(parts)}{why}",
+            fix="shrink the tiles, or lower the pipeline stages (a plain range loop keeps one copy)",
+            related=tuple((s, "pipeline") for s in sorted(pipes)),
+        )

@@ -1,0 +1,156 @@
+"""C402: a region can reach past a tensor's extent for some admitted request.
+
+## What it catches
+
+A tensor access whose region or whose tensor extent depends on a runtime scalar: a dynamic
+dim (``input x: f32[t_dim, HC_DIM]`` with ``scalar t_dim: i32 in 1..16``) or an offset such
+as ``kv[start_pos + i, :]``. The region is bounded over every request the host admits (the
+scalar ranges, filtered by the layer's ``guard``s), every block and loop iteration, and the
+enclosing ``if``s (``if t0 + 16 <= t_dim``); a region moved through ``valid(x[...], rows,
+cols)`` / ``fillpad(...)`` (a load or store with a valid shape) only transfers its valid
+part. Rule R19 of seed-bugs.md §8.4 (``d9b5fef9``: hc_head read ``x_flat[t0 : t0 + 16]``
+while t_dim was 8, because t_linear rounds up to 16).
+
+**Boundary with E305.** The front end rejects (E305) any region that can exceed an extent
+known at compile time, for any admissible parameter value; it never looks at runtime
+scalars. Everything that depends on a runtime scalar is C402's, because only the lint sees
+guards and request ranges. A region that depends on data (an index read from a tensor) is
+judged by neither.
+
+## Why it breaks on the device
+
+DMA does not check bounds. A read past the end of a tensor returns whatever lies after it
+in device memory, and a write corrupts it; it faults only when the next page happens to be
+unmapped (the hc_head read was 896 KiB out of bounds and crashed only in decode_mtp, where
+a different buffer layout followed x). Tests with full-size inputs never see it.
+
+## Example
+
+    scalar t_dim: i32 in 1..T_LINEAR
+    input  x: f32[t_dim, HC_DIM]
+    ...  matmul_acc(acc, x[t0 : t0 + 16, k0 : k0 + K_CHUNK], w[:, k0 : k0 + K_CHUNK], b_trans)
+
+## Use instead
+
+    let xt = valid(x[t0 : t0 + 16, k0 : k0 + K_CHUNK], min(16, t_dim - t0), K_CHUNK)
+    ...  matmul_acc(acc, xt, w[:, k0 : k0 + K_CHUNK], b_trans)   # only the valid rows are read
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from lowering.body import valid_regions
+from lowering.checks.capacity.emission import task_env
+from lowering.checks.extents import (
+    bind_loops,
+    depends_on_scalars,
+    narrow,
+    nonempty,
+    point_text,
+    pretty,
+    requests_text,
+    vbounds,
+)
+from lowering.checks.rule import CheckContext, finding
+from lowering.checks.validity import facts_at, space_at
+from lowering.ir import Graph
+from lowering.source import Diagnostic
+from lowering.symbolic import Const, EvalError, binop
+
+CODE = "C402"
+NAME = "slice_out_of_bounds_unguarded"
+FAMILY = "capacity"
+SEVERITY = "error"
+SUMMARY = "a region that depends on runtime values can reach past the tensor's extent"
+
+_VERB = {"read": "read", "anchor": "read", "write": "write", "atomic": "atomic add", "accumulate": "update"}
+
+
+def _limits(graph: Graph, ctx: CheckContext, point, task) -> dict:
+    out = dict(valid_regions(task.body))
+    for sf in facts_at(ctx, point)[task.name].stores:
+        marked = sf.rows is not None or (sf.finite is not None and sf.finite != Const(0))
+        if marked:
+            out.setdefault((sf.tensor, sf.region), (sf.rows, sf.finite))
+    return out
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    reported: set = set()
+    ranged = any(p.domain is not None for p in graph.params.values())
+    for point in graph.admissible_points():
+        space = None
+        for task in graph.tasks:
+            limits = None
+            for acc in task.accesses:
+                tensor = graph.tensors[acc.tensor]
+                if acc.span in reported or tensor.kind == "signal":
+                    continue
+                exprs = [e for r in acc.region for e in (r.start, r.stop)] + list(tensor.shape)
+                if limits is None:
+                    limits = _limits(graph, ctx, point, task)
+                valid = limits.get((acc.tensor, acc.region))
+                exprs += [e for e in valid or () if e is not None]
+                if not any(depends_on_scalars(e) for e in exprs):
+                    continue  # compile-time: the front end's E305
+                space = space or space_at(ctx, point)
+                d = _check_access(graph, task, acc, tensor, valid, point, space, ranged)
+                if d is not None:
+                    reported.add(acc.span)
+                    yield d
+
+
+def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diagnostic | None:
+    env = task_env(graph, task, point, space)
+    try:
+        runs = bind_loops(env, acc.loops)
+        narrow(env, acc.conds)
+        runs = runs & nonempty(env, ["block", *(lp.var for lp in acc.loops)])
+    except EvalError:
+        return None
+    admitted = np.broadcast_to(runs, (space.size,)) & space.accepted
+    ndim = len(acc.region)
+    for dim, rng in enumerate(acc.region):
+        stop = rng.stop
+        if valid is not None:
+            limit = valid[1] if dim == ndim - 1 else valid[0] if dim == ndim - 2 else None
+            if limit is not None:
+                stop = binop("+", rng.start, limit)
+        try:
+            lo, _ = vbounds(rng.start, env)
+            _, hi = vbounds(stop, env)
+            extent, _ = vbounds(tensor.shape[dim], env)
+        except EvalError:
+            continue
+        lo, hi, extent = (np.broadcast_to(x, (space.size,)) for x in (lo, hi, extent))
+        bad = admitted & ((hi > extent) | (lo < 0))
+        if not bad.any():
+            continue
+        idx = np.flatnonzero(bad)
+        i = int(idx[np.argmax(extent[idx])])  # the largest extent that still overflows
+        example = requests_text(space, bad)
+        at = f" at {point_text(graph, point)}" if ranged else ""
+        sampled = " (requests sampled)" if space.thinned else ""
+        past = (
+            f"reaches index {int(hi[i]) - 1} of extent {int(extent[i])}"
+            if hi[i] > extent[i]
+            else f"starts at {int(lo[i])}"
+        )
+        verb = _VERB.get(acc.mode, acc.mode)
+        hint = (
+            f"{verb} through valid({acc.tensor}[...], <rows in bounds>, ...) so only the valid part moves, "
+            f"or refuse these requests with a guard"
+        )
+        return finding(
+            CODE,
+            SEVERITY,
+            acc.span,
+            f"{task.base}: this {verb} of '{acc.tensor}' dimension {dim} (extent {pretty(tensor.shape[dim])}) "
+            f"{past} for {int(bad.sum())} admitted requests ({example}){at}{sampled}; DMA does not "
+            f"check bounds, so it touches whatever memory follows the tensor",
+            fix=hint,
+        )
+    return None

@@ -1,0 +1,377 @@
+"""Shared analysis for the sort and capacity rules: runtime-scalar spaces, host guards,
+vectorised interval bounds, and short texts for messages.
+
+A *scalar space* is the set of requests the host can send: every combination of the
+declared runtime scalars (``scalar start_pos: i32 in 0..8192``), enumerated as NumPy arrays
+(thinned to extremes plus a spread when the product is too large), with one boolean mask per
+host ``guard``. Rules bound symbolic expressions at every request at once with
+:func:`vbounds`, the vectorised twin of ``symbolic.bounds``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from lowering.ir import Condition, Graph, Loop
+from lowering.symbolic import (
+    BLOCK,
+    LOOP,
+    SCALAR,
+    Bin,
+    Const,
+    EvalError,
+    Expr,
+    Sym,
+    free_symbols,
+    from_poly,
+    poly,
+)
+
+MAX_POINTS = 1 << 21  # requests enumerated per parameter point
+
+Bound = int | np.ndarray
+Interval = tuple[Bound, Bound]
+
+
+# ---------------------------------------------------------------- vectorised bounds
+
+
+def _as(v: Bound) -> np.ndarray:
+    return np.asarray(v, dtype=np.int64)
+
+
+def _floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.floor_divide(a, b)
+
+
+def _cdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return -np.floor_divide(-a, b)
+
+
+def vbounds(expr: Expr, env: Mapping[str, Bound | Interval]) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive (lo, hi) of ``expr``; every env value is an int, an array, or a (lo, hi) pair
+    of ints/arrays. Sound like ``symbolic.bounds``; raises EvalError for unbound symbols or a
+    divisor range containing zero."""
+    if isinstance(expr, Const):
+        v = _as(expr.value)
+        return v, v
+    if isinstance(expr, Sym):
+        try:
+            v = env[expr.name]
+        except KeyError:
+            raise EvalError(f"'{expr.name}' is not known here") from None
+        if isinstance(v, tuple):
+            return _as(v[0]), _as(v[1])
+        return _as(v), _as(v)
+    assert isinstance(expr, Bin)
+    alo, ahi = vbounds(expr.a, env)
+    blo, bhi = vbounds(expr.b, env)
+    op = expr.op
+    if op == "+":
+        return alo + blo, ahi + bhi
+    if op == "-":
+        return alo - bhi, ahi - blo
+    if op == "*":
+        c = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
+        return np.minimum.reduce(c), np.maximum.reduce(c)
+    if op in ("//", "cdiv"):
+        if np.any((blo <= 0) & (bhi >= 0)):
+            raise EvalError("divisor may be zero")
+        f = _floordiv if op == "//" else _cdiv
+        c = [f(x, y) for x in (alo, ahi) for y in (blo, bhi)]
+        return np.minimum.reduce(c), np.maximum.reduce(c)
+    if op == "%":
+        if np.any((blo <= 0) & (bhi >= 0)):
+            raise EvalError("divisor may be zero")
+        exact = (alo == ahi) & (blo == bhi)
+        m = np.maximum(np.abs(blo), np.abs(bhi)) - 1
+        safe_b = np.where(blo == 0, 1, blo)
+        ex = np.mod(alo, safe_b)
+        lo = np.where(exact, ex, np.where((alo >= 0) & (blo > 0), 0, -m))
+        hi = np.where(exact, ex, np.where(alo >= 0, np.minimum(m, np.maximum(ahi, 0)), m))
+        return lo, hi
+    if op == "min":
+        return np.minimum(alo, blo), np.minimum(ahi, bhi)
+    if op == "max":
+        return np.maximum(alo, blo), np.maximum(ahi, bhi)
+    if op in ("==", "!=", "<", "<=", ">", ">="):
+        certain_true = {
+            "<": ahi < blo,
+            "<=": ahi <= blo,
+            ">": alo > bhi,
+            ">=": alo >= bhi,
+            "==": (alo == ahi) & (blo == bhi) & (alo == blo),
+            "!=": (ahi < blo) | (alo > bhi),
+        }[op]
+        certain_false = {
+            "<": alo >= bhi,
+            "<=": alo > bhi,
+            ">": ahi <= blo,
+            ">=": ahi < blo,
+            "==": (ahi < blo) | (alo > bhi),
+            "!=": (alo == ahi) & (blo == bhi) & (alo == blo),
+        }[op]
+        return _as(np.where(certain_true, 1, 0)), _as(np.where(certain_false, 0, 1))
+    if op in ("and", "or"):
+        if op == "and":
+            return np.minimum(alo, blo).clip(0, 1), np.minimum(ahi, bhi).clip(0, 1)
+        return np.maximum(alo, blo).clip(0, 1), np.maximum(ahi, bhi).clip(0, 1)
+    raise EvalError(f"unknown operator {op!r}")
+
+
+def veval(expr: Expr, env: Mapping[str, Bound]) -> np.ndarray:
+    """Exact value of ``expr`` when every symbol is bound to an int or an array."""
+    lo, _ = vbounds(expr, env)
+    return lo
+
+
+# ---------------------------------------------------------------- block and loop ranges
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _index_term(e: Expr, env: Mapping) -> tuple[str, int, Expr] | None:
+    """``c * i + d`` with one block/loop index ``i`` and c > 0 -> (i, c, d)."""
+    form = poly(e)
+    if form is None:
+        return None
+    idx = [m for m in form if len(m) == 1 and isinstance(m[0], Sym) and m[0].kind in (BLOCK, LOOP)]
+    if len(idx) != 1 or form[idx[0]] <= 0 or idx[0][0].name not in env:
+        return None
+    rest = {m: v for m, v in form.items() if m != idx[0]}
+    if any(
+        free_symbols(atom) & {s for s in free_symbols(e) if s.kind in (BLOCK, LOOP)}
+        for m in rest
+        for atom in m
+    ):
+        return None
+    return idx[0][0].name, form[idx[0]], from_poly(rest)
+
+
+def narrow(env: dict[str, Bound | Interval], conds: Iterable[Condition]) -> None:
+    """Tighten the interval of ``block`` or a loop index by enclosing conditions of the form
+    ``c*i + d < e`` (any of < <= > >=, either side; c a positive constant), in place."""
+    for c in conds:
+        e = c.expr
+        if not isinstance(e, Bin) or e.op not in _FLIP:
+            continue
+        for side, other, op in ((e.a, e.b, e.op), (e.b, e.a, _FLIP[e.op])):
+            term = _index_term(side, env)
+            if term is None:
+                continue
+            name, coeff, offset = term
+            try:
+                olo, ohi = vbounds(other, env)
+                dlo, dhi = vbounds(offset, env)
+            except EvalError:
+                continue
+            cur = env[name]
+            lo, hi = cur if isinstance(cur, tuple) else (cur, cur)
+            lo, hi = _as(lo), _as(hi)
+            k = _as(coeff)
+            if op == "<":  # c*i + d < e  =>  i <= ceil((e - d) / c) - 1
+                hi = np.minimum(hi, _cdiv(ohi - dlo, k) - 1)
+            elif op == "<=":
+                hi = np.minimum(hi, np.floor_divide(ohi - dlo, k))
+            elif op == ">":
+                lo = np.maximum(lo, np.floor_divide(olo - dhi, k) + 1)
+            else:
+                lo = np.maximum(lo, _cdiv(olo - dhi, k))
+            env[name] = (lo, hi)
+            break
+
+
+def bind_loops(env: dict[str, Bound | Interval], loops: Sequence[Loop]) -> np.ndarray:
+    """Bind each loop index to its interval; returns a mask of requests where every loop runs."""
+    runs = np.asarray(True)
+    for loop in loops:
+        lo, _ = vbounds(loop.start, env)
+        _, hi = vbounds(loop.stop, env)
+        runs = runs & (hi - 1 >= lo)
+        env[loop.var] = (lo, np.maximum(hi - 1, lo))
+    return runs
+
+
+def nonempty(env: Mapping[str, Bound | Interval], names: Iterable[str]) -> np.ndarray:
+    ok = np.asarray(True)
+    for n in names:
+        v = env.get(n)
+        if isinstance(v, tuple):
+            ok = ok & (_as(v[0]) <= _as(v[1]))
+    return ok
+
+
+# ---------------------------------------------------------------- requests and guards
+
+
+@dataclass
+class ScalarSpace:
+    """Every request (combination of runtime scalars) at one parameter point."""
+
+    names: tuple[str, ...]  # base scalars with a declared range
+    values: dict[str, np.ndarray]  # name -> array over requests
+    size: int
+    thinned: bool
+    guards: list[np.ndarray] = field(default_factory=list)  # accepted-by-guard-i masks
+    unbounded: frozenset[str] = frozenset()  # declared scalars without a range
+
+    @property
+    def accepted(self) -> np.ndarray:
+        out = np.ones(self.size, dtype=bool)
+        for g in self.guards:
+            out &= g
+        return out
+
+    def accepted_before(self, i: int) -> np.ndarray:
+        out = np.ones(self.size, dtype=bool)
+        for g in self.guards[:i]:
+            out &= g
+        return out
+
+    def accepted_except(self, i: int) -> np.ndarray:
+        out = np.ones(self.size, dtype=bool)
+        for j, g in enumerate(self.guards):
+            if j != i:
+                out &= g
+        return out
+
+    def env(self) -> dict[str, np.ndarray]:
+        return dict(self.values)
+
+    def intervals(self, mask: np.ndarray | None = None) -> dict[str, tuple[int, int]]:
+        """Per scalar, the (lo, hi) over the requests in ``mask`` (all accepted by default)."""
+        mask = self.accepted if mask is None else mask
+        if not mask.any():
+            return {}
+        return {n: (int(v[mask].min()), int(v[mask].max())) for n, v in self.values.items()}
+
+
+def _thin(values: list[int], n: int) -> list[int]:
+    if len(values) <= n:
+        return values
+    idx = sorted({round(i * (len(values) - 1) / (n - 1)) for i in range(n)})
+    return [values[i] for i in idx]
+
+
+def scalar_space(graph: Graph, env: Mapping[str, int], limit: int = MAX_POINTS) -> ScalarSpace:
+    """The requests at one parameter point, with the host guards evaluated on them."""
+    ranged = [s for s in graph.scalars.values() if s.domain is not None]
+    unbounded = frozenset(s.name for s in graph.scalars.values() if s.domain is None)
+    domains = [list(s.domain) for s in ranged]  # type: ignore[arg-type]
+    total = 1
+    for d in domains:
+        total *= max(len(d), 1)
+    thinned = total > limit
+    if thinned:
+        per = max(2, int(limit ** (1 / len(domains))))
+        domains = [_thin(d, per) for d in domains]
+    if domains:
+        grids = np.meshgrid(*[np.asarray(d, dtype=np.int64) for d in domains], indexing="ij")
+        values = {s.name: g.ravel() for s, g in zip(ranged, grids, strict=True)}
+        size = int(grids[0].size)
+    else:
+        values, size = {}, 1
+    space = ScalarSpace(tuple(s.name for s in ranged), values, size, thinned, unbounded=unbounded)
+    full_env: dict[str, Bound] = {**env, **values}
+    for g in graph.guards:
+        try:
+            lo, hi = vbounds(g.cond, full_env)
+            space.guards.append(np.broadcast_to(lo.astype(bool), (size,)).copy())
+        except EvalError:
+            space.guards.append(np.ones(size, dtype=bool))  # a guard on an unranged scalar
+    return space
+
+
+def derived_values(graph: Graph, name: str, space: ScalarSpace, env: Mapping[str, int]) -> np.ndarray | None:
+    """Values of a base or derived scalar over the requests (None if not computable)."""
+    if name in space.values:
+        return space.values[name]
+    d = graph.derived.get(name)
+    if d is None or d.value is None:
+        return None
+    try:
+        return np.broadcast_to(veval(d.value, {**env, **space.values}), (space.size,))
+    except EvalError:
+        return None
+
+
+def depends_on_scalars(expr: Expr) -> bool:
+    return any(s.kind == SCALAR for s in free_symbols(expr))
+
+
+# ---------------------------------------------------------------- texts
+
+
+def ranges_text(values: Iterable[int], domain: Sequence[int] | None = None) -> str:
+    """``1152..4096`` or ``128..512, 1024``: runs of consecutive values (in domain order)."""
+    vals = sorted(set(int(v) for v in values))
+    if not vals:
+        return "none"
+    order = {v: i for i, v in enumerate(domain)} if domain is not None else None
+    runs: list[list[int]] = [[vals[0], vals[0]]]
+    for v in vals[1:]:
+        prev = runs[-1][1]
+        adjacent = order[v] == order[prev] + 1 if order and v in order and prev in order else v == prev + 1
+        if adjacent:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    parts = [f"{a}" if a == b else f"{a}..{b}" for a, b in runs]
+    if len(parts) > 6:
+        parts = parts[:3] + ["..."] + parts[-2:]
+    return ", ".join(parts)
+
+
+def points_text(graph: Graph, points: Sequence[Mapping[str, int]]) -> str:
+    """The ranged parameters over ``points``: ``T in 1152..4096``."""
+    ranged = [p for p in graph.params.values() if p.domain is not None]
+    if not ranged:
+        return "the current parameters"
+    parts = []
+    for p in ranged:
+        parts.append(f"{p.name} in {ranges_text((pt[p.name] for pt in points), list(p.domain))}")
+    return ", ".join(parts)
+
+
+def point_text(graph: Graph, point: Mapping[str, int]) -> str:
+    ranged = [p.name for p in graph.params.values() if p.domain is not None]
+    return ", ".join(f"{n}={point[n]}" for n in ranged) or "the current parameters"
+
+
+_PREC = {"or": 1, "and": 2, "==": 4, "!=": 4, "<": 4, "<=": 4, ">": 4, ">=": 4}
+_PREC.update({"+": 5, "-": 5, "*": 6, "//": 6, "%": 6})
+
+
+def pretty(expr: Expr, parent: int = 0) -> str:
+    """Readable text of a symbolic expression: ``min(visible, INDEXER_TOPK_CAP)``."""
+    if isinstance(expr, Const):
+        return str(expr.value)
+    if isinstance(expr, Sym):
+        return expr.name
+    assert isinstance(expr, Bin)
+    if expr.op in ("min", "max", "cdiv"):
+        return f"{expr.op}({pretty(expr.a)}, {pretty(expr.b)})"
+    prec = _PREC.get(expr.op, 3)
+    op = "/" if expr.op == "//" else expr.op
+    text = f"{pretty(expr.a, prec)} {op} {pretty(expr.b, prec + 1)}"
+    return f"({text})" if prec < parent else text
+
+
+def named_value(value: int, exprs: Iterable[Expr], env: Mapping[str, int]) -> str:
+    """``INDEXER_SCORE_CAP=1024`` when a constant named in ``exprs`` has this value, else the number."""
+    names = sorted({s.name for e in exprs for s in free_symbols(e) if s.kind in ("const", "param")})
+    for n in names:
+        if env.get(n) == value:
+            return f"{n}={value}"
+    return str(value)
+
+
+def requests_text(space: ScalarSpace, mask: np.ndarray, limit: int = 3) -> str:
+    """``t_dim in 1..15`` (per runtime scalar, over the requests in ``mask``)."""
+    parts = []
+    for name, vals in list(space.values.items())[:limit]:
+        parts.append(f"{name} in {ranges_text(np.unique(vals[mask]).tolist())}")
+    return "; ".join(parts) or "every request"

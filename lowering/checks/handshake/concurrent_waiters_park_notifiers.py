@@ -1,0 +1,106 @@
+"""D109: two unordered spinning waiters of one core shape, where one can park what the other needs.
+
+## What it catches
+
+Two tasks W1 and W2 that both spin in a blocking ``wait``, run on the same kind of core,
+and are unordered (neither is an ancestor of the other), where Need(W1) -- the notifiers
+W1's cells depend on, their ancestors, and the needs of the waits among them, under rank
+symmetry -- contains W2, or a task that can be staged into the pending slot of a core on
+which W2 spins (a task of a shape W2's cores run that is unordered with W2). This is the
+strengthening of R1 in seed-bugs.md §2.5: each waiter may be correctly ordered after its
+own notifiers (D101 is silent), and the pair can still deadlock. Pairs of instances of one
+task array (per-chunk waiters) are D116's finding, not this rule's.
+
+## Why it breaks on the device
+
+A spinning wait holds its core, and a task staged into that core's pending slot only runs
+after the wait ends. With two independent spinners, rank p can park a notifier that W1
+needs behind W2 while rank q parks, behind its W1, the task W2 needs: wait@q -> notifier@p
+-> W2@p -> W2@q -> wait@q is a cycle across ranks. It needs an unlucky placement on two
+ranks in one epoch, so it appears only at scale: the EP16 stalls in ``dispatch_meta`` of
+pypto-lib #1208/#1213, after the dispatch handshake itself had been fixed.
+
+## Example
+
+    task meta on aiv { ...; notify arrived[rank] @ dst += 1; ...; wait arrived[src] >= epoch }
+    task push spmd(N_LOCAL) on aiv { ...; notify data_arrived[rank] @ dst += 1 }
+    task wait on aiv after push { ...; wait data_arrived[src] >= epoch * N_LOCAL }   # || meta
+
+## Use instead
+
+    task wait on aiv after push, meta { ... }   # order the two spins, or split meta (#1208)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lowering.checks import describe
+from lowering.checks.handshake.need import need, parkable_behind, shares_cores, waiters
+from lowering.checks.order import unordered
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import Graph, Task
+from lowering.source import Diagnostic
+
+CODE = "D109"
+NAME = "concurrent_waiters_park_notifiers"
+FAMILY = "handshake"
+SEVERITY = "warning"
+SUMMARY = "unordered spinning waiters of one core shape, where one can park a task the other needs"
+
+
+def _hazard(graph: Graph, ctx: CheckContext, w1: Task, w2: Task) -> list[Task]:
+    """Tasks of Need(w1) that w2 blocks: w2 itself, or tasks parkable behind w2."""
+    out = []
+    for name in sorted(need(graph, ctx, w1), key=lambda n: graph.task(n).order):
+        task = graph.task(name)
+        if name == w2.name or parkable_behind(ctx, task, w2):
+            out.append(task)
+    return out
+
+
+def _reason(w1: Task, w2: Task, hazard: list[Task]) -> str:
+    signals = ", ".join(dict.fromkeys(w.signal for w in w1.waits))
+    if any(t.name == w2.name for t in hazard):
+        return f"{w1.name} (on {signals}) needs {w2.name} itself to run, and {w2.name} spins too"
+    if any(t.name == w1.name for t in hazard):
+        return (
+            f"{w1.name} needs its peers' {w1.name} (it notifies {signals} itself), and a block of "
+            f"{w1.name} can be staged behind a spinning {w2.name}"
+        )
+    return (
+        f"{w1.name} (on {signals}) needs {describe.names(hazard)}, which can be staged into the pending "
+        f"slot of a core on which {w2.name} spins"
+    )
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    spinners = waiters(graph)
+    for i, first in enumerate(spinners):
+        for second in spinners[i + 1 :]:
+            if first.core != second.core or not shares_cores(first, second):
+                continue
+            if not unordered(ctx, first.name, second.name):
+                continue
+            if first.index is not None and first.base == second.base:
+                continue  # instances of one task array: D116 (chunk tasks waiting across ranks)
+            reasons = []
+            for w1, w2 in ((second, first), (first, second)):
+                hazard = _hazard(graph, ctx, w1, w2)
+                if hazard:
+                    reasons.append(_reason(w1, w2, hazard))
+            if not reasons:
+                continue
+            shape = first.core.upper()
+            yield finding(
+                CODE,
+                SEVERITY,
+                second.header_span,
+                f"{second.name} and {first.name} are unordered blocking waiters on {shape} cores: "
+                f"{'; and '.join(reasons)}. If one rank parks that task behind one spinner while a "
+                f"peer does the same behind the other, each waits on the other and the ranks deadlock "
+                f"(the residual EP16 stall of dispatch_meta, pypto-lib #1208)",
+                fix=f"add `after {first.name}` to task {second.name}, so the two spins cannot hold each "
+                f"other's notifiers",
+                related=((first.header_span, "the other spinning waiter"),),
+            )

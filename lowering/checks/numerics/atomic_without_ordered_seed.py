@@ -1,0 +1,154 @@
+"""N202: atomic adds into an accumulator that no earlier write seeds.
+
+## What it catches
+
+An atomic add (`t[...] += value atomic`) into an `output` or `scratch` tensor where some
+element it adds into is not written first by a plain write that precedes *every* atomic
+add on it: a write in a task that is a transitive predecessor of the atomic task, or, in
+the atomic task itself, a write earlier in the same block or separated from the add by a
+`barrier` (the fused `sync_start` form). This applies to the atomics kept on purpose:
+integer counters, and float accumulations whose N201 finding was suppressed with a reason
+(seed-bugs.md §4.4, R4b). `inout` tensors are exempt (the adds accumulate onto the
+caller's values by design), and so are windows (the runtime zeroes them; clearing is R9).
+
+Only writes whose region is known exactly count as a seed; an atomic whose target depends
+on data must be covered over the whole extent it may hit.
+
+## Why it breaks on the device
+
+An atomic add is a read-modify-write of whatever the buffer holds. Without a seed, the
+first round adds onto uninitialised memory and every later round onto the previous total;
+with a seed that is not ordered before the adds, some adds land before the zeroing and are
+wiped. pypto-lib moved the hc_pre seed from an AICPU `init_value` fill back to an on-core
+task precisely so that the atomics' own edge orders it (#823, #829).
+
+## Example
+
+    task count spmd(4) on aiv {
+      for t in range(16) { let e = read(idx[block * 16 + t, 0]) % E
+                           counts[e : e + 1, :] += full(i32, [1, 1], 1) atomic }   # N202: never zeroed
+    }
+
+## Use instead
+
+    task zero on aiv { counts[:, :] = zeros(i32, [E, 1]) }
+    task count spmd(4) on aiv { ... }       # the atomic RMW reads `counts`: RAW edge on `zero`
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lowering.checks.access_instances import Hit, Region, distinct, hits, region_text
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import Access, Graph, Task
+from lowering.source import Diagnostic
+
+CODE = "N202"
+NAME = "atomic_without_ordered_seed"
+FAMILY = "numerics"
+SEVERITY = "error"
+SUMMARY = "atomic adds into an accumulator that no write ordered before every add seeds"
+
+_SEEDED_KINDS = ("output", "scratch")
+
+
+def _subtract(a: Region, b: Region) -> list[Region]:
+    """``a`` minus ``b`` as disjoint boxes (strided dimensions: all or nothing)."""
+    if any(x[2] != 1 or y[2] != 1 for x, y in zip(a, b, strict=True)):
+        covered = all(
+            y[0] <= x[0] and x[1] <= y[1] and (y[2] == 1 or (x[2] % y[2] == 0 and (x[0] - y[0]) % y[2] == 0))
+            for x, y in zip(a, b, strict=True)
+        )
+        return [] if covered else [a]
+    if any(min(x[1], y[1]) <= max(x[0], y[0]) for x, y in zip(a, b, strict=True)):
+        return [a]
+    out: list[Region] = []
+    rest = list(a)
+    for d, ((alo, ahi, _), (blo, bhi, _)) in enumerate(zip(a, b, strict=True)):
+        if alo < blo:
+            out.append(tuple(rest[:d]) + ((alo, blo, 1),) + tuple(rest[d + 1 :]))
+        if bhi < ahi:
+            out.append(tuple(rest[:d]) + ((bhi, ahi, 1),) + tuple(rest[d + 1 :]))
+        rest[d] = (max(alo, blo), min(ahi, bhi), 1)
+    return out
+
+
+def _uncovered(region: Region, seeds: list[Region]) -> list[Region]:
+    remaining = [region]
+    for s in seeds:
+        nxt: list[Region] = []
+        for r in remaining:
+            nxt.extend(_subtract(r, s))
+        remaining = nxt
+        if not remaining:
+            break
+    return remaining
+
+
+def _block(h: Hit) -> tuple[int, int]:
+    return (h.block, h.phase)
+
+
+def _orders_before(ctx: CheckContext, task: Task, atomic: Access, h: Hit, seed_task: Task, s: Hit) -> bool:
+    if seed_task.name != task.name:
+        return seed_task.name in ctx.ancestors[task.name]
+    if s.phase < h.phase:
+        return True
+    return s.block == h.block and s.access.order < atomic.order and task.blocks == 1
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    for task in graph.tasks:
+        for a in task.accesses:
+            tensor = graph.tensors[a.tensor]
+            if a.mode != "atomic" or a.peer is not None or tensor.kind not in _SEEDED_KINDS:
+                continue
+            writes = [
+                (t, w) for t in graph.tasks for w in t.accesses if w.tensor == a.tensor and w.mode == "write"
+            ]
+            seed_hits = [
+                (t, s)
+                for t, w in writes
+                for s in distinct(hits(graph, t, w), key=_block)
+                if s.exact and not s.maybe
+            ]
+            for h in distinct(hits(graph, task, a), key=_block):
+                ordered = [s.region for t, s in seed_hits if _orders_before(ctx, task, a, h, t, s)]
+                missing = _uncovered(h.region, ordered)
+                if missing:
+                    yield _finding(graph, ctx, task, a, h, missing[0], writes)
+                    break
+
+
+def _finding(
+    graph: Graph, ctx: CheckContext, task: Task, a: Access, h: Hit, hole: Region, writes
+) -> Diagnostic:
+    where = a.tensor + region_text(hole)
+    others = [t for t, _w in writes if t.name != task.name]
+    after = [t for t in others if task.name in ctx.ancestors[t.name]]
+    unordered = [t for t in others if t.name not in ctx.ancestors[task.name] and t not in after]
+    same = [w for t, w in writes if t.name == task.name]
+    if unordered:
+        seed = unordered[0].name
+        why = f"{seed} writes it but is not ordered before {task.name}"
+        fix = f"add `after {seed}` to task {task.name}"
+    elif after:
+        seed = after[0].name
+        why = f"the only other write is {seed}, which runs after {task.name} and wipes the sums"
+        fix = f"submit {seed} before {task.name} (the atomic read-modify-write then takes a RAW edge on it)"
+    elif same:
+        why = f"{task.name} writes it itself, but other blocks of the grid can add before that write lands"
+        fix = f"zero it in a task that {task.name} follows, or put a `barrier` (with sync_start) between the two"
+    else:
+        why = "nothing in the layer writes it before the adds"
+        fix = f"add a task that writes zeros to `{a.tensor}` before {task.name} (e.g. `{a.tensor}[...] = zeros(...)`)"
+    return finding(
+        CODE,
+        SEVERITY,
+        a.span,
+        f"{task.name} adds atomically into {where} but no write seeds it before every add: {why}; "
+        f"an atomic add is a read-modify-write of whatever the buffer holds (garbage, or the previous "
+        f"round's total)",
+        fix=fix,
+    )

@@ -1,0 +1,131 @@
+"""N204: a huge float literal used as a min/max sentinel that is not the dtype's extreme.
+
+## What it catches
+
+A floating-point literal in a task body whose magnitude says "sentinel" (at least 1e30,
+or between 60000 and 65520, the neighbourhood of the f16 maximum) but that, rounded to
+the dtype it is used with, is neither infinite nor exactly the largest finite value of
+that dtype (`-3.402823e38` instead of `-3.4028234663852886e38`, `-1e30`, `-65504` in an
+`f32` computation). The dtype is the one of the surrounding operation (the tensor stored
+to, the tile it is compared or combined with, the dtype of `full`), `f32` by default
+(seed-bugs.md §8.2 R15).
+
+## Why it breaks on the device
+
+A max-scan seeded with a finite guess returns the sentinel (and its index, often 0) for
+every row whose true maximum lies at or below the guess. pypto-lib #991 seeded a greedy
+scan with -3.402823e38, which is *greater* than -FLT_MAX, and rows of very negative logits
+picked token 0. The bug needs extreme inputs, so it never shows in tests with random data.
+
+## Example
+
+    let best = full(f32, [1, 1], -3.402823e38)        # N204: not -FLT_MAX
+    best = maximum(best, row_max(scores[r : r + 1, :]))
+
+## Use instead
+
+    let best = full(f32, [1, 1], -inf)                  # or the exact -3.4028234663852886e38
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Iterator
+from dataclasses import fields, is_dataclass
+
+from lowering import body as ir
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import FLOAT_DTYPES, Graph
+from lowering.source import Diagnostic, Span
+from lowering.symbolic import Expr
+
+CODE = "N204"
+NAME = "sentinel_not_dtype_extreme"
+FAMILY = "numerics"
+SEVERITY = "warning"
+SUMMARY = "a large float literal used as a min/max sentinel is not -inf or the exact dtype extreme"
+
+FINFO_MAX = {"f32": 3.4028234663852886e38, "bf16": 3.3895313892515355e38, "f16": 65504.0}
+
+
+def round_to(value: float, dtype: str) -> float:
+    """``value`` rounded to nearest-even in ``dtype`` (inf when it overflows)."""
+    try:
+        if dtype == "f16":
+            return struct.unpack("<e", struct.pack("<e", value))[0]
+        as_f32 = struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+    if dtype != "bf16":
+        return as_f32
+    bits = struct.unpack("<I", struct.pack("<f", as_f32))[0]
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def suspicious(value: float, dtype: str) -> bool:
+    magnitude = abs(value)
+    if math.isinf(magnitude) or math.isnan(magnitude):
+        return False
+    if not (magnitude >= 1e30 or 60000.0 <= magnitude <= 65520.0):
+        return False
+    rounded = round_to(value, dtype)
+    return not (math.isinf(rounded) or abs(rounded) == FINFO_MAX[dtype])
+
+
+def _float_dtype(t) -> str | None:
+    dtype = getattr(t, "dtype", None)
+    return dtype if dtype in FLOAT_DTYPES else None
+
+
+def _context(node, outer: str) -> str:
+    own = _float_dtype(getattr(node, "type", None))
+    if own is not None:
+        return own
+    for arg in (*getattr(node, "args", ()), getattr(node, "a", None), getattr(node, "b", None)):
+        if arg is not None and not isinstance(arg, ir.FloatV):
+            d = _float_dtype(getattr(arg, "type", None))
+            if d is not None:
+                return d
+    return outer
+
+
+def literals(graph: Graph, stmts) -> Iterator[tuple[ir.FloatV, str]]:
+    """Every float literal with a span, with the dtype it is used with."""
+    stack: list[tuple[object, str]] = [(s, "f32") for s in reversed(stmts)]
+    while stack:
+        node, dtype = stack.pop()
+        if isinstance(node, ir.FloatV):
+            if node.span is not None:
+                yield node, dtype
+            continue
+        if isinstance(node, tuple | list):
+            stack.extend((x, dtype) for x in reversed(node))
+            continue
+        if isinstance(node, Expr | Span) or not is_dataclass(node):
+            continue
+        if isinstance(node, ir.StoreS | ir.RemoteStoreS) and node.tensor in graph.tensors:
+            inner = _float_dtype(graph.tensors[node.tensor]) or dtype
+        else:
+            inner = _context(node, dtype)
+        stack.extend((getattr(node, f.name), inner) for f in reversed(fields(node)))
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    seen: set[Span] = set()
+    for task in graph.tasks:
+        for lit, dtype in literals(graph, task.body):
+            if lit.span in seen or not suspicious(lit.value, dtype):
+                continue
+            seen.add(lit.span)
+            side, word = ("-", "minimum") if lit.value < 0 else ("", "maximum")
+            yield finding(
+                CODE,
+                SEVERITY,
+                lit.span,
+                f"{lit.value!r} looks like a {word} sentinel but is not the {dtype} extreme "
+                f"({side}{FINFO_MAX[dtype]!r}) or {side}inf: a max/min scan seeded with it returns the "
+                f"sentinel for every row whose values all lie beyond it",
+                fix=f"use {side}inf (or the exact {side}{FINFO_MAX[dtype]!r}, finfo({dtype}).{'min' if side else 'max'})",
+            )

@@ -1,0 +1,498 @@
+"""The counting model shared by the protocol rules.
+
+A signal cell is an INT32 counter on one rank. In one round of the layer (epoch ``e``, the
+runtime scalar the waits are written with) every AtomicAdd notify instance adds its value
+to cell ``sig[index]`` of its peer. Every rank runs the same graph, so the instances are
+enumerated over ranks x blocks x loop iterations at one parameter point, with conditions,
+peers, cells and values evaluated exactly (``lowering.checks.signals`` does the same for
+the handshake rules; here the instances also keep the block and the op they come from).
+
+For a wait ``W`` on cell ``c`` of rank ``r``:
+
+- ``prefix`` is what the notifies of one round that are not ordered after ``W`` deposit
+  into ``(r, c)``: the notifies ``W`` has to observe in its round. A notify is *after* ``W``
+  when its task descends from ``W``'s task, or sits later in the same task; everything
+  else (ancestors, unordered tasks, peers' copies of both) counts.
+- ``net`` is what all notifies of one round deposit into ``(r, c)`` (credits minus
+  retires), or 0 when a ``notify sig[..] @ rank = 0`` clear resets the cell every round.
+- The counter holds ``prefix + (e - 1) * net`` when round ``e``'s notifies for ``W`` have
+  all arrived, so that is the threshold ``W`` must use. For the usual handshake
+  (``net == prefix``) it is ``e * prefix``.
+
+A count that depends on data (a data-dependent condition, trip count, peer, cell or value,
+or a notifier task with a ``when`` predicate) raises :class:`Uncountable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from lowering.body import CallV, FloatV, ForS, IfS, IntV, RemoteStoreS, Stmt
+from lowering.checks.rule import CheckContext
+from lowering.checks.signals import NotCountable
+from lowering.ir import Access, Condition, Graph, Loop, SignalOp, Task
+from lowering.source import Span
+from lowering.symbolic import DYNAMIC, SCALAR, Const, EvalError, Expr, evaluate, free_symbols
+
+MAX_INSTANCES = 200_000
+POINT_LIMIT = 256  # admissible points visited per rule; thinned beyond (see Graph.admissible_points)
+
+
+class Uncountable(NotCountable):
+    """A count that depends on data; ``span`` is the op responsible, when known."""
+
+    def __init__(self, reason: str, task: str | None = None, span: Span | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.task = task
+        self.span = span
+
+
+class Unchecked(Exception):
+    """A threshold dslc does not model (several runtime scalars): rules skip the wait."""
+
+
+# ------------------------------------------------------------------ parameter points
+
+
+def _key(env: dict[str, int]) -> tuple:
+    return tuple(sorted(env.items()))
+
+
+def points(graph: Graph, limit: int = POINT_LIMIT) -> Iterator[dict[str, int]]:
+    """The default point first, then every other admissible point."""
+    default = graph.env()
+    yield default
+    seen = {_key(default)}
+    for env in graph.admissible_points(limit=limit):
+        k = _key(env)
+        if k not in seen:
+            seen.add(k)
+            yield env
+
+
+def point_label(graph: Graph, env: dict[str, int]) -> str:
+    """`` (at EP=8)`` for a non-default point, ``""`` for the default one."""
+    diff = [f"{p.name}={env[p.name]}" for p in graph.params.values() if env.get(p.name) != p.value]
+    return f" (at {', '.join(diff)})" if diff else ""
+
+
+# ------------------------------------------------------------------ instances
+
+
+def _loops(
+    loops: tuple[Loop, ...], env: dict[str, int], budget: list[int], lenient: bool
+) -> Iterator[dict[str, int]]:
+    if not loops:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise Uncountable("too many instances to enumerate")
+        yield env
+        return
+    loop, rest = loops[0], loops[1:]
+    try:
+        start, stop, step = (evaluate(e, env) for e in (loop.start, loop.stop, loop.step))
+    except EvalError:
+        if not lenient:
+            raise Uncountable(f"the trip count of loop '{loop.var}' depends on data") from None
+        yield from _loops(rest, env, budget, lenient)  # may run: assume one iteration, var unbound
+        return
+    for v in range(start, stop, max(step, 1)):
+        yield from _loops(rest, {**env, loop.var: v}, budget, lenient)
+
+
+def _holds(conds: tuple[Condition, ...], env: dict[str, int], lenient: bool) -> bool:
+    for c in conds:
+        try:
+            if not evaluate(c.expr, env):
+                return False
+        except EvalError:
+            if not lenient:
+                raise Uncountable(f"the condition on line {c.span.line} depends on data") from None
+    return True
+
+
+def run(
+    graph: Graph,
+    task: Task,
+    loops: tuple[Loop, ...],
+    conds: tuple[Condition, ...],
+    env: dict[str, int],
+    lenient: bool = False,
+    ignore_predicate: bool = False,
+) -> Iterator[tuple[dict[str, int], int, int]]:
+    """(scoped environment, rank, block) of every execution whose conditions hold.
+
+    ``lenient``: what depends on data is assumed to happen (a condition holds, a loop runs);
+    otherwise it raises :class:`Uncountable`. ``ignore_predicate``: count the executions
+    of a predicated task as if it runs (the predicate retires every block alike).
+    """
+    if task.predicate is not None and not lenient and not ignore_predicate:
+        raise Uncountable(
+            f"task {task.name} runs only when its `when` predicate on {task.predicate.tensor} holds"
+        )
+    nranks = evaluate(graph.ranks, env)
+    budget = [MAX_INSTANCES]
+    for rank in range(nranks):
+        for block in range(evaluate(task.grid, env)):
+            base = {**env, "rank": rank, "nranks": nranks, "block": block}
+            for scoped in _loops(loops, base, budget, lenient):
+                if _holds(conds, scoped, lenient):
+                    yield scoped, rank, block
+
+
+def executors(
+    graph: Graph,
+    task: Task,
+    loops: tuple[Loop, ...],
+    conds: tuple[Condition, ...],
+    env: dict[str, int],
+    lenient: bool = False,
+) -> set[tuple[int, int]]:
+    """The (rank, block) pairs that run an op at least once (stops at the first instance)."""
+    if task.predicate is not None and not lenient:
+        raise Uncountable(
+            f"task {task.name} runs only when its `when` predicate on {task.predicate.tensor} holds"
+        )
+    nranks = evaluate(graph.ranks, env)
+    out: set[tuple[int, int]] = set()
+    budget = [MAX_INSTANCES]
+    for rank in range(nranks):
+        for block in range(evaluate(task.grid, env)):
+            base = {**env, "rank": rank, "nranks": nranks, "block": block}
+            for scoped in _loops(loops, base, budget, lenient):
+                if _holds(conds, scoped, lenient):
+                    out.add((rank, block))
+                    break
+    return out
+
+
+def evaluate_or_raise(expr: Expr, env: dict[str, int], what: str) -> int:
+    try:
+        return evaluate(expr, env)
+    except EvalError:
+        raise Uncountable(f"the {what} depends on data") from None
+
+
+@dataclass(frozen=True)
+class Deposit:
+    """One AtomicAdd notify instance: ``src`` adds ``value`` to ``cell`` on rank ``dst``."""
+
+    task: str
+    op: SignalOp
+    src: int
+    dst: int
+    cell: tuple[int, ...]
+    value: int
+    block: int
+
+
+@dataclass(frozen=True)
+class SetWrite:
+    """One Set notify instance (``notify sig[..] @ peer = v``); ``clear`` when ``v`` is 0."""
+
+    task: str
+    op: SignalOp
+    src: int
+    dst: int
+    cell: tuple[int, ...]
+    clear: bool
+
+
+def is_clear(op: SignalOp) -> bool:
+    return op.kind == "notify" and op.op == "set" and op.value == Const(0)
+
+
+def _cached(ctx: CheckContext, key: tuple, build):
+    hit = ctx.cache.get(key)
+    if hit is None:
+        try:
+            hit = build()
+        except Uncountable as err:
+            hit = err
+        ctx.cache[key] = hit
+    if isinstance(hit, Uncountable):
+        raise hit
+    return hit
+
+
+def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) -> list[Deposit]:
+    """Every AtomicAdd instance on ``signal`` in one round (raises Uncountable)."""
+
+    def build() -> list[Deposit]:
+        out: list[Deposit] = []
+        for task in graph.tasks:
+            for op in task.notifies:
+                if op.signal != signal or op.op != "add":
+                    continue
+                try:
+                    for scoped, rank, block in run(graph, task, op.loops, op.conds, env):
+                        out.append(
+                            Deposit(
+                                task.name,
+                                op,
+                                rank,
+                                evaluate_or_raise(op.peer, scoped, "peer"),
+                                tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index),
+                                evaluate_or_raise(op.value, scoped, "value") if op.value is not None else 1,
+                                block,
+                            )
+                        )
+                except Uncountable as err:
+                    raise Uncountable(err.reason, task.name, op.span) from None
+        return out
+
+    return _cached(ctx, ("protocol.deposits", signal, _key(env)), build)
+
+
+def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) -> list[SetWrite]:
+    """Every Set instance on ``signal`` that may run (conditions on data assumed to hold)."""
+
+    def build() -> list[SetWrite]:
+        out: list[SetWrite] = []
+        for task in graph.tasks:
+            for op in task.notifies:
+                if op.signal != signal or op.op != "set":
+                    continue
+                try:
+                    for scoped, rank, _block in run(graph, task, op.loops, op.conds, env, lenient=True):
+                        peer = evaluate_or_raise(op.peer, scoped, "peer")
+                        cell = tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index)
+                        out.append(SetWrite(task.name, op, rank, peer, cell, is_clear(op)))
+                except Uncountable as err:
+                    raise Uncountable(err.reason, task.name, op.span) from None
+        return out
+
+    return _cached(ctx, ("protocol.sets", signal, _key(env)), build)
+
+
+def wait_cells(
+    graph: Graph, task: Task, wait: SignalOp, env: dict[str, int]
+) -> Iterator[tuple[int, tuple[int, ...], dict[str, int], int]]:
+    """(rank, cell, scoped environment, block) of every wait instance that may run."""
+    try:
+        for scoped, rank, block in run(graph, task, wait.loops, wait.conds, env, lenient=True):
+            yield rank, tuple(evaluate_or_raise(i, scoped, "cell index") for i in wait.index), scoped, block
+    except Uncountable as err:
+        raise Uncountable(err.reason, task.name, wait.span) from None
+
+
+# ------------------------------------------------------------------ thresholds
+
+
+def epoch_name(expected: Expr) -> str | None:
+    """The runtime scalar a threshold is written with (the epoch), or None for a constant."""
+    syms = free_symbols(expected)
+    if any(s.kind == DYNAMIC for s in syms):
+        raise Uncountable("the threshold depends on data")
+    scalars = sorted({s.name for s in syms if s.kind == SCALAR})
+    if len(scalars) > 1:
+        raise Unchecked(f"the threshold involves several runtime scalars ({', '.join(scalars)})")
+    return scalars[0] if scalars else None
+
+
+def threshold(expected: Expr, scoped: dict[str, int], epoch: str | None, e: int) -> int:
+    env = dict(scoped)
+    if epoch is not None:
+        env[epoch] = e
+    return evaluate_or_raise(expected, env, "threshold")
+
+
+# ------------------------------------------------------------------ ordering
+
+
+def relation(ctx: CheckContext, a_task: str, a_order: int, b_task: str, b_order: int) -> str:
+    """``before`` / ``after`` / ``unordered``: where op ``a`` runs relative to op ``b``."""
+    if a_task == b_task:
+        return "before" if a_order < b_order else "after"
+    anc = ctx.ancestors
+    if a_task in anc[b_task]:
+        return "before"
+    if b_task in anc[a_task]:
+        return "after"
+    return "unordered"
+
+
+# ------------------------------------------------------------------ the per-cell account
+
+
+@dataclass
+class CellCount:
+    """What one wait instance sees of one cell, per round."""
+
+    rank: int
+    cell: tuple[int, ...]
+    f1: int  # threshold at epoch 1
+    f2: int  # threshold at epoch 2
+    prefix: int  # deposits the wait must observe in its round
+    net: int  # what one round leaves in the cell (0 when it is cleared every round)
+    credits: int  # positive deposits of one round (all notifies)
+    cleared: bool
+    flag: bool  # the cell is also written by a non-zero Set
+    flag_grows: bool  # some Set value involves a runtime scalar
+    epoch: str | None
+    contributors: dict[str, list[Deposit]] = field(default_factory=dict)
+
+    @property
+    def slope(self) -> int:
+        return self.f2 - self.f1
+
+    def required(self, e: int) -> int:
+        return self.prefix + (e - 1) * self.net
+
+
+def analyse_wait(
+    graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict[str, int]
+) -> list[CellCount]:
+    """One :class:`CellCount` per distinct (rank, cell, threshold) the wait can spin on.
+
+    Raises :class:`Uncountable` (a count depends on data) or :class:`Unchecked`.
+    """
+    try:
+        epoch = epoch_name(wait.expected)
+    except Uncountable as err:
+        raise Uncountable(err.reason, task.name, wait.span) from None
+    deps = deposits(graph, ctx, wait.signal, env)
+    sets = set_writes(graph, ctx, wait.signal, env)
+    by_cell: dict[tuple[int, tuple[int, ...]], list[Deposit]] = {}
+    for d in deps:
+        by_cell.setdefault((d.dst, d.cell), []).append(d)
+    set_by_cell: dict[tuple[int, tuple[int, ...]], list[SetWrite]] = {}
+    for s in sets:
+        set_by_cell.setdefault((s.dst, s.cell), []).append(s)
+    rel: dict[tuple[str, int], str] = {}
+    out: list[CellCount] = []
+    seen: set[tuple] = set()
+    for rank, cell, scoped, _block in wait_cells(graph, task, wait, env):
+        try:
+            f1 = threshold(wait.expected, scoped, epoch, 1)
+            f2 = threshold(wait.expected, scoped, epoch, 2)
+        except Uncountable as err:
+            raise Uncountable(err.reason, task.name, wait.span) from None
+        key = (rank, cell, f1, f2)
+        if key in seen:
+            continue
+        seen.add(key)
+        prefix = net = credits = 0
+        contributors: dict[str, list[Deposit]] = {}
+        for d in by_cell.get((rank, cell), ()):
+            net += d.value
+            credits += max(d.value, 0)
+            where = rel.get((d.task, d.op.order))
+            if where is None:
+                where = relation(ctx, d.task, d.op.order, task.name, wait.order)
+                rel[(d.task, d.op.order)] = where
+            if where != "after":
+                prefix += d.value
+                contributors.setdefault(d.task, []).append(d)
+        writes = set_by_cell.get((rank, cell), ())
+        cleared = any(s.clear for s in writes)
+        flags = [s for s in writes if not s.clear]
+        grows = any(any(sym.kind == SCALAR for sym in free_symbols(s.op.value)) for s in flags if s.op.value)
+        out.append(
+            CellCount(
+                rank, cell, f1, f2, prefix, 0 if cleared else net, credits, cleared, bool(flags), grows, epoch,
+                contributors,
+            )
+        )  # fmt: skip
+    return out
+
+
+def count_text(graph: Graph, c: CellCount, env: dict[str, int]) -> str:
+    """The per-round count ``c.prefix`` as source text: ``N_LOCAL`` when one grid sends it."""
+    if len(c.contributors) == 1:
+        ((name, deps),) = c.contributors.items()
+        task = graph.task(name)
+        per_block: dict[int, int] = {}
+        for d in deps:
+            per_block[d.block] = per_block.get(d.block, 0) + d.value
+        values = set(per_block.values())
+        blocks = evaluate_or_raise(task.grid, env, "grid")
+        if len(per_block) == blocks and blocks > 1 and len(values) == 1:
+            (v,) = values
+            grid = expr_text(task.grid)
+            grid = grid if grid.isidentifier() or grid.isdigit() else f"({grid})"
+            return grid if v == 1 else f"{v} * {grid}"
+    return str(c.prefix)
+
+
+def epoch_text(graph: Graph, c: CellCount) -> str:
+    """The epoch scalar of the threshold, else the layer's only runtime scalar, else ``epoch``."""
+    if c.epoch is not None:
+        return c.epoch
+    if len(graph.scalars) == 1:
+        return next(iter(graph.scalars))
+    return "epoch"
+
+
+def feeders(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict[str, int]) -> set[str]:
+    """Tasks whose positive AtomicAdds reach a cell ``wait`` spins on (all notifiers if unsure)."""
+    try:
+        cells = {(rank, cell) for rank, cell, _s, _b in wait_cells(graph, task, wait, env)}
+        return {
+            d.task for d in deposits(graph, ctx, wait.signal, env) if d.value > 0 and (d.dst, d.cell) in cells
+        }
+    except Uncountable:
+        return {
+            t.name for t in graph.tasks for op in t.notifies if op.signal == wait.signal and op.op == "add"
+        }
+
+
+def cell_text(signal: str, cell: tuple[int, ...]) -> str:
+    return f"{signal}[{', '.join(map(str, cell))}]"
+
+
+def expr_text(expr: Expr | None) -> str:
+    text = str(expr)
+    if text.startswith("(") and text.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(text):
+            depth += ch == "("
+            depth -= ch == ")"
+            if depth == 0 and i < len(text) - 1:
+                return text
+        return text[1:-1]
+    return text
+
+
+# ------------------------------------------------------------------ bodies
+
+
+def walk(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    for s in stmts:
+        yield s
+        if isinstance(s, ForS):
+            yield from walk(s.body)
+        elif isinstance(s, IfS):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+
+
+def contains(outer: Span, inner: Span) -> bool:
+    return (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (
+        outer.end_line,
+        outer.end_col,
+    )
+
+
+def remote_store_of(task: Task, access: Access) -> RemoteStoreS | None:
+    """The ``remote_store`` statement that recorded ``access``."""
+    for s in walk(task.body):
+        if isinstance(s, RemoteStoreS) and s.tensor == access.tensor and contains(s.span, access.span):
+            return s
+    return None
+
+
+def is_zero(value) -> bool:
+    """``0``, ``0.0``, ``zeros(...)`` or ``full(..., 0)``."""
+    if isinstance(value, IntV):
+        return value.expr == Const(0)
+    if isinstance(value, FloatV):
+        return value.value == 0.0
+    if isinstance(value, CallV):
+        if value.op == "zeros":
+            return True
+        if value.op == "full" and len(value.args) == 3:
+            return is_zero(value.args[2])
+    return False

@@ -1,0 +1,283 @@
+"""D114: a remote store can still be in flight when the notify that publishes it goes out.
+
+## What it catches
+
+A window is *published* by a signal when a task reads the window after waiting on that
+signal: the read sits after a ``wait`` in the same task, or in a task that descends from a
+task with such a wait. For every ``remote_store`` into a window that such a read consumes
+(stores whose peer is provably ``rank`` are local and ordered by tensor edges instead),
+one of the notifies its guarding waits count must be issued after the store is complete.
+dslc accepts two ways (seed-bugs.md §8.1, rule R11):
+
+- **a grid join**: the storing task is an ancestor of the notifying task -- the runtime
+  retires a task only after its writes are done;
+- **a copy in the same block**: the store is a plain copy of a tensor region
+  (``remote_store win[..] @ p = x[..]``, lowered to a single-shot put that completes before
+  the next statement), the notify comes after it in program order, and every block that
+  stores also notifies.
+
+It reports the other cases: a ``remote_store`` of a computed tile (a local, an op result) or
+an atomic ``+=`` remote store followed by a notify in the same task (TSTORE does not drain
+before TNOTIFY, PTOAS#872); a notify that precedes the store in program order; blocks that
+store but never notify, so the wait releases on their siblings' notifies; and a notifying
+task that is not ordered after the storing task at all. The language has no fence
+statement, on purpose: the fix is the grid join. Reads not guarded by any wait are not
+this rule's business.
+
+## Why it breaks on the device
+
+TSTORE to a peer's window is posted, not completed, when the next instruction issues; a
+TNOTIFY right after it can overtake the data. The waiter on the peer then sees the full
+count and releases its consumers while rows are still in flight, and they read stale or
+partially written windows -- silently wrong results, not a hang. pypto's comm-fence pass
+does not fence the AIC and AIV lanes against each other, and #975 ran into exactly this.
+
+## Example
+
+    task scatter spmd(N_LOCAL) on aiv {
+      let rows = y[block * R : (block + 1) * R, :] * 2.0
+      for p in range(EP) { if p != rank {
+        remote_store routed[(rank * N_LOCAL + block) * R : (rank * N_LOCAL + block + 1) * R, :] @ p = rows
+        notify arrived[rank] @ p += 1                       # may overtake the rows
+      } }
+    }
+
+## Use instead
+
+    task scatter spmd(N_LOCAL) on aiv { ...; remote_store routed[...] @ p = rows }
+    task publish on aiv after scatter {                     # the grid join drains every store
+      for p in range(EP) { if p != rank { notify arrived[rank] @ p += 1 } }
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lowering.body import LoadV
+from lowering.checks.protocol import counting
+from lowering.checks.protocol.counting import Uncountable
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import Access, Graph, SignalOp, Task
+from lowering.source import Diagnostic
+from lowering.symbolic import RANK, EvalError, Sym, evaluate
+
+CODE = "D114"
+NAME = "data_published_before_signal"
+FAMILY = "protocol"
+SEVERITY = "error"
+SUMMARY = "a remote store can still be in flight when the notify that publishes it goes out"
+
+OK, UNDRAINED, UNCOVERED, NOTIFY_FIRST, UNORDERED = (
+    "ok",
+    "undrained",
+    "uncovered",
+    "notify_first",
+    "unordered",
+)
+_RANK = {OK: 0, UNDRAINED: 1, UNCOVERED: 2, NOTIFY_FIRST: 3, UNORDERED: 4}
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    status: str
+    notifier: Task | None = None
+    notify: SignalOp | None = None
+    block: int | None = None
+
+
+_MAX_BOXES = 20_000
+
+
+def _boxes(graph: Graph, task: Task, access: Access, env: dict) -> Iterator[tuple[int, int | None, tuple]]:
+    """(rank, peer or None when it depends on data, index box) of every instance of ``access``."""
+    dims = graph.tensors[access.tensor].dims
+    for n, (scoped, rank, _block) in enumerate(
+        counting.run(graph, task, access.loops, access.conds, env, lenient=True)
+    ):
+        if n >= _MAX_BOXES:
+            raise Uncountable("too many instances")
+        box = []
+        for rng, extent in zip(access.region, dims, strict=True):
+            try:
+                box.append((evaluate(rng.start, scoped), evaluate(rng.stop, scoped) - 1))
+            except EvalError:
+                box.append((0, (extent or 1 << 40) - 1))
+        peer = None
+        if access.peer is not None:
+            try:
+                peer = evaluate(access.peer, scoped)
+            except EvalError:
+                peer = None
+        yield rank, peer, tuple(box)
+
+
+def _meet(a: tuple, b: tuple) -> bool:
+    return all(x0 <= y1 and y0 <= x1 for (x0, x1), (y0, y1) in zip(a, b, strict=True))
+
+
+def _reads_peer_rows(
+    graph: Graph, writer: Task, store: Access, consumer: Task, read: Access, env: dict
+) -> bool:
+    """Whether ``read`` on some rank can touch rows a peer's ``store`` puts there."""
+    try:
+        by_dst: dict[int | None, set[tuple]] = {}
+        for rank, peer, box in _boxes(graph, writer, store, env):
+            if peer != rank:
+                by_dst.setdefault(peer, set()).add(box)
+        anywhere = by_dst.get(None, set())
+        for rank, _peer, box in _boxes(graph, consumer, read, env):
+            if any(_meet(box, other) for other in by_dst.get(rank, set()) | anywhere):
+                return True
+        return False
+    except (Uncountable, EvalError):
+        return True
+
+
+def _is_copy(task: Task, store: Access) -> bool:
+    stmt = counting.remote_store_of(task, store)
+    return stmt is not None and not stmt.atomic and isinstance(stmt.value, LoadV) and not stmt.value.local
+
+
+def _uncovered_block(graph: Graph, task: Task, store: Access, notify: SignalOp, env: dict) -> int | None:
+    """A block that may run ``store`` but never runs ``notify`` (rank 0 and its peers alike)."""
+    try:
+        storing = counting.executors(graph, task, store.loops, store.conds, env, lenient=True)
+        notifying = counting.executors(graph, task, notify.loops, notify.conds, env)
+    except Uncountable:
+        return None
+    missing = sorted(storing - notifying)
+    return missing[0][1] if missing else None
+
+
+def _verdict(
+    graph: Graph,
+    ctx: CheckContext,
+    writer: Task,
+    store: Access,
+    feeders: list[tuple[Task, SignalOp]],
+    env: dict,
+) -> _Verdict:
+    best = _Verdict(UNORDERED, *feeders[0])
+    anc = ctx.ancestors
+    for notifier, notify in feeders:
+        if writer.name in anc[notifier.name]:
+            return _Verdict(OK)
+        if notifier.name != writer.name:
+            continue
+        if notify.order < store.order:
+            v = _Verdict(NOTIFY_FIRST, notifier, notify)
+        elif not _is_copy(writer, store):
+            v = _Verdict(UNDRAINED, notifier, notify)
+        elif (b := _uncovered_block(graph, writer, store, notify, env)) is not None:
+            v = _Verdict(UNCOVERED, notifier, notify, b)
+        else:
+            return _Verdict(OK)
+        if _RANK[v.status] < _RANK[best.status]:
+            best = v
+    return best
+
+
+def _message(
+    writer: Task, store: Access, v: _Verdict, consumer: Task, wait_task: Task, wait: SignalOp
+) -> tuple[str, str]:
+    win = store.tensor
+    if wait_task.name == consumer.name:
+        consumed = f"{consumer.name} waits on {wait.signal} and then reads {win}"
+    else:
+        consumed = f"{wait_task.name} waits on {wait.signal} and then {consumer.name} reads {win}"
+    if v.status == UNDRAINED:
+        n = v.notify
+        return (
+            f"{writer.name} remote-stores a computed tile into {win} and then notifies {n.signal} (line {n.span.line}) "
+            f"from the same block; a tile remote_store does not drain before the notify (PTOAS#872), so on the peer "
+            f"{consumed} while the rows may still be in flight",
+            f"notify {n.signal} from a task `after {writer.base}` (a grid join) instead of from {writer.name}",
+        )
+    if v.status == UNCOVERED:
+        n = v.notify
+        return (
+            f"block {v.block} of {writer.name} remote-stores into {win} but never runs the notify on {n.signal} "
+            f"(line {n.span.line}); the wait on the peer releases on its sibling blocks' notifies, so {consumed} "
+            f"before block {v.block}'s rows are written",
+            f"notify {n.signal} from a task `after {writer.base}` (a grid join), or from every storing block",
+        )
+    if v.status == NOTIFY_FIRST:
+        n = v.notify
+        return (
+            f"{writer.name} notifies {n.signal} (line {n.span.line}) before it remote-stores into {win}: the signal "
+            f"announces data that is not written yet, so on the peer {consumed} too early",
+            f"move the notify after the store, or into a task `after {writer.base}`",
+        )
+    who = f" ({v.notifier.name})" if v.notifier is not None else ""
+    return (
+        f"{writer.name} remote-stores into {win}, which {consumed}, but the task that notifies {wait.signal}{who} is "
+        f"not ordered after {writer.name}: the notify can go out before the rows are written",
+        f"add `after {writer.base}` to the task that notifies {wait.signal}",
+    )
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    env = graph.env()
+    anc = ctx.ancestors
+    writers: dict[str, list[tuple[Task, Access]]] = {}
+    for t in graph.tasks:
+        for a in t.accesses:
+            if a.peer is not None and a.writes and a.peer != Sym("rank", RANK):
+                writers.setdefault(a.tensor, []).append((t, a))
+    feeder_cache: dict[tuple[str, int], list[tuple[Task, SignalOp]]] = {}
+
+    def feeders_of(t: Task, w: SignalOp) -> list[tuple[Task, SignalOp]]:
+        key = (t.name, w.order)
+        if key not in feeder_cache:
+            names = counting.feeders(graph, ctx, t, w, env)
+            feeder_cache[key] = [
+                (graph.task(n), op)
+                for n in sorted(names)
+                for op in graph.task(n).notifies
+                if op.signal == w.signal and op.op == "add"
+            ]
+        return feeder_cache[key]
+
+    reported: set = set()
+    for consumer in graph.tasks:
+        guards = [(consumer, w) for w in consumer.waits]
+        guards += [(graph.task(a), w) for a in sorted(anc[consumer.name]) for w in graph.task(a).waits]
+        if not guards:
+            continue
+        for read in consumer.accesses:
+            if read.mode != "read" or read.tensor not in writers:
+                continue
+            live = [(t, w) for t, w in guards if t.name != consumer.name or w.order < read.order]
+            if not live:
+                continue
+            for writer, store in writers[read.tensor]:
+                if (
+                    store.span in reported
+                    or writer.name == consumer.name
+                    or consumer.name in anc[writer.name]
+                ):
+                    continue
+                best: tuple[_Verdict, Task, SignalOp] | None = None
+                for wait_task, wait in live:
+                    fed = feeders_of(wait_task, wait)
+                    if not fed:
+                        continue  # nothing notifies that wait: D106
+                    v = _verdict(graph, ctx, writer, store, fed, env)
+                    if best is None or _RANK[v.status] < _RANK[best[0].status]:
+                        best = (v, wait_task, wait)
+                if best is None:
+                    continue
+                v, wait_task, wait = best
+                if v.status == OK or not _reads_peer_rows(graph, writer, store, consumer, read, env):
+                    continue
+                reported.add(store.span)
+                message, fix = _message(writer, store, v, consumer, wait_task, wait)
+                related = [
+                    (read.span, f"{consumer.name} reads {read.tensor}"),
+                    (wait.span, "the guarding wait"),
+                ]
+                if v.notify is not None:
+                    related.insert(0, (v.notify.span, "the notify that publishes it"))
+                yield finding(CODE, SEVERITY, store.span, message, fix=fix, related=tuple(related))

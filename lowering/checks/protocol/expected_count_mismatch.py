@@ -1,0 +1,174 @@
+"""D103: a wait's threshold is not epoch x the notifies its cell receives per epoch.
+
+## What it catches
+
+A ``wait sig[i] >= expected`` whose threshold, as a function of the runtime epoch, differs
+from what the notifiers actually deposit into that cell (seed-bugs.md §3.5, rule R3). dslc
+counts the deposits exactly -- grid sizes x loop trip counts x conditions x values, for the
+source-side counterpart of every rank -- at every admissible parameter value, and evaluates
+the threshold at epoch 1 and epoch 2 (slope and offset). For the usual monotonic counter
+the threshold must be ``epoch * n`` where ``n`` is the per-epoch count. Two refinements:
+
+- notifies ordered *after* the wait (a later phase on the same cell, a retire
+  ``notify sig[i] @ rank += -n`` after the wait) are not part of what the wait observes,
+  so the threshold is ``prefix + (epoch - 1) * net`` (``net`` = what one round leaves in
+  the cell after retires);
+- a cell cleared every round (``notify sig[i] @ rank = 0``) must be waited with the
+  per-round count, not an epoch multiple.
+
+A count that depends on data -- a notify under a data-dependent ``if``, a loop over a
+data-dependent count, a data-dependent peer, cell or value, a notifier task with a
+``when`` predicate, or a threshold read from data -- is an error too: the arithmetic cannot
+be checked and a rank that sends fewer notifies than its peer expects hangs it. A threshold
+that does not grow with the epoch on a counter that persists is left to D113, cells written
+by a non-zero Set (flags) to D111/D113, cells no notify reaches to D106, and thresholds
+written with several runtime scalars are not checked. Parameter points beyond 256 are thinned
+to the extremes of each range and a spread of inner values.
+
+## Why it breaks on the device
+
+TWAIT spins until the INT32 cell reaches ``expected``. If the threshold is higher than what
+the peers deposit, it is never reached: the waiter holds its core forever and the layer
+hangs (507018 / TENSOR_WAIT_TIMEOUT). If it is lower, the wait releases after only part
+of the notifies -- so before the remote stores they publish have landed -- and the
+consumers read stale or half-written windows. Counters are never reset within a run, so a
+threshold that matches epoch 1 but not epoch 2 breaks from the second round on.
+
+## Example
+
+    task push spmd(N_LOCAL) on aiv { ...; for dst in range(EP) { if dst != rank { notify data_arrived[rank] @ dst += 1 } } }
+    task wait on aiv after push {
+      for src in range(EP) { if src != rank { wait data_arrived[src] >= epoch } }   # receives N_LOCAL per epoch
+    }
+
+## Use instead
+
+    for src in range(EP) { if src != rank { wait data_arrived[src] >= epoch * N_LOCAL } }
+
+or, better, notify once per peer after the grid join and wait for ``epoch`` (see D105).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lowering.checks.protocol import counting
+from lowering.checks.protocol.counting import CellCount, Unchecked, Uncountable
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import Graph, SignalOp, Task
+from lowering.source import Diagnostic
+
+CODE = "D103"
+NAME = "expected_count_mismatch"
+FAMILY = "protocol"
+SEVERITY = "error"
+SUMMARY = "a wait's threshold is not epoch x the notifies its cell receives per epoch"
+
+
+def _deferred_to_d113(c: CellCount) -> bool:
+    """A threshold that is right for round 1 but does not grow on a persistent counter."""
+    return c.slope == 0 and c.net > 0 and c.f1 == c.prefix
+
+
+def _mismatch(c: CellCount) -> int | None:
+    """The first epoch (1 or 2) at which the threshold is wrong, or None."""
+    if c.flag or c.credits == 0 or _deferred_to_d113(c):
+        return None  # flags: D111/D113; cells nothing notifies: D106; no epoch growth: D113
+    for e in (1, 2):
+        if (c.f1 if e == 1 else c.f2) != c.required(e):
+            return e
+    return None
+
+
+def _grid(graph: Graph, task: Task, env: dict) -> str:
+    blocks = counting.evaluate_or_raise(task.grid, env, "grid")
+    size = f"spmd {blocks}" if blocks != 1 else "1 block"
+    return f"{size}, {task.core.upper()}"
+
+
+def _breakdown(graph: Graph, c: CellCount, env: dict) -> str:
+    if not c.contributors:
+        return "no notify reaches it"
+    parts = []
+    for name, deps in sorted(c.contributors.items()):
+        task = graph.task(name)
+        total = sum(d.value for d in deps)
+        blocks = len({(d.src, d.block) for d in deps})
+        what = f"{len(deps)} notifies" if len(deps) != 1 else "1 notify"
+        if sum(d.value for d in deps) != len(deps):
+            what += f" worth {total}"
+        src = "from " + (f"{blocks} blocks" if blocks != 1 else "1 block")
+        parts.append(f"{name} ({_grid(graph, task, env)}): {what} {src}")
+    return "; ".join(parts)
+
+
+def _suggest(graph: Graph, c: CellCount, env: dict) -> str:
+    """A threshold expression for the fix line."""
+    count = counting.count_text(graph, c, env)
+    epoch = counting.epoch_text(graph, c)
+    if c.net == 0:
+        return count
+    if c.net == c.prefix:
+        return epoch if count == "1" else f"{epoch} * {count}"
+    return f"{c.prefix} + ({epoch} - 1) * {c.net}"
+
+
+def _uncountable(task: Task, wait: SignalOp, err: Uncountable, graph: Graph, env: dict) -> Diagnostic:
+    where = ""
+    related = ()
+    if err.span is not None and err.span != wait.span:
+        where = f" ({err.task}, line {err.span.line})"
+        related = ((err.span, "the count depends on data here"),)
+    return finding(
+        CODE,
+        SEVERITY,
+        wait.span,
+        f"{task.name} waits on {wait.signal} (expects {counting.expr_text(wait.expected)}) but the number of "
+        f"notifies into that cell cannot be counted: {err.reason}{where}{counting.point_label(graph, env)}. "
+        f"A rank whose data yields fewer notifies than the threshold hangs the wait; one that yields more "
+        f"releases it early",
+        fix="make the notify count independent of data: notify each peer once from a task ordered after the grid",
+        related=related,
+    )
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    reported: set = set()
+    for task in graph.tasks:
+        for wait in task.waits:
+            if wait.span in reported:
+                continue  # task arrays share one source line
+            for env in counting.points(graph):
+                try:
+                    cells = counting.analyse_wait(graph, ctx, task, wait, env)
+                except Uncountable as err:
+                    reported.add(wait.span)
+                    yield _uncountable(task, wait, err, graph, env)
+                    break
+                except Unchecked:
+                    break
+                bad = next(((c, e) for c in cells if (e := _mismatch(c)) is not None), None)
+                if bad is None:
+                    continue
+                c, e = bad
+                reported.add(wait.span)
+                got, want = (c.f1, c.required(1)) if e == 1 else (c.f2, c.required(2))
+                cell = counting.cell_text(wait.signal, c.cell)
+                if got > want:
+                    why = f"the threshold is never reached and rank {c.rank} deadlocks"
+                else:
+                    why = "the wait releases before every notify -- and the data it publishes -- has arrived"
+                per_epoch = f"{c.prefix} per epoch" if c.net == c.prefix else f"{c.required(e)} by epoch {e}"
+                if c.cleared:
+                    per_epoch += f" (the cell is cleared every round, so {c.prefix} in every epoch)"
+                yield finding(
+                    CODE,
+                    SEVERITY,
+                    wait.span,
+                    f"{task.name} waits until {cell} on rank {c.rank} {'>=' if wait.cmp == 'ge' else '=='} "
+                    f"{counting.expr_text(wait.expected)} (= {got} at epoch {e}), but the notifiers deposit "
+                    f"{per_epoch} into that cell ({_breakdown(graph, c, env)}){counting.point_label(graph, env)}: "
+                    f"{why}",
+                    fix=f"expect `{_suggest(graph, c, env)}` in this wait",
+                )
+                break

@@ -1,0 +1,182 @@
+"""D115: a barrier or a wait that only some ranks (or, for a barrier, some blocks) reach.
+
+## What it catches
+
+Synchronisation whose execution count differs between the participants that must all
+take part (seed-bugs.md §8.1, rule R13), counted exactly at the default parameter point:
+
+- a ``wait``: the number of waits a task performs on a signal differs between ranks --
+  ``if rank == 0 { wait ... }``, a loop whose trip count depends on ``rank``. The usual
+  ``for src in range(EP) { if src != rank { wait ... } }`` runs EP - 1 waits on every rank
+  and is fine; so are branches that give every rank the same number of waits;
+- a ``barrier`` (an in-kernel syncall across the blocks of the task): the number of
+  barriers a block passes differs between ranks, between blocks (a condition on
+  ``block``), or depends on data (a block that reads a different value skips it).
+
+## Why it breaks on the device
+
+A barrier holds every arrived block until all of them arrive: a block that skips it never
+comes, and the others hold their cores forever (507018). Between ranks, every rank runs
+the same graph and the handshakes are written for that: a rank that skips its side of an
+exchange leaves the others spinning on credits that never come, and a rank that is not
+paced by a wait runs rounds ahead and overwrites the windows its peers are still reading.
+pypto's protocol rule: rank-divergent control flow around barriers deadlocks.
+
+## Example
+
+    task sync on aiv after push {
+      if rank == 0 {                                          # only the root waits
+        for src in range(1, EP) { wait done[src] >= epoch }
+      }
+    }
+
+## Use instead
+
+    task sync on aiv after push {
+      for src in range(EP) { if src != rank { wait done[src] >= epoch } }   # every rank, EP - 1 waits
+    }
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from lowering.checks.protocol import counting
+from lowering.checks.protocol.counting import Uncountable
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import Graph, Task
+from lowering.source import Diagnostic
+
+CODE = "D115"
+NAME = "rank_divergent_barrier"
+FAMILY = "protocol"
+SEVERITY = "error"
+SUMMARY = "a barrier or a wait that only some ranks (or blocks) reach"
+
+
+def _ranks(values: list[int]) -> str:
+    values = sorted(values)
+    if len(values) > 2 and values == list(range(values[0], values[-1] + 1)):
+        return f"{values[0]}..{values[-1]}"
+    return ", ".join(map(str, values))
+
+
+def _times(n: int) -> str:
+    return {0: "never", 1: "once", 2: "twice"}.get(n, f"{n} times")
+
+
+def _split(counts: dict[int, int]) -> str:
+    by_count: dict[int, list[int]] = {}
+    for k, n in counts.items():
+        by_count.setdefault(n, []).append(k)
+    parts = [
+        f"{_times(n)} on rank{'s' if len(ks) > 1 else ''} {_ranks(ks)}" for n, ks in sorted(by_count.items())
+    ]
+    return ", ".join(parts)
+
+
+def _conds_text(op) -> str:
+    conds = [counting.expr_text(c.expr) for c in op.conds]
+    loops = [f"{lp.var} in {counting.expr_text(lp.start)}..{counting.expr_text(lp.stop)}" for lp in op.loops]
+    return "; ".join([f"under `{c}`" for c in conds] + [f"in loop {lp}" for lp in loops]) or "unconditionally"
+
+
+def _barriers(graph: Graph, task: Task, env: dict, where: str) -> Iterator[Diagnostic]:
+    nranks = counting.evaluate_or_raise(graph.ranks, env, "ranks")
+    blocks = counting.evaluate_or_raise(task.grid, env, "grid")
+    total: Counter = Counter()
+    per_op: dict[int, Counter] = {}
+    for op in task.barriers:
+        try:
+            c = Counter(
+                (r, b)
+                for _s, r, b in counting.run(graph, task, op.loops, op.conds, env, ignore_predicate=True)
+            )
+        except Uncountable as err:
+            yield finding(
+                CODE,
+                SEVERITY,
+                op.span,
+                f"whether a block of {task.name} reaches this barrier depends on data ({err.reason}){where}: a block that "
+                f"skips it never arrives and the blocks at the barrier hold their cores forever",
+                fix="make the barrier unconditional, or hoist the data-dependent branch out of the barrier's task",
+            )
+            return
+        per_op[op.order] = c
+        total.update(c)
+    everyone = [(r, b) for r in range(nranks) for b in range(blocks)]
+    if len({total[k] for k in everyone}) <= 1:
+        return
+    op = next(
+        (o for o in task.barriers if len({per_op[o.order][k] for k in everyone}) > 1),
+        task.barriers[0],
+    )
+    c = per_op[op.order]
+    for r in range(nranks):
+        per_block = {b: c[(r, b)] for b in range(blocks)}
+        if len(set(per_block.values())) > 1:
+            reached = [b for b, n in per_block.items() if n == max(per_block.values())]
+            skipped = [b for b, n in per_block.items() if n != max(per_block.values())]
+            yield finding(
+                CODE,
+                SEVERITY,
+                op.span,
+                f"blocks {_ranks(reached)} of {task.name} reach this barrier but block{'s' if len(skipped) > 1 else ''} "
+                f"{_ranks(skipped)} {'do' if len(skipped) > 1 else 'does'} not ({_conds_text(op)}){where}: the blocks at the "
+                f"barrier wait forever for the ones that skip it",
+                fix="make the barrier unconditional in every block of the task",
+            )
+            return
+    per_rank = {r: c[(r, 0)] for r in range(nranks)}
+    yield finding(
+        CODE,
+        SEVERITY,
+        op.span,
+        f"this barrier in {task.name} runs {_split(per_rank)} ({_conds_text(op)}){where}: the ranks run different "
+        f"synchronisation, so the ones that skip it run ahead of the exchange the barrier paces",
+        fix="make the barrier independent of `rank`",
+    )
+
+
+def _waits(graph: Graph, task: Task, env: dict, where: str) -> Iterator[Diagnostic]:
+    nranks = counting.evaluate_or_raise(graph.ranks, env, "ranks")
+    signals = sorted({w.signal for w in task.waits})
+    for signal in signals:
+        ops = [w for w in task.waits if w.signal == signal]
+        try:
+            per_op = {
+                w.order: Counter(r for _s, r, _b in counting.run(graph, task, w.loops, w.conds, env))
+                for w in ops
+            }
+        except Uncountable:
+            continue  # D103 reports data-dependent waits
+        total = Counter()
+        for c in per_op.values():
+            total.update(c)
+        if len({total[r] for r in range(nranks)}) <= 1:
+            continue
+        op = next((w for w in ops if len({per_op[w.order][r] for r in range(nranks)}) > 1), ops[0])
+        per_rank = {r: total[r] for r in range(nranks)}
+        yield finding(
+            CODE,
+            SEVERITY,
+            op.span,
+            f"{task.name} waits on {signal} a different number of times per rank ({_split(per_rank)}; this wait "
+            f"runs {_conds_text(op)}){where}: the ranks that skip their side of the exchange leave the others spinning on "
+            f"credits that never come, or run rounds ahead and overwrite windows their peers still read",
+            fix="give every rank the same waits: skip only the self peer (`if src != rank`)",
+        )
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    reported: set = set()
+    for env in counting.points(graph):
+        where = counting.point_label(graph, env)
+        for task in graph.tasks:
+            found = list(_barriers(graph, task, env, where)) if task.barriers else []
+            found += list(_waits(graph, task, env, where)) if task.waits else []
+            for d in found:
+                if d.span not in reported:
+                    reported.add(d.span)
+                    yield d

@@ -1,0 +1,1 @@
+"""Races: conflicting accesses that the task graph does not order (R501-R505)."""

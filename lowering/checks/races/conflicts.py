@@ -1,0 +1,196 @@
+"""Unordered conflicting accesses between tasks, classified by why no edge orders them.
+
+Shared by R501 (``unordered_conflicting_access``) and R503 (``out_must_be_inout``): each
+unordered pair is found once here and reported by exactly one of them.
+
+Two tasks conflict on a tensor when an execution of one shares an element with an
+execution of the other and at least one of them writes (an atomic add is a write; anchor
+reads carry no data and are ignored). They are ordered when one is a transitive
+predecessor of the other through explicit ``after`` edges and the edges the runtime infers
+(``graph.edges``). Windows and signal cells are left out: peers write them and a local read
+is ordered by the wait/notify handshake, which the protocol rules check. Pairs of atomic
+adds are left to the numerics rules (integer atomics commute; float atomics are N201), and
+a plain write submitted before an atomic add on an ``output``/``scratch`` accumulator is the
+zero-seed question of N202.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from lowering.checks.access_instances import (
+    aligned,
+    distinct,
+    first_overlap,
+    hits,
+    hull,
+    hulls_meet,
+    intersection_text,
+    local_tensor,
+)
+from lowering.checks.rule import CheckContext
+from lowering.edges import OUTPUT_EXISTING, argument_tags
+from lowering.ir import Access, Graph, Task
+
+# Why no edge orders the pair.
+WAR = "war"  # reader then writer: the runtime never adds WAR edges
+MANUAL_DEP = "manual_dep"  # the tensor is manual_dep: no inferred edges at all
+MANUAL_CONSUMER = "manual_consumer"  # the later task is `manual`: only `after` edges
+MANUAL_PRODUCER = "manual_producer"  # the earlier task is `manual`: its write never registered
+OUT = "out"  # the later write is a pure Out (OUTPUT_EXISTING): no WAW lookup
+UNKNOWN = "unknown"
+
+
+@dataclass(frozen=True)
+class Conflict:
+    tensor: str
+    first: Task  # submitted first
+    second: Task
+    a: Access  # the access of `first`
+    b: Access  # the access of `second`
+    kind: str  # war | raw | waw
+    cause: str
+    where: str  # elements both touch (one instance)
+    reader: Task | None = None  # waw: a later task that reads the contested elements back
+
+
+def conflicts(graph: Graph, ctx: CheckContext) -> list[Conflict]:
+    cached = ctx.cache.get("races.conflicts")
+    if cached is None:
+        cached = ctx.cache["races.conflicts"] = list(_find(graph, ctx))
+    return cached
+
+
+def _find(graph: Graph, ctx: CheckContext):
+    tags = argument_tags(graph)
+    anc = ctx.ancestors
+    for name, tensor in graph.tensors.items():
+        if not local_tensor(tensor):
+            continue
+        users: list[tuple[Task, list[Access]]] = []
+        for task in graph.tasks:
+            accs = [a for a in task.accesses if a.tensor == name and a.mode != "anchor"]
+            if accs:
+                users.append((task, accs))
+        for i, j in _candidates(graph, users):
+            (t1, accs1), (t2, accs2) = users[i], users[j]
+            if t1.name in anc[t2.name]:
+                continue
+            found = _pair(graph, tensor.kind, t1, accs1, t2, accs2)
+            if found is None:
+                continue
+            a, b, where = found
+            kind = "war" if not a.writes else ("raw" if not b.writes else "waw")
+            cause = _cause(kind, tensor.manual_dep, t1, t2, tags[t2.name].get(name))
+            reader = _reader(graph, users[j + 1 :], t2, b) if kind == "waw" else None
+            yield Conflict(name, t1, t2, a, b, kind, cause, where, reader)
+
+
+def _candidates(graph: Graph, users: list[tuple[Task, list[Access]]]) -> list[tuple[int, int]]:
+    """Pairs of users (i < j) whose footprints' bounding boxes meet and one of which writes.
+
+    A sweep over the boxes' first dimension, so that many tasks touching disjoint slices
+    of one tensor (task arrays of experts, tiles) cost n log n, not n squared.
+    """
+    boxes = []
+    for i, (task, accs) in enumerate(users):
+        for a in accs:
+            box = _hull(graph, task, a)
+            if box is not None:
+                boxes.append((box, i, a.writes))
+    boxes.sort(key=lambda x: x[0][0][0])
+    out: set[tuple[int, int]] = set()
+    active: list[tuple[tuple[tuple[int, int], ...], int, bool]] = []
+    for box, i, writes in boxes:
+        active = [x for x in active if x[0][0][1] > box[0][0]]
+        for other, j, other_writes in active:
+            if j != i and (writes or other_writes) and hulls_meet(box, other):
+                out.add((min(i, j), max(i, j)))
+        active.append((box, i, writes))
+    return sorted(out)
+
+
+def _pair(graph: Graph, kind: str, t1: Task, accs1: list[Access], t2: Task, accs2: list[Access]):
+    for a in accs1:
+        for b in accs2:
+            if not (a.writes or b.writes) or (a.mode == "atomic" and b.mode == "atomic"):
+                continue
+            if a.mode == "write" and b.mode == "atomic" and kind in ("output", "scratch"):
+                continue  # the zero seed of an accumulator: N202
+            if not hulls_meet(_hull(graph, t1, a), _hull(graph, t2, b)):
+                continue
+            ha, hb = aligned(graph, _hits(graph, t1, a), _hits(graph, t2, b))
+            pair = first_overlap(ha, hb)
+            if pair is not None:
+                return a, b, graph.tensors[a.tensor].name + intersection_text(pair[0].region, pair[1].region)
+    return None
+
+
+def _hits(graph: Graph, task: Task, access: Access):
+    cache = graph.__dict__.setdefault("_distinct_hits", {})
+    key = (task.name, access.order)
+    if key not in cache:
+        cache[key] = distinct(hits(graph, task, access))
+    return cache[key]
+
+
+def _hull(graph: Graph, task: Task, access: Access):
+    cache = graph.__dict__.setdefault("_access_hulls", {})
+    key = (task.name, access.order)
+    if key not in cache:
+        cache[key] = hull(_hits(graph, task, access))
+    return cache[key]
+
+
+def _cause(kind: str, manual_dep: bool, t1: Task, t2: Task, tag: str | None) -> str:
+    if kind == "war":
+        return WAR
+    if manual_dep:
+        return MANUAL_DEP
+    if t2.manual:
+        return MANUAL_CONSUMER
+    if t1.manual:
+        return MANUAL_PRODUCER
+    if kind == "waw" and tag == OUTPUT_EXISTING:
+        return OUT
+    return UNKNOWN
+
+
+def _reader(graph: Graph, later: list[tuple[Task, list[Access]]], t2: Task, b: Access) -> Task | None:
+    hb = _hits(graph, t2, b)
+    for t3, accs in later:
+        for c in accs:
+            if c.mode == "read":
+                x, y = aligned(graph, hb, _hits(graph, t3, c))
+                if first_overlap(x, y) is not None:
+                    return t3
+    return None
+
+
+def after_fix(first: Task, second: Task, same_index: bool) -> str:
+    """The `after` edge that orders the pair, in source terms."""
+    if same_index and first.index is not None and second.index is not None:
+        return (
+            f"add `after {first.base}[i]` to task {second.base}[i] (the same layer-loop index; "
+            f"e.g. {second.name} after {first.name})"
+        )
+    return f"add `after {first.name}` to task {second.name}"
+
+
+def grouped(items: list[Conflict]) -> list[list[Conflict]]:
+    """Conflicts of the same two statements (instances of task arrays) together."""
+    groups: dict[tuple, list[Conflict]] = {}
+    for c in items:
+        groups.setdefault((c.a.span, c.b.span, c.kind, c.cause), []).append(c)
+    return list(groups.values())
+
+
+def same_index(group: list[Conflict]) -> bool:
+    """Do the pairs include instances of one layer-loop iteration (``gather[2]``, ``wb[2]``)?"""
+    return any(c.first.index is not None and c.first.index == c.second.index for c in group)
+
+
+def instances_text(group: list[Conflict]) -> str:
+    if len(group) == 1:
+        return ""
+    return f" ({len(group)} pairs of task instances, e.g. {group[0].first.name} / {group[0].second.name})"

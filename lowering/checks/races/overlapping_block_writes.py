@@ -1,0 +1,113 @@
+"""R505: blocks of one SPMD grid write elements that another block of the grid also touches.
+
+## What it catches
+
+In a task with `spmd(N)`, a plain write (or a non-atomic `+=`) by one block to elements
+that a *different* block of the same task writes or reads, with no `barrier` between the
+two accesses. The blocks of a grid share one TaskId: no edge can order them, and the
+runtime dispatches them on different cores in any order and in waves. Atomic adds are not
+reported here (integer atomics commute; float atomics are N201); windows and signal cells
+are left to the protocol rules.
+
+Only overlaps that certainly happen at the layer's parameter point are reported: regions
+indexed by data (`read(...)`) and accesses under data-dependent conditions are skipped,
+since they are usually a scatter that is disjoint by construction.
+
+## Why it breaks on the device
+
+Two blocks writing one element leave the value of whichever finishes last; a non-atomic
+`+=` from several blocks loses updates (each block reads the old value, adds, and stores).
+A block reading what another block writes sees the old or the new value depending on the
+schedule. The result changes with the number of cores, the wave a block lands in and the
+early-dispatch state, so it can pass on the simulator and fail on the device.
+
+## Example
+
+    task rowsum spmd(4) on aiv {
+      total[0:1, :] += col_sum(x[block * 16 : block * 16 + 16, :])     # R505: lost updates
+    }
+
+## Use instead
+
+    task rowsum spmd(4) on aiv { partial[block : block + 1, :] = col_sum(x[block * 16 : block * 16 + 16, :]) }
+    task reduce on aiv after rowsum {
+      let acc = partial[0:1, :]
+      for s in range(1, 4) { acc = acc + partial[s : s + 1, :] }
+      total[0:1, :] = acc
+    }
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lowering.checks import describe
+from lowering.checks.access_instances import distinct, first_overlap, hits, intersection_text, local_tensor
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import Access, Graph
+from lowering.source import Diagnostic
+
+CODE = "R505"
+NAME = "overlapping_block_writes"
+FAMILY = "races"
+SEVERITY = "error"
+SUMMARY = "blocks of one spmd grid write elements another block of the grid writes or reads"
+
+
+def _certain(found):
+    return distinct([h for h in found if h.exact and not h.maybe], key=lambda h: (h.block, h.phase))
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    for task in graph.tasks:
+        if task.blocks < 2:
+            continue
+        reported: set[str] = set()
+        accs = [a for a in task.accesses if a.mode != "anchor" and local_tensor(graph.tensors[a.tensor])]
+        # a read-modify-write (`+=` without atomic) is a read and a write of one statement
+        rmw = {(a.tensor, a.span) for a in accs if a.mode == "read"} & {
+            (a.tensor, a.span) for a in accs if a.mode == "write"
+        }
+        for w in accs:
+            if w.mode != "write" or w.tensor in reported:
+                continue
+            hw = _certain(hits(graph, task, w))
+            for other in accs:
+                if other.tensor != w.tensor:
+                    continue
+                ho = hw if other is w else _certain(hits(graph, task, other))
+                pair = first_overlap(
+                    hw, ho, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
+                )
+                if pair is None:
+                    continue
+                reported.add(w.tensor)
+                yield _finding(graph, task, w, other, pair, (w.tensor, w.span) in rmw)
+                break
+
+
+def _finding(graph: Graph, task, w: Access, other: Access, pair, rmw: bool) -> Diagnostic:
+    hw, ho = pair
+    b1, b2 = sorted((hw.block, ho.block))
+    where = w.tensor + intersection_text(hw.region, ho.region)
+    head = f"{task.name} ({describe.grid(task)}): "
+    if rmw:
+        what = (
+            f"blocks {b1} and {b2} both do a non-atomic `+=` on {where}; each reads the old "
+            f"value and stores its sum, so all but one update are lost, depending on the schedule"
+        )
+        fix = "write per-block partials (index the region by `block`) and sum them in a task after this one"
+    elif other.writes:
+        what = (
+            f"blocks {b1} and {b2} both write {where}; the blocks of one grid are never "
+            f"ordered, so the value left is the last block's to finish"
+        )
+        fix = "index the written region by `block` so blocks write disjoint elements"
+    else:
+        what = (
+            f"block {ho.block} reads {where} that block {hw.block} writes; the blocks of one grid are "
+            f"never ordered, so it reads the old or the new value depending on the schedule"
+        )
+        fix = f"move the read into a task `after {task.name}`, or separate the phases with a `barrier` (sync_start)"
+    related = ((other.span, f"the access of block {ho.block}"),) if other.span != w.span else ()
+    return finding(CODE, SEVERITY, w.span, head + what, fix=fix, related=related)

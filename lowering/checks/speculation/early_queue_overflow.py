@@ -1,0 +1,110 @@
+"""D110: one flagged producer publishes more early-dispatch candidates than the early queue holds.
+
+## What it catches
+
+A task flagged ``early_resolve`` whose direct consumers that become early candidates (every
+other incomplete direct producer flagged, no predicate) add up, per core shape, to more
+blocks than the runtime's per-shape early-dispatch queue holds (64 by default,
+``CheckContext.early_queue_capacity``; sync_start consumers share one queue). Grids are
+evaluated at every admissible parameter point (seed-bugs.md §8.1, rule R12).
+
+## Why it breaks on the device
+
+When a flagged producer is fully published, the scheduler pushes all its early candidates
+into ``early_dispatch_queues[shape]`` at once. The queue has a fixed capacity: a producer
+that publishes more candidates than fit cannot be handled by the runtime. This is why
+pypto-lib #899 made EP8 depend on simpler#1812: a routed-expert producer published 128
+candidates against a capacity of 64, a number that grows with EP while CI ran EP2.
+
+## Example
+
+    task w2_mm spmd(RECV_MAX / 128) on aic early_resolve { ... }
+    task w2_act spmd(RECV_MAX / 16) on aiv { ... }       # RECV_MAX = EP * 128: 128 blocks at EP=16
+
+## Use instead
+
+    task w2_act spmd(RECV_MAX / 32) on aiv { ... }       # at most 64 blocks for every admissible EP
+    # or drop early_resolve from w2_mm
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lowering.checks import describe
+from lowering.checks.order import descendants, predecessors
+from lowering.checks.points import admissible_envs, blocks
+from lowering.checks.rule import CheckContext, finding
+from lowering.ir import Graph, Task
+from lowering.source import Diagnostic
+
+CODE = "D110"
+NAME = "early_queue_overflow"
+FAMILY = "speculation"
+SEVERITY = "warning"
+SUMMARY = "a flagged producer publishes more early-dispatch candidate blocks than the early queue holds"
+
+
+def candidates(graph: Graph, ctx: CheckContext, producer: Task) -> list[Task]:
+    """Direct consumers of ``producer`` that early dispatch can stage while it runs."""
+    preds = predecessors(graph, ctx)
+    below = descendants(graph, ctx)[producer.name]
+    out = []
+    for t in graph.tasks:
+        if producer.name not in preds[t.name] or t.predicate is not None:
+            continue
+        if all(p == producer.name or p not in below or graph.task(p).early_resolve for p in preds[t.name]):
+            out.append(t)
+    return out
+
+
+def _grids(members: list[Task], env: dict[str, int]) -> str:
+    """``w2_act spmd 128`` or ``exp_up[0..15] (16 tasks) spmd 16 each``."""
+    groups: dict[str, list[Task]] = {}
+    for t in members:
+        groups.setdefault(t.base, []).append(t)
+    parts = []
+    for group in groups.values():
+        sizes = {blocks(t, env) for t in group}
+        if len(group) > 1 and len(sizes) == 1:
+            parts.append(f"{describe.names(group)} spmd {sizes.pop()} each")
+        else:
+            parts.extend(f"{t.name} spmd {blocks(t, env)}" for t in group)
+    return ", ".join(parts)
+
+
+def _queue(task: Task) -> str:
+    return "sync_start" if task.sync_start else task.core
+
+
+def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    envs = admissible_envs(graph, ctx)
+    cap = ctx.early_queue_capacity
+    for producer in graph.tasks:
+        if not producer.early_resolve:
+            continue
+        by_queue: dict[str, list[Task]] = {}
+        for t in candidates(graph, ctx, producer):
+            by_queue.setdefault(_queue(t), []).append(t)
+        for queue, members in by_queue.items():
+            over = [(env, sum(blocks(t, env) for t in members)) for env in envs]
+            over = [(env, n) for env, n in over if n > cap]
+            if not over:
+                continue
+            env, n = max(over, key=lambda o: o[1])
+            point = describe.point(graph, env) if len({o[1] for o in over}) > 1 else ""
+            at = describe.where(graph, [o[0] for o in over], envs)
+            grids = _grids(members, env)
+            what = "sync_start" if queue == "sync_start" else queue.upper()
+            yield finding(
+                CODE,
+                SEVERITY,
+                producer.header_span,
+                f"{producer.name} ({describe.grid_expr(graph, producer)}) is early_resolve and publishes {n} "
+                f"early-dispatch candidate {what} blocks at once ({grids}"
+                f"{f' at {point}' if point else ''}), more than the {cap} entries of the {what} early "
+                f"queue{f' ({at})' if at else ''}; a runtime without simpler#1812 cannot queue them "
+                f"(pypto-lib #899: 128 routed-expert candidates at EP8)",
+                fix=f"remove early_resolve from task {producer.name} (or tile its consumers into at most "
+                f"{cap} {what} blocks)",
+            )

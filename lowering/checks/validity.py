@@ -1,0 +1,444 @@
+"""Valid extents and sort chains in task bodies: an abstract interpreter at one parameter point.
+
+For every tile value it tracks how many leading columns can be *finite* (valid), from
+``valid(x, n)`` / ``fillpad(x, n, -inf)``, from ``full(..., -inf)`` (none), and, through
+tensors, from what earlier tasks stored (a load of ``score_wide[t, 0:2048]`` holds at most as
+many finite columns as the producers wrote). ``sort32`` starts a *chain* (runs of 32 records);
+each ``mrgsort(s, block_len)`` merges four lists of ``block_len`` columns (two per record,
+seed-bugs.md §5.2); ``topk_pairs(s, k)`` and slices of a sorted tile are *readouts*.
+
+The facts are numbers at one parameter point (block and loop indices and runtime scalars are
+bounded by intervals); the sort rules re-run this at every admissible point. Stores also
+keep their symbolic valid extent, for the capacity rule that evaluates them per request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+
+from lowering import body as ir
+from lowering.checks.extents import named_value, narrow
+from lowering.ir import Condition, Graph, Loop, Task
+from lowering.source import Span
+from lowering.symbolic import Const, EvalError, Expr, binop, bounds, free_symbols
+
+MAX_REPEATS = 255  # mrgsort repeats per instruction (pto-isa TMrgSort)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A sort32 + mrgsort chain over one row, at one parameter point."""
+
+    records: int  # W: records in the row (2W columns)
+    run: int  # records per sorted run after the stages so far
+    stages: tuple[int, ...]  # block_len of each mrgsort
+    broken: bool  # a stage violated the ISA or the run-length order (S302)
+    finite: int  # upper bound of finite candidates in the row
+    finite_text: str  # "INDEXER_SCORE_CAP=1024" or a number
+    sort_span: Span
+    stage_spans: tuple[Span, ...] = ()
+
+    @property
+    def chain_text(self) -> str:
+        if not self.stages:
+            return "sort32"
+        return f"sort32+mrgsort({', '.join(map(str, self.stages))})"
+
+
+@dataclass(frozen=True)
+class Abs:
+    """What is known about a tile value."""
+
+    finite: Expr | None = None  # finite (valid) leading columns; None: every column
+    rows: Expr | None = None  # valid rows, from valid(x, rows, cols)
+    marked: bool = False  # the extent comes from valid()/fillpad() (a declaration)
+    chain: Chain | None = None
+    origin: tuple[Expr, ...] = ()  # expressions the extent came from (to name a constant)
+
+
+@dataclass(frozen=True)
+class StoreFact:
+    task: str
+    tensor: str
+    region: tuple[ir.Range, ...]
+    finite: Expr | None  # declared valid columns of the stored tile (valid/fillpad), else None
+    rows: Expr | None  # declared valid rows (valid(x, rows, cols)), else None
+    loops: tuple[Loop, ...]
+    conds: tuple[Condition, ...]
+    span: Span
+
+
+@dataclass(frozen=True)
+class SortEvent:
+    kind: str  # isa | order | readout | row
+    span: Span  # statement
+    task: str
+    chain: Chain
+    detail: dict = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass
+class TaskFacts:
+    stores: list[StoreFact] = field(default_factory=list)
+    sorts: list[SortEvent] = field(default_factory=list)
+
+
+@dataclass
+class _TensorFinite:
+    end: int  # finite columns end at this column (upper bound over producers); -1: unknown
+    origin: tuple[Expr, ...]
+
+
+def _is_neg_inf(v: ir.Value) -> bool:
+    if isinstance(v, ir.FloatV):
+        return v.value == float("-inf")
+    if isinstance(v, ir.CallV) and v.op == "neg" and v.args and isinstance(v.args[0], ir.FloatV):
+        return v.args[0].value == float("inf")
+    return False
+
+
+class Interpreter:
+    """Walks one task body at one parameter point."""
+
+    def __init__(
+        self,
+        graph: Graph,
+        task: Task,
+        point: Mapping[str, int],
+        scalars: Mapping[str, tuple[int, int]],
+        tensors: dict[str, _TensorFinite],
+    ):
+        self.graph = graph
+        self.task = task
+        self.point = point
+        self.tensors = tensors
+        blocks = max(int(bounds(task.grid, point)[1]), 1)
+        nranks = max(int(bounds(graph.ranks, point)[1]), 1)
+        self.env: dict = {**point, **scalars, "block": (0, blocks - 1), "rank": (0, nranks - 1)}
+        self.env["nranks"] = nranks
+        self.vars: dict[str, Abs] = {}
+        self.loops: list[Loop] = []
+        self.conds: list[Condition] = []
+        self.facts = TaskFacts()
+
+    # ------------------------------------------------------------ numbers
+    def ub(self, e: Expr) -> int | None:
+        try:
+            return int(bounds(e, self.env)[1])
+        except EvalError:
+            return None
+
+    def lb(self, e: Expr) -> int | None:
+        try:
+            return int(bounds(e, self.env)[0])
+        except EvalError:
+            return None
+
+    def exact(self, e: Expr) -> int | None:
+        try:
+            lo, hi = bounds(e, self.env)
+        except EvalError:
+            return None
+        return int(lo) if lo == hi else None
+
+    # ------------------------------------------------------------ statements
+    def run(self) -> TaskFacts:
+        self.block(self.task.body)
+        return self.facts
+
+    def block(self, stmts) -> None:
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s) -> None:
+        if isinstance(s, ir.LetS | ir.AssignS):
+            self.vars[s.name] = self.value(s.value, s.span) or Abs()
+        elif isinstance(s, ir.StoreS):
+            a = self.value(s.value, s.span)
+            finite = a.finite if a is not None and a.marked else None
+            if a is not None and not a.marked and isinstance(a.finite, Const) and a.finite.value == 0:
+                finite = a.finite  # full(..., -inf): nothing finite
+            rows = a.rows if a is not None and a.marked else None
+            self.facts.stores.append(
+                StoreFact(
+                    self.task.name,
+                    s.tensor,
+                    s.region,
+                    finite,
+                    rows,
+                    tuple(self.loops),
+                    tuple(self.conds),
+                    s.span,
+                )
+            )
+            self._record_tensor(s, a)
+        elif isinstance(s, ir.RemoteStoreS):
+            self.value(s.value, s.span)
+        elif isinstance(s, ir.EvalS):
+            self.value(s.value, s.span)
+        elif isinstance(s, ir.ForS):
+            saved = dict(self.env)
+            lo, hi = self.lb(s.start), self.ub(s.stop)
+            if lo is not None and hi is not None and hi - 1 < lo:
+                return  # never runs
+            loop = Loop(s.var, s.start, s.stop, s.step, s.kind, s.span)
+            if lo is not None and hi is not None:
+                self.env[s.var] = (lo, hi - 1)
+            else:
+                self.env.pop(s.var, None)  # data-dependent bounds: the index stays unknown
+            self.loops.append(loop)
+            try:
+                self.block(s.body)
+            finally:
+                self.loops.pop()
+                self.env = saved
+        elif isinstance(s, ir.IfS):
+            self._if(s)
+
+    def _if(self, s: ir.IfS) -> None:
+        cond = s.cond.expr if isinstance(s.cond, ir.IntV) else None
+        if cond is not None:
+            try:
+                lo, hi = bounds(cond, self.env)
+            except EvalError:
+                lo, hi = 0, 1
+            if lo == hi:  # decided at this point (a compile-time condition)
+                self.block(s.then if lo else s.orelse)
+                return
+        before = dict(self.vars)
+        saved_env = dict(self.env)
+        if cond is not None:
+            c = Condition(cond, s.span)
+            self.conds.append(c)
+            narrowed: dict = dict(self.env)
+            narrow(narrowed, [c])
+            self.env = {k: (int(v[0]), int(v[1])) if isinstance(v, tuple) else v for k, v in narrowed.items()}
+        try:
+            self.block(s.then)
+        finally:
+            if cond is not None:
+                self.conds.pop()
+            self.env = saved_env
+        after_then = self.vars
+        self.vars = dict(before)
+        if cond is not None:
+            self.conds.append(Condition(binop("==", cond, Const(0)), s.span))
+        try:
+            self.block(s.orelse)
+        finally:
+            if cond is not None:
+                self.conds.pop()
+        self.vars = {k: _join(after_then.get(k), v) for k, v in self.vars.items()}
+
+    def _record_tensor(self, s: ir.StoreS, a: Abs | None) -> None:
+        if not s.region:
+            return
+        last = s.region[-1]
+        env = dict(self.env)
+        narrow(env, self.conds)
+        env = {k: (int(v[0]), int(v[1])) if isinstance(v, tuple) else v for k, v in env.items()}
+        try:
+            if a is not None and a.finite is not None:
+                end_expr = binop("+", last.start, a.finite)
+                origin = (*a.origin, a.finite, last.start)
+            else:
+                end_expr = last.stop
+                origin = (last.stop, *(lp.stop for lp in self.loops))
+            end = int(bounds(end_expr, env)[1])
+            stop = int(bounds(last.stop, env)[1])
+        except EvalError:
+            self.tensors[s.tensor] = _TensorFinite(-1, ())  # cannot bound this store: unknown
+            return
+        end = min(end, stop) if a is not None and a.marked else end
+        prev = self.tensors.get(s.tensor)
+        if prev is not None and prev.end < 0:
+            return
+        if prev is None or end > prev.end:
+            self.tensors[s.tensor] = _TensorFinite(end, origin)
+
+    # ------------------------------------------------------------ values
+    def value(self, v, span: Span) -> Abs | None:
+        if isinstance(v, ir.LocalV):
+            return self.vars.get(v.name)
+        if isinstance(v, ir.LoadV):
+            if v.local:
+                base = self.vars.get(v.tensor)
+                if base is not None and base.chain is not None and v.region:
+                    prefix = self.ub(v.region[-1].stop)
+                    if prefix is not None:
+                        self._readout(base.chain, prefix, span)
+                return Abs()
+            return self._load(v)
+        if isinstance(v, ir.BinV):
+            self.value(v.a, span)
+            self.value(v.b, span)
+            return Abs()
+        if isinstance(v, ir.CallV):
+            return self._call(v, span)
+        return None
+
+    def _load(self, v: ir.LoadV) -> Abs:
+        known = self.tensors.get(v.tensor)
+        if known is None or known.end < 0 or not v.region:
+            return Abs()
+        start = v.region[-1].start
+        return Abs(finite=binop("-", Const(known.end), start), origin=known.origin)
+
+    def _call(self, v: ir.CallV, span: Span) -> Abs:
+        args = [self.value(a, span) for a in v.args]
+        for _, a in v.attrs:
+            self.value(a, span)
+        op = v.op
+        if op in ir.VALID_OPS or op == "mask_tail":  # mask_tail(row, n, width): topk's lowering
+            rows, cols = ir.valid_extents(v) if op != "mask_tail" else (None, v.args[1].expr)
+            base = args[0] or Abs()
+            finite = cols
+            if cols is not None and base.finite is not None:
+                finite = binop("min", cols, base.finite)
+            origin = (*base.origin, cols) if cols is not None else base.origin
+            return Abs(finite=finite, rows=rows, marked=True, origin=origin)
+        if op == "full" and len(v.args) == 3 and _is_neg_inf(v.args[2]):
+            return Abs(finite=Const(0))
+        if op == "cast":
+            return args[0] or Abs()
+        if op == "sort32":
+            return self._sort32(v, args[0] or Abs(), span)
+        if op == "mrgsort":
+            base = args[0]
+            if base is None or base.chain is None:
+                return Abs()
+            bl = self.exact(v.args[1].expr) if isinstance(v.args[1], ir.IntV) else None
+            if bl is None:
+                return Abs()
+            return replace(base, chain=self._mrgsort(base.chain, bl, span))
+        if op == "topk_pairs":
+            base = args[0]
+            if base is not None and base.chain is not None and isinstance(v.args[1], ir.IntV):
+                k = self.ub(v.args[1].expr)
+                if k is not None:
+                    self._readout(base.chain, 2 * k, span)
+            return Abs()
+        return Abs()
+
+    # ------------------------------------------------------------ sort chains
+    def _sort32(self, v: ir.CallV, base: Abs, span: Span) -> Abs:
+        t = v.args[0].type
+        if not isinstance(t, ir.TileType) or not t.shape:
+            return Abs()
+        width = self.exact(t.shape[-1])
+        if width is None:
+            return Abs()
+        finite = width if base.finite is None else self.ub(base.finite)
+        if finite is None:
+            finite = width
+        exprs = tuple(e for e in base.origin if e is not None) or ((base.finite,) if base.finite else ())
+        text = named_value(finite, exprs, self.point) if base.finite is not None else f"all {width}"
+        chain = Chain(width, 32, (), False, max(finite, 0), text, span)
+        if finite > width:
+            self.facts.sorts.append(SortEvent("row", span, self.task.name, chain, {"width": width}))
+        return Abs(chain=chain)
+
+    def _mrgsort(self, chain: Chain, bl: int, span: Span) -> Chain:
+        cols = 2 * chain.records
+        problems = []
+        if bl <= 0 or bl % 64:
+            problems.append(f"block_len {bl} is not a multiple of 64")
+        elif cols % (4 * bl):
+            problems.append(
+                f"the row's {cols} columns are not a multiple of 4*block_len = {4 * bl} "
+                f"(each repeat merges 4 lists of {bl} columns)"
+            )
+        elif cols // (4 * bl) > MAX_REPEATS:
+            problems.append(f"{cols // (4 * bl)} repeats exceed the ISA limit of {MAX_REPEATS}")
+        new = replace(chain, stages=(*chain.stages, bl), stage_spans=(*chain.stage_spans, span))
+        if problems:
+            self.facts.sorts.append(
+                SortEvent("isa", span, self.task.name, chain, {"bl": bl, "why": problems})
+            )
+            return replace(new, broken=True)
+        if bl != 2 * chain.run:
+            self.facts.sorts.append(SortEvent("order", span, self.task.name, chain, {"bl": bl}))
+            if bl > 2 * chain.run:
+                return replace(new, broken=True)  # the lists it merges are not sorted
+            return replace(new, run=max(chain.run, 2 * bl))
+        return replace(new, run=min(4 * chain.run, chain.records))
+
+    def _readout(self, chain: Chain, prefix: int, span: Span) -> None:
+        self.facts.sorts.append(SortEvent("readout", span, self.task.name, chain, {"prefix": prefix}))
+
+
+def _join(a: Abs | None, b: Abs | None) -> Abs:
+    """Merge the states of one variable after the two branches of a runtime ``if``."""
+    if a is None or b is None:
+        return a or b or Abs()
+    if a == b:
+        return a
+    chain = None
+    if a.chain is not None and b.chain is not None:
+        chain = replace(a.chain, run=min(a.chain.run, b.chain.run), broken=a.chain.broken or b.chain.broken)
+    finite = None
+    if a.finite is not None and b.finite is not None:
+        finite = binop("max", a.finite, b.finite)
+    return Abs(finite=finite, marked=a.marked and b.marked, chain=chain, origin=a.origin + b.origin)
+
+
+def analyse(
+    graph: Graph, point: Mapping[str, int], scalars: Mapping[str, tuple[int, int]]
+) -> dict[str, TaskFacts]:
+    """Facts of every task at one parameter point (tasks in program order, so a consumer sees
+    what its producers stored)."""
+    tensors: dict[str, _TensorFinite] = {}
+    out: dict[str, TaskFacts] = {}
+    for task in graph.tasks:
+        try:
+            out[task.name] = Interpreter(graph, task, point, scalars, tensors).run()
+        except EvalError:
+            out[task.name] = TaskFacts()
+    return out
+
+
+def needed_stages(chain: Chain, candidates: int) -> list[int]:
+    """Block lengths to append so that one run covers ``candidates`` records."""
+    out = []
+    run = chain.run
+    while run < candidates and run < chain.records:
+        out.append(2 * run)
+        run *= 4
+    return out
+
+
+def run_after(stages: int) -> int:
+    """Records per sorted run after sort32 and ``stages`` well-formed merge stages."""
+    return 32 * 4**stages
+
+
+def stages_for(candidates: int) -> int:
+    """Fewest well-formed merge stages after sort32 whose first run holds ``candidates``."""
+    if candidates <= 32:
+        return 0
+    return math.ceil(math.log(candidates / 32, 4) - 1e-12)
+
+
+def mentions(e: Expr | None) -> set[str]:
+    return {s.name for s in free_symbols(e)} if e is not None else set()
+
+
+def space_at(ctx, point: Mapping[str, int]):
+    """The request space at ``point`` (cached on the check context)."""
+    from lowering.checks.extents import scalar_space
+
+    key = ("scalar_space", tuple(sorted(point.items())))
+    if key not in ctx.cache:
+        ctx.cache[key] = scalar_space(ctx.graph, point)
+    return ctx.cache[key]
+
+
+def facts_at(ctx, point: Mapping[str, int]) -> dict[str, TaskFacts]:
+    """:func:`analyse` at ``point``, with runtime scalars bounded by the accepted requests."""
+    key = ("validity", tuple(sorted(point.items())))
+    if key not in ctx.cache:
+        space = space_at(ctx, point)
+        ctx.cache[key] = analyse(ctx.graph, point, space.intervals())
+    return ctx.cache[key]

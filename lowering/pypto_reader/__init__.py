@@ -1,0 +1,109 @@
+"""The PyPTO reader: a PyPTO model file -> the same task-graph IR a DSL layer elaborates to.
+
+``read_pypto(path)`` parses the file with ``ast`` -- it never imports or executes it -- and
+recovers, for each entry (``@pl.jit`` or a ``@pl.program`` orchestration), the tasks
+(``pl.at``/``pl.spmd`` scopes, kernel calls), their flags, grids, explicit deps, accesses,
+signals, barriers and atomics; then it infers the edges exactly as for a DSL layer
+(``lowering.edges``). The lint rules run on the result unchanged and point at ``.py`` lines.
+
+It never raises: unreadable input is a P003 diagnostic, a failure inside the reader P004,
+and a construct it cannot model a P001 note saying what it means for the verdict.
+
+Modules, one concern each: ``modules`` (files, imports, module level), ``constants``
+(parameters, config and argv values, admissible sets), ``exprs`` (expressions), ``scopes``
+(orchestration: tasks, deps, task ids, loops, inline calls), ``kernel`` (task bodies),
+``ops`` / ``sorting`` / ``signals`` (tile ops, sort chains and valid extents, cross-rank
+signals), ``directions`` (parameter directions and Out -> InOut promotion), ``tensors``,
+``graph`` (entries, ranks, the IR graph) and ``notes`` (the P00x codes).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from lowering.ir import Graph
+from lowering.pypto_reader.constants import Params, check_params
+from lowering.pypto_reader.graph import build_graphs
+from lowering.pypto_reader.modules import MAX_MODULE_BYTES, Loader
+from lowering.pypto_reader.notes import INPUT_ERRORS, READER_CODES, Notes, strict
+from lowering.source import Diagnostic, Span
+
+__all__ = ["INPUT_ERRORS", "READER_CODES", "ReadResult", "looks_like_pypto", "read_pypto", "strict"]
+
+
+@dataclass
+class ReadResult:
+    graphs: list[Graph] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    text: str = ""
+
+
+def looks_like_pypto(text: str) -> bool:
+    """A cheap textual test used when searching directories: does it import pypto.language?"""
+    return "pypto.language" in text or "from pypto import language" in text
+
+
+def read_pypto(
+    path: str | Path,
+    text: str | None = None,
+    overrides: dict[str, int] | None = None,
+    layer: str | None = None,
+) -> ReadResult:
+    """Read a PyPTO file (``text`` if given, else from ``path``) into IR graphs and notes."""
+    file = str(path)
+    notes = Notes()
+    result = ReadResult()
+    where = Span.whole_file(file)
+    if text is None:
+        try:
+            p = Path(path)
+            if p.stat().st_size > MAX_MODULE_BYTES:
+                notes.add("P003", where, "file is too large")
+                return _done(result, notes)
+            data = p.read_bytes()
+        except OSError as err:
+            notes.add("P003", where, f"cannot read: {err.strerror or err}")
+            return _done(result, notes)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            notes.add("P003", where, "not valid UTF-8 text")
+            return _done(result, notes)
+    result.text = text
+    params = Params(overrides=dict(overrides or {}))
+    loader = Loader(notes, params)
+    limit = sys.getrecursionlimit()
+    try:
+        sys.setrecursionlimit(max(limit, 10000))
+        try:
+            module = loader.load_text(Path(file), text)
+        except SyntaxError as err:
+            line = err.lineno or 1
+            col = err.offset or 1
+            notes.add("P003", Span(file, line, col, line, col + 1), f"Python syntax error: {err.msg}")
+            return _done(result, notes)
+        except ValueError as err:  # e.g. NUL bytes
+            notes.add("P003", where, f"cannot parse: {err}")
+            return _done(result, notes)
+        if not module.is_pypto:
+            notes.add("P002", where, "does not import pypto.language: not a PyPTO file, nothing to check")
+            return _done(result, notes)
+        result.graphs = build_graphs(module, params, notes, layer)
+        if not result.graphs:
+            what = f"no entry named '{layer}'" if layer else "no @pl.jit, @pl.jit.inline or @pl.program entry"
+            notes.add("P002", where, f"{what}: no task graph to check")
+        check_params(params, notes, file)
+    except RecursionError:
+        notes.add("P004", where, "the program nests too deeply to read")
+    except Exception as err:  # noqa: BLE001 - the last line of defence: never a traceback
+        notes.add("P004", where, f"the reader failed ({type(err).__name__}: {err})")
+    finally:
+        sys.setrecursionlimit(limit)
+    return _done(result, notes)
+
+
+def _done(result: ReadResult, notes: Notes) -> ReadResult:
+    result.diagnostics = sorted(notes.items, key=Diagnostic.sort_key)
+    return result

@@ -1,0 +1,176 @@
+"""Entries of a PyPTO file -> one IR graph each, with edges inferred as the runtime does.
+
+The graphs are the chip programs: every ``@pl.jit`` function (and every Orchestration or
+Opaque method of a ``@pl.program`` class); a file with none has its top-level
+``@pl.jit.inline`` functions that no other function calls. The number of ranks and the
+parameter that carries the rank come from the ``@pl.jit.host`` driver that dispatches the
+entry (``for r in pl.range(EP): entry(..., r, device=r)``); without one, from the usual
+names (``EP``, ``WORLD_SIZE`` for the world, ``my_rank`` for the rank).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lowering import ir
+from lowering.edges import infer_edges
+from lowering.pypto_reader.constants import Params
+from lowering.pypto_reader.exprs import dotted
+from lowering.pypto_reader.modules import ModuleEval, ModuleInfo
+from lowering.pypto_reader.notes import Notes, span_of
+from lowering.pypto_reader.scopes import OrchReader, Program
+from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal, PlRef
+from lowering.source import Span
+from lowering.symbolic import Const, EvalError, Expr, Sym, evaluate
+
+RANK_NAMES = ("my_rank", "rank", "local_rank", "ep_rank", "rank_id", "cur_rank", "self_rank")
+WORLD_NAMES = ("EP", "EP_WORLD_SIZE", "EP_SIZE", "WORLD_SIZE", "N_RANKS", "NRANKS", "NUM_RANKS")
+
+
+def entries(module: ModuleInfo) -> list[FuncVal]:
+    """The chip-level entries of ``module``, in source order."""
+    funcs = [v for v in module.globals.values() if isinstance(v, FuncVal) and v.module is module]
+    out = [f for f in funcs if f.kind == "jit"]
+    for v in module.globals.values():
+        if isinstance(v, ClassVal) and v.module is module:
+            out.extend(m for _, m in v.methods if m.kind == "jit")
+    if out:
+        return sorted(out, key=lambda f: f.node.lineno)
+    called = set()
+    for f in funcs:
+        for node in ast.walk(f.node):
+            if isinstance(node, ast.Call):
+                name = dotted(node.func)
+                if name:
+                    called.add(name.rsplit(".", 1)[-1])
+    inline = [f for f in funcs if f.kind == "inline" and f.node.name not in called]
+    return sorted(inline, key=lambda f: f.node.lineno)
+
+
+def host_binding(module: ModuleInfo, entry: FuncVal, ev: ModuleEval) -> tuple[Expr | None, frozenset[str]]:
+    """(ranks, rank parameters) from a host driver that dispatches ``entry`` with ``device=``."""
+    for v in module.globals.values():
+        if not (isinstance(v, FuncVal) and v.kind == "host" and v.module is module):
+            continue
+        for loop in ast.walk(v.node):
+            if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)):
+                continue
+            var = loop.target.id
+            for node in ast.walk(loop):
+                if not (isinstance(node, ast.Call) and any(k.arg == "device" for k in node.keywords)):
+                    continue
+                if dotted(node.func) not in (entry.node.name, f"self.{entry.node.name}"):
+                    continue
+                params = [p.arg for p in entry.node.args.args]
+                ranks = set()
+                for name, arg in zip(params, node.args, strict=False):
+                    if isinstance(arg, ast.Name) and arg.id == var:
+                        ranks.add(name)
+                for kw in node.keywords:
+                    if kw.arg and kw.arg != "device" and isinstance(kw.value, ast.Name) and kw.value.id == var:
+                        ranks.add(kw.arg)
+                world = None
+                it = loop.iter
+                if isinstance(it, ast.Call) and it.args:
+                    bound = ev.eval(it.args[-1] if len(it.args) == 1 else it.args[1])
+                    if isinstance(bound, IntVal):
+                        world = bound.expr
+                return world, frozenset(ranks)
+    return None, frozenset()
+
+
+def _uses_pld(module: ModuleInfo) -> bool:
+    return any(isinstance(v, PlRef) and v.path == "pld" for v in module.globals.values())
+
+
+def build_graphs(
+    module: ModuleInfo, params: Params, notes: Notes, layer: str | None = None
+) -> list[ir.Graph]:
+    ev = ModuleEval(module, notes, params)
+    found = entries(module)
+    if layer is not None:
+        found = [f for f in found if f.node.name in (layer, f"{layer}_test")]
+    graphs = []
+    for entry in found:
+        world, rank_params = host_binding(module, entry, ev)
+        if not rank_params:
+            rank_params = frozenset(p.arg for p in entry.node.args.args if p.arg in RANK_NAMES)
+        if world is None and _uses_pld(module):
+            world = _world_constant(module)
+            if world is None:
+                notes.not_modelled(
+                    span_of(module.file, entry.node),
+                    "the number of ranks (no @pl.jit.host driver with a static rank loop, no EP constant)",
+                    "two ranks are assumed for the cross-rank rules",
+                )
+                world = Const(2)
+        prog = Program(notes, params, ranks=world or Const(1), rank_params=rank_params)
+        reader = OrchReader(prog, module)
+        try:
+            reader.run_entry(entry, rank_params)
+        except RecursionError:
+            notes.add("P004", span_of(module.file, entry.node), "the program nests too deeply to read")
+        except Exception as err:  # noqa: BLE001 - the reader never crashes
+            notes.add("P004", span_of(module.file, entry.node), f"the reader failed ({type(err).__name__}: {err})")
+        graphs.append(_graph(entry, prog, params, module))
+    return graphs
+
+
+def _world_constant(module: ModuleInfo) -> Expr | None:
+    for name in WORLD_NAMES:
+        v = module.globals.get(name)
+        if isinstance(v, IntVal):
+            return v.expr
+    return None
+
+
+def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) -> ir.Graph:
+    env = params.env()
+    ranks: dict[str, int] = {}
+    for t in prog.tasks:
+        for a in t.accesses:
+            ranks[a.tensor] = max(ranks.get(a.tensor, 0), len(a.region))
+    tensors = prog.tensors.build(env, prog.signal_tensors, prog.window_tensors, ranks)
+    for t in prog.tasks:  # accesses to tensors the reader knows nothing about: keep the graph consistent
+        for a in t.accesses:
+            if a.tensor not in tensors:
+                tensors[a.tensor] = ir.Tensor(a.tensor, a.dtype, tuple(r.stop for r in a.region), tuple(None for _ in a.region), "scratch", False, a.span)
+    name = entry.node.name
+    if name.endswith("_test") and len(name) > 5:
+        name = name[: -len("_test")]
+    try:
+        nranks = max(1, evaluate(prog.ranks, env))
+    except EvalError:
+        nranks = 1
+    graph = ir.Graph(
+        name=name,
+        file=module.file,
+        span=span_of(module.file, entry.node),
+        params={
+            p.name: ir.Param(p.name, p.value, p.default, p.domain, p.span) for p in params.params.values()
+        },
+        consts={c.name: ir.Const(c.name, c.expr, c.value, c.span) for c in params.consts.values()},
+        assertions=list(params.assertions),
+        scalars={
+            n: ir.Scalar(n, d if d in ir.INT_DTYPES else "i32", None, s) for n, (d, s) in prog.scalars.items()
+        },
+        tensors=tensors,
+        tasks=prog.tasks,
+        ranks=prog.ranks,
+        nranks=nranks,
+    )
+    _check_names(graph)
+    graph.edges, graph.cross_round_edges = infer_edges(graph)
+    return graph
+
+
+def _check_names(graph: ir.Graph) -> None:
+    """Drop explicit deps on tasks that are not in the graph (an id from outside the entry)."""
+    names = {t.name for t in graph.tasks}
+    for t in graph.tasks:
+        kept = tuple(d for d in t.after if d.target in names)
+        if len(kept) != len(t.after):
+            t.after = kept
+
+
+_ = (Span, Sym)

@@ -1,0 +1,407 @@
+"""Tile and tensor ops inside a kernel scope -> IR values, with their types and core units.
+
+Each PyPTO op maps to the DSL op of the same meaning (``pl.add`` -> ``a + b``,
+``pl.full(..., value=0)`` -> ``zeros``, ``pl.gather(x, mask_pattern=P0101)`` -> ``even_lanes``),
+so that a body read from PyPTO is the body the DSL front end would build and every rule
+that looks into bodies works on it. The unit of each op (cube, vector, none) gives the core
+kind of the task as the compiler's ExpandMixedKernel does: cube only -> AIC, vector or
+shared only -> AIV, both -> MIX. Loads, stores and tensor accesses are in
+``lowering.pypto_reader.kernel``; signals and remote data in ``signals``; sort chains and
+valid extents in ``sorting``.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from lowering import body as ir
+from lowering.pypto_reader.values import UNKNOWN, DtypeVal, IntVal, PlRef, PyVal, SeqVal, TileVal, Val
+from lowering.symbolic import Const, Expr, Sym, binop
+
+if TYPE_CHECKING:
+    from lowering.pypto_reader.kernel import KernelReader
+
+Handler = Callable[["KernelReader", str, ast.Call, dict[str, ast.expr]], Val]
+OPS: dict[str, tuple[Handler, tuple[str, ...]]] = {}
+
+CUBE_OPS = frozenset(
+    {
+        "matmul", "matmul_acc", "matmul_bias", "batch_matmul", "batch_matmul_acc", "gemv", "gemv_acc",
+        "gemv_bias", "matmul_mx", "matmul_mx_acc", "matmul_mx_bias",
+    }
+)  # fmt: skip
+NO_UNIT_OPS = frozenset({"zeros", "full", "read", "valid", "create_tile", "min", "max", "cdiv", "reshape"})
+CMP_TYPES = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge"}
+TILE_BINOPS = {
+    "add": "add",
+    "sub": "sub",
+    "mul": "mul",
+    "div": "div",
+    "adds": "add",
+    "subs": "sub",
+    "muls": "mul",
+    "divs": "div",
+    "and_": "and",
+    "or_": "or",
+    "ands": "and",
+    "ors": "or",
+}
+
+
+def op(*names: str, params: tuple[str, ...] = ()):
+    def deco(fn: Handler) -> Handler:
+        for n in names:
+            OPS[n] = (fn, params)
+        return fn
+
+    return deco
+
+
+def short_name(path: str) -> str:
+    """``pl.tile.add`` / ``pl.tensor.add`` / ``pl.add`` -> ``add``; ``pld.*`` keep their path."""
+    for prefix in ("pl.tile.", "pl.tensor.", "pl."):
+        if path.startswith(prefix) and path.count(".") == prefix.count("."):
+            return path[len(prefix) :]
+    return path
+
+
+# ---------------------------------------------------------------- types
+
+
+def tile_type(v: ir.Value | None) -> ir.TileType | None:
+    t = getattr(v, "type", None)
+    return t if isinstance(t, ir.TileType) else None
+
+
+def dtype_of(v: ir.Value | None, default: str = "f32") -> str:
+    t = getattr(v, "type", None)
+    return getattr(t, "dtype", default) or default
+
+
+def broadcast(a: ir.Value, b: ir.Value) -> ir.Type:
+    ta, tb = tile_type(a), tile_type(b)
+    if ta is not None:
+        return ta
+    if tb is not None:
+        return tb
+    da, db = dtype_of(a, "i32"), dtype_of(b, "i32")
+    floats = ("f32", "f16", "bf16")
+    return ir.ScalarType(da if da in floats or db not in floats else db)
+
+
+def unit_of(name: str) -> str:
+    if name in CUBE_OPS:
+        return "cube"
+    if name in NO_UNIT_OPS:
+        return "none"
+    return "vector"
+
+
+# ---------------------------------------------------------------- handlers
+
+
+def _args(k: KernelReader, bound: dict[str, ast.expr], names: tuple[str, ...]) -> list[ir.Value]:
+    return [k.value(k.eval(bound[n])) for n in names if n in bound]
+
+
+@op("add", "sub", "mul", "div", "adds", "subs", "muls", "divs", "and_", "or_", "ands", "ors", params=("lhs", "rhs"))
+def _binop(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "lhs" not in b or "rhs" not in b:
+        return k.opaque_op(name, node)
+    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    rtype = broadcast(x, y)
+    if isinstance(rtype, ir.TileType):
+        k.unit("vector")
+    return TileVal(ir.BinV(TILE_BINOPS[name], x, y, rtype))
+
+
+@op("cmp", "cmps", params=("lhs", "rhs", "cmp_type"))
+def _cmp(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "lhs" not in b or "rhs" not in b:
+        return k.opaque_op(name, node)
+    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    code = k.static(k.eval(b["cmp_type"])) if "cmp_type" in b else 0
+    rtype = broadcast(x, y)
+    k.unit("vector")
+    shape = rtype.shape if isinstance(rtype, ir.TileType) else None
+    out = ir.TileType("bool", shape) if shape is not None else ir.ScalarType("bool")
+    return TileVal(ir.BinV(CMP_TYPES.get(code if isinstance(code, int) else 0, "eq"), x, y, out))
+
+
+@op("exp", "sqrt", "rsqrt", "recip", "log", "sin", "cos", "relu", "abs", "neg", "not_", params=("input",))
+def _unary(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    key = "input" if "input" in b else "tile"
+    if key not in b and node.args:
+        b = {key: node.args[0]}
+    if key not in b:
+        return k.opaque_op(name, node)
+    x = k.value(k.eval(b[key]))
+    k.unit("vector")
+    return TileVal(ir.CallV(name, (x,), (), x.type))
+
+
+@op("maximum", "minimum", "maximums", "minimums", params=("lhs", "rhs"))
+def _minmax_tile(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "lhs" not in b or "rhs" not in b:
+        return k.opaque_op(name, node)
+    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    k.unit("vector")
+    return TileVal(ir.CallV(name.rstrip("s") if name.endswith("ums") else name, (x, y), (), broadcast(x, y)))
+
+
+@op("row_sum", "row_max", "row_min", "row_prod", params=("input",))
+def _reduce_rows(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "input" not in b:
+        return k.opaque_op(name, node)
+    x = k.value(k.eval(b["input"]))
+    t = tile_type(x)
+    k.unit("vector")
+    rtype = ir.TileType(t.dtype, (*t.shape[:-1], Const(1))) if t else ir.ScalarType(dtype_of(x))
+    return TileVal(ir.CallV(name, (x,), (), rtype))
+
+
+@op("col_sum", "col_max", "col_min", "col_prod", params=("input",))
+def _reduce_cols(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "input" not in b:
+        return k.opaque_op(name, node)
+    x = k.value(k.eval(b["input"]))
+    t = tile_type(x)
+    k.unit("vector")
+    rtype = ir.TileType(t.dtype, (Const(1), *t.shape[1:])) if t else ir.ScalarType(dtype_of(x))
+    return TileVal(ir.CallV(name, (x,), (), rtype))
+
+
+@op(
+    "row_expand_mul", "row_expand_div", "row_expand_sub", "row_expand_add", "row_expand_max", "row_expand_min",
+    "row_expand", "col_expand_mul", "col_expand_div", "col_expand_sub", "col_expand_add", "col_expand_max",
+    "col_expand_min", "col_expand", "row_expand_expdif", "col_expand_expdif",
+    params=("lhs", "rhs"),
+)  # fmt: skip
+def _expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "lhs" not in b or "rhs" not in b:
+        return k.opaque_op(name, node)
+    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    k.unit("vector")
+    return TileVal(ir.CallV(name, (x, y), (), x.type))
+
+
+@op("cast", params=("input", "target_type", "mode"))
+def _cast(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "input" not in b or "target_type" not in b:
+        return k.opaque_op(name, node)
+    x = k.value(k.eval(b["input"]))
+    d = k.eval(b["target_type"])
+    dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else dtype_of(x)
+    t = tile_type(x)
+    k.unit("vector")
+    rtype = ir.TileType(dtype, t.shape) if t else ir.ScalarType(dtype)
+    return TileVal(ir.CallV("cast", (x, ir.DtypeV(dtype)), (), rtype))
+
+
+def _flag(k: KernelReader, b: dict[str, ast.expr], key: str) -> bool:
+    return key in b and k.truth(k.eval(b[key])) is True
+
+
+@op("matmul", "matmul_acc", "matmul_bias", "gemv", "gemv_acc", "batch_matmul", "batch_matmul_acc")
+def _matmul(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    acc = name.endswith("_acc")
+    names = ("acc", "lhs", "rhs") if acc else ("lhs", "rhs")
+    extra = ("a_trans", "b_trans") if acc else ("out_dtype", "a_trans", "b_trans")
+    bound = k.arguments(node, [*names, *extra])
+    if any(n not in bound for n in names):
+        return k.opaque_op(name, node)
+    args = [k.value(k.eval(bound[n])) for n in names]
+    a_t, b_t = _flag(k, bound, "a_trans"), _flag(k, bound, "b_trans")
+    true = ir.IntV(Const(1), ir.ScalarType("bool"))
+    flags = tuple((f, true) for f, on in (("a_trans", a_t), ("b_trans", b_t)) if on)
+    k.unit("cube")
+    lhs, rhs = args[-2], args[-1]
+    tl, tr = tile_type(lhs), tile_type(rhs)
+    acc_dtype = "i32" if dtype_of(lhs) in ("i8", "u8", "i32") else "f32"
+    if acc:
+        rtype = args[0].type
+    elif tl is not None and tr is not None and len(tl.shape) == 2 and len(tr.shape) == 2:
+        m = tl.shape[1] if a_t else tl.shape[0]
+        n = tr.shape[0] if b_t else tr.shape[1]
+        rtype = ir.TileType(acc_dtype, (m, n))
+    else:
+        unknown = Sym("?", "dynamic")
+        rtype = ir.TileType(acc_dtype, (unknown, unknown))
+    return TileVal(ir.CallV(name, tuple(args), flags, rtype))
+
+
+def _shape_list(k: KernelReader, node: ast.expr) -> tuple[Expr, ...] | None:
+    v = k.eval(node)
+    if isinstance(v, SeqVal):
+        out = [k.int_expr(i) for i in v.items]
+        if all(e is not None for e in out):
+            return tuple(out)  # type: ignore[arg-type]
+    return None
+
+
+@op("full", "create_tile", "create", "expands", params=("shape", "dtype", "value"))
+def _full(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if name == "expands":
+        b = k.arguments(node, ["target", "scalar"])
+        if "target" not in b:
+            return k.opaque_op(name, node)
+        target = k.value(k.eval(b["target"]))
+        t = tile_type(target)
+        if t is None:
+            return k.opaque_op(name, node)
+        fill = k.value(k.eval(b["scalar"])) if "scalar" in b else ir.FloatV(0.0)
+        return TileVal(ir.CallV("full", (ir.DtypeV(t.dtype), ir.ListV(t.shape, ir.ListType(len(t.shape))), fill), (), t))
+    shape = _shape_list(k, b["shape"]) if "shape" in b else None
+    d = k.eval(b["dtype"]) if "dtype" in b else None
+    dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else "f32"
+    if shape is None:
+        return k.opaque_op(name, node)
+    rtype = ir.TileType(dtype, shape)
+    lst = ir.ListV(shape, ir.ListType(len(shape)))
+    if name in ("create_tile", "create"):
+        return TileVal(ir.CallV("zeros", (ir.DtypeV(dtype), lst), (), rtype))
+    fill = k.eval(b["value"]) if "value" in b else PyVal(0.0)
+    s = k.static(fill)
+    if isinstance(s, int | float) and not isinstance(s, bool) and s == 0:
+        return TileVal(ir.CallV("zeros", (ir.DtypeV(dtype), lst), (), rtype))
+    return TileVal(ir.CallV("full", (ir.DtypeV(dtype), lst, k.value(fill)), (), rtype))
+
+
+@op("sel", "sels", params=("mask", "lhs", "rhs", "tmp"))
+def _select(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if name == "sels":
+        b = k.arguments(node, ["mask", "lhs", "tmp", "rhs"])
+    if any(n not in b for n in ("mask", "lhs", "rhs")):
+        return k.opaque_op(name, node)
+    m, x, y = (k.value(k.eval(b[n])) for n in ("mask", "lhs", "rhs"))
+    k.unit("vector")
+    return TileVal(ir.CallV("select", (m, x, y), (), broadcast(x, y)))
+
+
+@op("gather", params=("input", "dim", "index", "mask_pattern", "output_dtype"))
+def _gather(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "input" not in b:
+        return k.opaque_op(name, node)
+    x = k.value(k.eval(b["input"]))
+    t = tile_type(x)
+    k.unit("vector")
+    if "mask_pattern" in b:
+        pattern = k.eval(b["mask_pattern"])
+        which = pattern.path.rsplit(".", 1)[-1] if isinstance(pattern, PlRef) else ""
+        lanes = {"P0101": "even_lanes", "P1010": "odd_lanes"}.get(which)
+        if lanes is None or t is None:
+            return k.opaque_op(name, node)
+        d = k.eval(b["output_dtype"]) if "output_dtype" in b else None
+        dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else t.dtype
+        shape = (t.shape[0], binop("//", t.shape[1], Const(2)))
+        return TileVal(ir.CallV(lanes, (x,), (), ir.TileType(dtype, shape)))
+    if "index" in b:
+        idx = k.value(k.eval(b["index"]))
+        ti = tile_type(idx)
+        rtype = ir.TileType(t.dtype if t else "f32", ti.shape) if ti else (t or ir.ScalarType("f32"))
+        return TileVal(ir.CallV("gather", (x, idx), (), rtype))
+    return k.opaque_op(name, node, "the compare form of gather (kvalue=) is not modelled")
+
+
+@op("concat", params=("src0", "src1"))
+def _concat(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "src0" not in b or "src1" not in b:
+        return k.opaque_op(name, node)
+    x, y = k.value(k.eval(b["src0"])), k.value(k.eval(b["src1"]))
+    tx, ty = tile_type(x), tile_type(y)
+    k.unit("vector")
+    rtype = (
+        ir.TileType(tx.dtype, (*tx.shape[:-1], binop("+", tx.shape[-1], ty.shape[-1]))) if tx and ty else x.type
+    )
+    return TileVal(ir.CallV("concat", (x, y), (), rtype))
+
+
+@op("reshape", params=("input", "shape"))
+def _reshape(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "input" not in b:
+        return k.opaque_op(name, node)
+    src = k.eval(b["input"])
+    if not isinstance(src, TileVal):
+        return k.tensor_op(name, node)
+    shape = _shape_list(k, b["shape"]) if "shape" in b else None
+    rtype = ir.TileType(dtype_of(src.value), shape) if shape else src.type
+    return TileVal(ir.CallV("reshape", (src.value,), (), rtype))
+
+
+@op("transpose", "transpose_view", params=("input",))
+def _transpose(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    key = "input" if "input" in b else None
+    x = k.value(k.eval(b[key] if key else node.args[0])) if (key or node.args) else None
+    if x is None:
+        return k.opaque_op(name, node)
+    t = tile_type(x)
+    k.unit("vector")
+    rtype = ir.TileType(t.dtype, tuple(reversed(t.shape))) if t and len(t.shape) == 2 else x.type
+    return TileVal(ir.CallV("transpose", (x,), (), rtype))
+
+
+@op("min", "max", params=("lhs", "rhs"))
+def _scalar_minmax(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "lhs" not in b or "rhs" not in b:
+        return UNKNOWN
+    a, c = k.eval(b["lhs"]), k.eval(b["rhs"])
+    out = k.minmax(name, [a, c])
+    if out is not UNKNOWN:
+        return out
+    x, y = k.value(a), k.value(c)
+    return TileVal(ir.CallV(name, (x, y), (), broadcast(x, y)))
+
+
+@op("get_block_idx")
+def _block_idx(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    return IntVal(Sym("block", "block"))
+
+
+@op("get_block_num")
+def _block_num(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    return IntVal(k.grid)
+
+
+@op("get_subblock_idx")
+def _lane(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    return IntVal(Sym("subblock_idx", "dynamic"))
+
+
+@op("dim", params=("tensor", "axis"))
+def _dim(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "tensor" not in b or "axis" not in b:
+        return UNKNOWN
+    t = k.tensor_of(b["tensor"])
+    axis = k.static(k.eval(b["axis"]))
+    if t is None or not isinstance(axis, int):
+        return UNKNOWN
+    shape = k.tensor_shape_exprs(t)
+    if shape is None or not -len(shape) <= axis < len(shape):
+        return UNKNOWN
+    return IntVal(shape[axis])
+
+
+@op("aiv_shard", "aic_gather", params=("x",))
+def _identity(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    return k.eval(b["x"]) if "x" in b else UNKNOWN
+
+
+IGNORED = frozenset(
+    {
+        "pl.func_attr", "pl.static_assert", "pl.static_print", "pl.dump_tag", "pl.tensor.dump_tag",
+        "pl.system.fence", "pl.system.cacheinvalid", "pl.system.bar_v", "pl.system.bar_m", "pl.system.bar_all",
+        "pl.system.sync_src", "pl.system.sync_dst", "pl.system.sync_set", "pl.system.sync_wait",
+        "pl.system.set_ffts", "pl.prefetch.async_prefetch", "pl.prefetch.make_context", "pl.prefetch.session",
+        "pl.prefetch.wait", "pld.system.get_comm_ctx", "pld.get_comm_ctx",
+    }
+)  # fmt: skip
+
+
+def scalar_result(value: object) -> Val:
+    if isinstance(value, bool):
+        return PyVal(value)
+    if isinstance(value, int):
+        return IntVal(Const(value))
+    return PyVal(value)

@@ -1,0 +1,78 @@
+"""The tensors of a program being read: parameters, ``pl.create_tensor`` buffers and views.
+
+Their IR kind follows the DSL's declarations: a plain parameter is ``input``, ``pl.Out[...]``
+``output``, ``pl.InOut[...]`` ``inout``, a ``pl.create_tensor`` buffer ``scratch`` (with its
+``manual_dep``), a ``pld.DistributedTensor`` a ``window`` -- or a ``signal`` once a notify or
+wait uses it. ``pl.reshape`` of a tensor is a separate tracked buffer that views the same
+bytes (``Tensor.view_of``): the runtime tracks the two independently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from lowering import ir
+from lowering.source import Span
+from lowering.symbolic import EvalError, Expr, Sym, evaluate
+
+
+@dataclass
+class TensorInfo:
+    name: str
+    dtype: str
+    shape: tuple[Expr, ...] | None  # None: not annotated (a bare pl.Tensor)
+    kind: str
+    manual_dep: bool
+    span: Span
+    distributed: bool = False
+    declared_inout: bool = False  # an InOut parameter of the entry (R-enclosing)
+    view_of: str | None = None
+    view_offset: int = 0
+
+
+class TensorTable:
+    """Tensors by IR name, in declaration order; names are made unique on collision."""
+
+    def __init__(self) -> None:
+        self.infos: dict[str, TensorInfo] = {}
+
+    def add(self, info: TensorInfo) -> TensorInfo:
+        name, k = info.name, 2
+        while name in self.infos:
+            name = f"{info.name}#{k}"
+            k += 1
+        info.name = name
+        self.infos[name] = info
+        return info
+
+    def get(self, name: str) -> TensorInfo | None:
+        return self.infos.get(name)
+
+    def build(
+        self, env: dict[str, int], signals: set[str], windows: set[str], ranks: dict[str, int]
+    ) -> dict[str, ir.Tensor]:
+        """IR tensors; ``ranks`` gives the rank of unannotated tensors (from their accesses)."""
+        has_views = any(f.name == "view_of" for f in fields(ir.Tensor))
+        out: dict[str, ir.Tensor] = {}
+        for info in self.infos.values():
+            kind = info.kind
+            if info.name in signals:
+                kind = "signal"
+            elif info.distributed or (info.name in windows and kind == "scratch"):
+                kind = "window"
+            dtype = "i32" if kind == "signal" else info.dtype
+            if info.shape is None:
+                shape: tuple[Expr, ...] = tuple(Sym("?", "dynamic") for _ in range(max(ranks.get(info.name, 1), 1)))
+            else:
+                shape = info.shape
+            dims: list[int | None] = []
+            for d in shape:
+                try:
+                    dims.append(max(1, evaluate(d, env)))
+                except EvalError:
+                    dims.append(None)
+            extra = {"view_of": info.view_of, "view_offset": info.view_offset} if has_views else {}
+            out[info.name] = ir.Tensor(
+                info.name, dtype, tuple(shape), tuple(dims), kind, info.manual_dep, info.span, **extra
+            )
+        return out

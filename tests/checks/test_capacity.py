@@ -1,0 +1,63 @@
+"""C401 / C402 / C403: capacities, guards and bounds against what producers emit."""
+
+from lintutil import FIXTURES, lint, triples
+
+RULES = FIXTURES / "rules"
+
+
+def test_c401_bad_error_warning_and_note():
+    diags = lint(RULES / "C401" / "bad.dsl", codes={"C401"})
+    assert triples(diags) == [("C401", 18, 36), ("C401", 26, 3), ("C401", 45, 3)]
+    trunc, loose, dead = sorted(diags, key=lambda d: d.span.line)
+    assert trunc.severity == "error"
+    assert "pack keeps columns [0, 256) of sel but topk emits up to" in trunc.message
+    assert "silently dropped" in trunc.message
+    assert loose.severity == "warning"
+    assert "guard `WIN + visible_max <= PAD` refuses requests that fit" in loose.message
+    assert "(WIN + visible_max reaches 2176)" in loose.message
+    assert "emits at most K=512 valid columns of sel" in loose.message
+    assert "visible_max in 513..2048" in loose.message
+    assert dead.severity == "note"
+    assert "guard `WIN + min(visible_max, K) <= PAD` is dead" in dead.message
+    assert "(line 44)" in dead.message
+
+
+def test_c401_good_is_clean():
+    assert lint(RULES / "C401" / "good.dsl") == []
+
+
+def test_c402_bad_flags_runtime_dependent_overflows():
+    diags = lint(RULES / "C402" / "bad.dsl", codes={"C402"})
+    assert triples(diags) == [("C402", 12, 7), ("C402", 23, 24)]
+    write, read = sorted(diags, key=lambda d: d.span.line)
+    assert (
+        "this write of 'kv' dimension 0 (extent MAX_SEQ) reaches index 1024 of extent 1024" in write.message
+    )
+    assert "start_pos in 1009..1023; num_tokens in 2..16" in write.message
+    assert "this read of 'x' dimension 0 (extent rows) reaches index 15 of extent 15" in read.message
+    assert "rows in 1..15" in read.message
+
+
+def test_c402_good_is_clean():
+    assert lint(RULES / "C402" / "good.dsl") == []
+
+
+def test_c403_bad_flags_nested_pipeline_and_wide_vector_tile():
+    diags = lint(RULES / "C403" / "bad.dsl", codes={"C403"})
+    assert triples(diags) == [("C403", 10, 3), ("C403", 22, 3)]
+    mat, vec = sorted(diags, key=lambda d: d.span.line)
+    # the numbers of pypto-lib #621: Mat 786432 > 524288
+    assert "on-chip Mat (L1) footprint is 786432 B, over the 524288 B" in mat.message
+    assert "bt bf16[512, 128] x 4 pipeline copies = 524288 B" in mat.message
+    assert "nested pipeline stages multiply to 4 copies" in mat.message
+    assert len(mat.related) == 2
+    assert "on-chip Vec (UB) footprint is 524288 B, over the 196608 B" in vec.message
+
+
+def test_c403_good_is_clean():
+    assert lint(RULES / "C403" / "good.dsl") == []
+
+
+def test_capacity_and_sort_rules_are_quiet_on_the_shared_layers():
+    for path in sorted((FIXTURES / "layers").glob("*.dsl")):
+        assert lint(path, codes={"S301", "S302", "C401", "C402", "C403"}) == [], path.name

@@ -1,0 +1,122 @@
+"""Numerics rules (N201, N202, N204): exact findings on the bad fixtures, none on the good."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from lintutil import FIXTURES, lint, triples
+
+from lowering.checks import all_rules
+from lowering.checks.numerics.sentinel_not_dtype_extreme import round_to, suspicious
+
+RULES = FIXTURES / "rules"
+
+
+def test_n201_flags_fp32_split_k_atomics():
+    diags = lint(RULES / "N201" / "bad.dsl")
+    assert triples(diags) == [("N201", 10, 5)]
+    (d,) = diags
+    assert d.message.startswith("partial (spmd 4, AIC) accumulates f32 into y[0:32, 0:16] with an atomic add")
+    assert "4 unordered writers (blocks 0..3)" in d.message
+    assert "not bit-reproducible" in d.message
+    assert "sum splits 0..3 in ascending order in a reduce task `after partial`" in d.hint
+
+
+def test_n201_good_fixture_is_clean():
+    assert lint(RULES / "N201" / "good.dsl") == []
+
+
+def test_n201_exempts_integer_atomics_and_ordered_writers(tmp_path):
+    src = tmp_path / "ordered.dsl"
+    src.write_text(
+        "layer o(T = 16, D = 8) {\n  input x: f32[T, D]\n  input c: i32[T, D]\n"
+        "  output y: f32[T, D]\n  output n: i32[T, D]\n"
+        "  task zero on aiv { y[:, :] = zeros(f32, [T, D])\n    n[:, :] = zeros(i32, [T, D]) }\n"
+        "  task a on aiv { y[:, :] += x[:, :] atomic }\n"  # one writer per element: deterministic
+        "  task b on aiv after a { y[:, :] += x[:, :] atomic }\n"  # ordered after a
+        "  task c spmd(4) on aiv { n[:, :] += c[:, :] atomic }\n"  # integer: exact
+        "}\n"
+    )
+    assert lint(src, codes={"N201", "N202"}) == []
+
+
+def test_n202_flags_unseeded_and_late_seeded_atomics():
+    diags = lint(RULES / "N202" / "bad.dsl")
+    assert triples(diags) == [("N202", 10, 7), ("N202", 11, 7)]
+    missing, late = diags
+    assert "nothing in the layer writes it before the adds" in missing.message
+    assert "the only other write is reset, which runs after count" in late.message
+    assert late.hint == "submit reset before count (the atomic read-modify-write then takes a RAW edge on it)"
+
+
+def test_n202_good_fixture_is_clean():
+    assert lint(RULES / "N202" / "good.dsl") == []
+
+
+def test_n202_seed_in_the_same_grid_needs_a_barrier(tmp_path):
+    body = "    acc[:, :] = zeros(i32, [1, 8])\n{sep}    acc[:, :] += x[block : block + 1, :] atomic\n"
+    for sep, expected in (("", [("N202", 6, 5)]), ("    barrier\n", [])):
+        src = tmp_path / f"fused{len(sep)}.dsl"
+        src.write_text(
+            "layer f(B = 4) {\n  input x: i32[B, 8]\n  output acc: i32[1, 8]\n"
+            "  task fused spmd(B) on aiv sync_start {\n" + body.format(sep=sep) + "  }\n}\n"
+        )
+        assert triples(lint(src, codes={"N202"})) == expected
+
+
+def test_n204_flags_finite_sentinels():
+    diags = lint(RULES / "N204" / "bad.dsl")
+    assert triples(diags) == [("N204", 9, 31), ("N204", 11, 63), ("N204", 14, 83)]
+    first = diags[0]
+    assert first.severity == "warning"
+    assert first.message.startswith("-3.402823e+38 looks like a minimum sentinel but is not the f32 extreme")
+    assert first.hint == "use -inf (or the exact -3.4028234663852886e+38, finfo(f32).min)"
+    assert "f16 extreme (-65504.0)" in diags[2].message
+
+
+def test_n204_good_fixture_is_clean():
+    assert lint(RULES / "N204" / "good.dsl") == []
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype", "flagged"),
+    [
+        (-3.402823e38, "f32", True),
+        (-3.4028235e38, "f32", False),  # rounds to -FLT_MAX exactly
+        (-1e30, "f32", True),
+        (-1e9, "f32", False),  # an ordinary large constant, not a sentinel by magnitude
+        (-65504.0, "f32", True),  # the f16 extreme in an f32 computation
+        (-65504.0, "f16", False),
+        (-65500.0, "f16", False),  # rounds to -65504 in f16
+        (-3.3895313892515355e38, "bf16", False),
+        (-1e30, "f16", False),  # overflows to -inf in f16
+        (-math.inf, "f32", False),
+    ],
+)
+def test_n204_sentinel_classification(value, dtype, flagged):
+    assert suspicious(value, dtype) is flagged
+
+
+def test_round_to_bf16_is_round_to_nearest_even():
+    assert round_to(1.0 + 2**-8, "bf16") == 1.0  # a tie goes to the even mantissa
+    assert round_to(1.0 + 3 * 2**-8, "bf16") == 1.0 + 2**-6
+
+
+def test_n203_is_reserved_not_registered():
+    assert "N203" not in all_rules()
+    assert {"N201", "N202", "N204"} <= set(all_rules())
+
+
+def test_n201_flags_float_remote_atomics_from_every_rank(tmp_path):
+    src = tmp_path / "combine.dsl"
+    src.write_text(
+        "layer combine(EP = 4 in {2, 4}, T = 16, D = 32) {\n  ranks EP\n  input y: f32[T, D]\n"
+        "  window acc: f32[T, D]\n"
+        "  task scatter on aiv {\n"
+        "    for dst in range(EP) { remote_store acc[0 : T, :] @ dst += y[:, :] }\n"
+        "  }\n}\n"
+    )
+    diags = lint(src, codes={"N201", "N202"})
+    assert triples(diags) == [("N201", 6, 41)]
+    assert "4 unordered writers (ranks 0..3)" in diags[0].message

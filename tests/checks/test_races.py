@@ -1,0 +1,141 @@
+"""Race rules (R501-R505): exact findings on the bad fixtures, none on the good ones."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from lintutil import FIXTURES, lint, triples
+
+from dsl.frontend import compile_file
+from lowering.checks import run_rules
+from lowering.checks.rule import CheckContext
+
+RULES = FIXTURES / "rules"
+RACE_CODES = {"R501", "R502", "R503", "R504", "R505"}
+
+
+def test_r501_flags_war_between_gather_and_writeback():
+    diags = lint(RULES / "R501" / "bad.dsl")
+    assert triples(diags) == [("R501", 12, 7)]
+    (d,) = diags
+    assert d.message.startswith("WAR race on `kv`: writeback[0] writes kv[0:16, 0:32] that gather[0] reads")
+    assert "never adds a write-after-read edge" in d.message
+    assert "10 pairs of task instances" in d.message
+    assert d.hint.startswith("add `after gather[i]` to task writeback[i]")
+
+
+def test_r501_good_fixture_is_clean():
+    assert lint(RULES / "R501" / "good.dsl") == []
+
+
+def test_r501_respects_transitive_order(tmp_path):
+    # writeback is ordered after gather only through `mid`: no finding
+    src = tmp_path / "chain.dsl"
+    src.write_text(
+        "layer chain(T = 16, D = 8) {\n"
+        "  input x: f32[T, D]\n  inout kv: f32[T, D]\n  output a: f32[T, D]\n  output b: f32[T, D]\n"
+        "  task gather on aiv { a[:, :] = kv[:, :] }\n"
+        "  task mid on aiv after gather { b[:, :] = x[:, :] }\n"
+        "  task writeback on aiv after mid { kv[:, :] = x[:, :] }\n"
+        "}\n"
+    )
+    assert lint(src, codes=RACE_CODES) == []
+
+
+def test_r501_names_manual_tasks(tmp_path):
+    src = tmp_path / "manual.dsl"
+    src.write_text(
+        "layer m(T = 16, D = 8) {\n"
+        "  input x: f32[T, D]\n  scratch s: f32[T, D]\n  output y: f32[T, D]\n"
+        "  task produce on aiv { s[:, :] = x[:, :] }\n"
+        "  task consume on aiv manual { y[:, :] = s[:, :] }\n"
+        "}\n"
+    )
+    diags = lint(src, codes=RACE_CODES)
+    assert triples(diags) == [("R501", 6, 42)]
+    assert "consume is `manual`, so only its `after` edges exist" in diags[0].message
+    assert diags[0].hint == "add `after produce` to task consume"
+
+
+def _as_views(path):
+    (graph,) = compile_file(path)
+    graph.tensors["kv_flat"] = dataclasses.replace(graph.tensors["kv_flat"], view_of="kv", view_offset=0)
+    return graph
+
+
+def test_r502_flags_war_through_two_views_of_one_buffer():
+    graph = _as_views(RULES / "R502" / "bad.dsl")
+    diags = run_rules(graph, CheckContext(graph))
+    assert triples(diags) == [("R502", 15, 5)]
+    (d,) = diags
+    assert d.message.startswith("WAR through two views of buffer `kv`: writeback writes `kv_flat`")
+    assert "share bytes 0:2048 of `kv`" in d.message
+    assert d.hint == "access `kv` through one name, or add `after gather` to task writeback"
+
+
+def test_r502_good_fixture_is_clean_and_the_language_cannot_alias():
+    graph = _as_views(RULES / "R502" / "good.dsl")
+    assert run_rules(graph, CheckContext(graph)) == []
+    (plain,) = compile_file(RULES / "R502" / "bad.dsl")  # without the view: two buffers
+    assert run_rules(plain, CheckContext(plain), {"R502"}) == []
+
+
+def test_r503_flags_pure_out_read_back_and_unchained_manual_dep_read():
+    diags = lint(RULES / "R503" / "bad.dsl")
+    assert triples(diags) == [("R503", 12, 27), ("R503", 18, 20)]
+    out, dep = diags
+    assert "pack[1] writes buf[16:20, 0:32] as a pure Out (OUTPUT_EXISTING) after pack[0]" in out.message
+    assert "use reads whichever write lands last" in out.message
+    assert out.hint.startswith("declare `buf` inout")
+    assert "manual_dep `offsets` that cumsum writes" in dep.message
+    assert dep.hint == "add `after cumsum` to task gather"
+
+
+def test_r503_good_fixture_is_clean():
+    assert lint(RULES / "R503" / "good.dsl") == []
+
+
+def test_r504_flags_tile_store_and_scalar_write_into_one_tensor():
+    diags = lint(RULES / "R504" / "bad.dsl")
+    assert triples(diags) == [("R504", 8, 5)]
+    assert diags[0].severity == "warning"
+    assert "stores tiles into it at line 7" in diags[0].message
+
+
+def test_r504_good_fixture_is_clean():
+    assert lint(RULES / "R504" / "good.dsl") == []
+
+
+def test_r505_flags_blocks_of_one_grid_writing_the_same_elements():
+    diags = lint(RULES / "R505" / "bad.dsl")
+    assert triples(diags) == [("R505", 9, 5), ("R505", 12, 5)]
+    rmw, waw = diags
+    assert "blocks 0 and 1 both do a non-atomic `+=` on total[0:1, 0:32]" in rmw.message
+    assert "blocks 0 and 1 both write flag[0:1, 0:32]" in waw.message
+
+
+def test_r505_good_fixture_is_clean():
+    assert lint(RULES / "R505" / "good.dsl") == []
+
+
+def test_r505_ignores_disjoint_strided_blocks(tmp_path):
+    # block b writes columns b, b + 4, b + 8, ...: the hulls overlap, the elements do not
+    src = tmp_path / "strided.dsl"
+    src.write_text(
+        "layer s(T = 8, D = 32) {\n  input x: f32[T, D]\n  output y: f32[T, D]\n"
+        "  task t spmd(4) on aiv { y[:, block : D : 4] = x[:, block : D : 4] }\n}\n"
+    )
+    assert lint(src, codes=RACE_CODES) == []
+
+
+def _clean_fixtures():
+    paths = sorted(FIXTURES.glob("layers/*.dsl"))
+    paths += sorted(p for p in FIXTURES.glob("rules/*/good*.dsl") if p.parent.name != "R502")
+    paths += sorted(FIXTURES.glob("**/*_post.dsl"))
+    return paths
+
+
+@pytest.mark.parametrize("path", _clean_fixtures(), ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_race_and_numerics_rules_are_silent_on_fixed_layers(path):
+    assert lint(path, codes=RACE_CODES | {"N201", "N202", "N204"}) == []

@@ -1,0 +1,63 @@
+import pytest
+from lintutil import FIXTURES, lint, triples
+
+from lowering.checks import all_rules
+
+RULES = FIXTURES / "rules"
+MINE = {c for c, r in all_rules().items() if r.family in ("handshake", "speculation", "occupancy")}
+
+
+def mine(path, **kw):
+    return lint(path, codes=MINE, **kw)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "expected"),
+    [
+        ("D102/bad.dsl", [("D102", 25, 3)]),
+        ("D102/bad_2.dsl", [("D102", 23, 3)]),
+        ("D110/bad.dsl", [("D110", 10, 3)]),
+    ],
+)
+def test_speculation_bad_fixtures_exact(fixture, expected):
+    assert triples(mine(RULES / fixture)) == expected
+
+
+@pytest.mark.parametrize("code", ["D102", "D110"])
+def test_speculation_good_fixtures_clean_under_all_rules(code):
+    assert lint(RULES / code / "good.dsl") == []
+
+
+def test_d102_counts_the_cone_at_every_admissible_point():
+    (d,) = mine(RULES / "D102" / "bad.dsl")
+    assert "reduce (spmd T, AIV) can be pre-staged while cross-rank waiter arrive" in d.message
+    assert "64 gated AIV blocks exceed the 48 AIV cores of a2a3, at T=64 (any EP)" in d.message
+    assert d.hint == "remove early_resolve from task arrive"
+
+
+def test_d102_fits_on_a_larger_device_and_not_on_the_simulator():
+    assert mine(RULES / "D102" / "bad.dsl", preset="a5") == []  # 64 <= 72 AIV
+    (d,) = mine(RULES / "D102" / "good.dsl", preset="sim") or [None]
+    assert d is None  # no flag next to the waiter: nothing is gated, whatever the device
+
+
+def test_d102_flags_a_gated_spinner_in_the_cone():
+    (d,) = mine(RULES / "D102" / "bad_2.dsl")
+    assert "the cone contains wait2, which spins on round2 itself" in d.message
+    assert d.hint == "remove early_resolve from task push2"
+
+
+def test_d110_names_the_failing_parameter_value():
+    (d,) = mine(RULES / "D110" / "bad.dsl")
+    assert "publishes 128 early-dispatch candidate AIV blocks" in d.message
+    assert "(at EP=16)" in d.message
+    assert d.hint.startswith("remove early_resolve from task w2_mm")
+
+
+def test_d110_capacity_comes_from_the_context():
+    from dsl.frontend import compile_file
+    from lowering.checks import run_rules
+    from lowering.checks.rule import CheckContext
+
+    (g,) = compile_file(RULES / "D110" / "bad.dsl")
+    assert run_rules(g, CheckContext(g, early_queue_capacity=128), {"D110"}) == []
