@@ -16,8 +16,8 @@ dslc accepts two ways (seed-bugs.md §8.1, rule R11):
   the next statement), the notify comes after it in program order, and every block that
   stores also notifies.
 
-It reports the other cases: a ``remote_store`` of a computed tile (a local, an op result) or
-an atomic ``+=`` remote store followed by a notify in the same task (TSTORE does not drain
+It reports the other cases: a ``remote_store`` of a computed value (a local tile, an op
+result, a scalar such as a route index) or an atomic ``+=`` remote store followed by a notify in the same task (TSTORE does not drain
 before TNOTIFY, PTOAS#872); a notify that precedes the store in program order; blocks that
 store but never notify, so the wait releases on their siblings' notifies; and a notifying
 task that is not ordered after the storing task at all. The language has no fence
@@ -55,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lowering.body import LoadV
+from lowering.body import LoadV, ScalarType
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
@@ -140,6 +140,15 @@ def _is_copy(task: Task, store: Access) -> bool:
     return stmt is not None and not stmt.atomic and isinstance(stmt.value, LoadV) and not stmt.value.local
 
 
+def _what_is_stored(task: Task, store: Access) -> str:
+    stmt = counting.remote_store_of(task, store)
+    if stmt is not None and stmt.atomic:
+        return "atomically adds into"
+    if stmt is not None and isinstance(getattr(stmt.value, "type", None), ScalarType):
+        return "remote-stores a computed scalar into"
+    return "remote-stores a computed tile into"
+
+
 def _uncovered_block(graph: Graph, task: Task, store: Access, notify: SignalOp, env: dict) -> int | None:
     """A block that may run ``store`` but never runs ``notify`` (rank 0 and its peers alike)."""
     try:
@@ -190,8 +199,9 @@ def _message(
     if v.status == UNDRAINED:
         n = v.notify
         return (
-            f"{writer.name} remote-stores a computed tile into {win} and then notifies {n.signal} (line {n.span.line}) "
-            f"from the same block; a tile remote_store does not drain before the notify (PTOAS#872), so on the peer "
+            f"{writer.name} {_what_is_stored(writer, store)} {win} and then notifies {n.signal} (line {n.span.line}) "
+            f"from the same block; a remote_store that is not a plain copy does not drain before the notify "
+            f"(PTOAS#872), so on the peer "
             f"{consumed} while the rows may still be in flight",
             f"notify {n.signal} from a task `after {writer.base}` (a grid join) instead of from {writer.name}",
         )

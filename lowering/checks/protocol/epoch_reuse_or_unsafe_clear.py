@@ -113,7 +113,7 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     CODE,
                     SEVERITY,
                     wait.span,
-                    f"{task.name} waits until {cell} {'>=' if wait.cmp == 'ge' else '=='} "
+                    f"{task.name} waits until {cell} on rank {hit.rank} {'>=' if wait.cmp == 'ge' else '=='} "
                     f"{counting.expr_text(wait.expected)}, which does not grow with the epoch, but {cell} is "
                     f"{state}{counting.point_label(graph, env)}: {why}",
                     fix=fix,

@@ -3,7 +3,7 @@
 ## What it catches
 
 Synchronisation whose execution count differs between the participants that must all
-take part (seed-bugs.md §8.1, rule R13), counted exactly at the default parameter point:
+take part (seed-bugs.md §8.1, rule R13), counted exactly at every admissible parameter point:
 
 - a ``wait``: the number of waits a task performs on a signal differs between ranks --
   ``if rank == 0 { wait ... }``, a loop whose trip count depends on ``rank``. The usual
