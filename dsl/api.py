@@ -8,11 +8,25 @@ the layer's golden (``golden "x_golden.py"`` in the source), a module beside the
     def make_inputs(params: dict, seed: int, ranks: int) -> dict | list[dict]   # optional
     def golden(inputs: list[dict], params: dict) -> dict | list[dict]           # per rank
     TOLERANCES = {"out": {"comparator": "ratio_allclose", "atol": 1e-4, "rtol": 1e-3}}
+
+A tolerance may instead be a callable ``(actual, expected) -> Comparison``, or
+``(actual, expected, context) -> Comparison`` where ``context`` holds the rank's ``inputs``
+(runtime scalars included), the kernel's ``outputs``, the ``golden`` outputs and the layer's
+``params`` -- e.g. a top-k check that pairs the indices with the kernel's own scores, or a
+``valid_rows`` taken from ``num_tokens``. Runtime scalars (``scalar num_tokens: i32``) are
+passed in the inputs like tensors; ``run`` checks the layer's ``guard``s on them.
+
+The guards run in the generated module (``check_request(scalars) -> list[str]``, each ranged
+runtime scalar within its range, then every ``guard`` in source order, derived scalars and
+``emitted(T)`` computed from the runtime scalars): a request it refuses raises
+:class:`RequestRefused` (a ValueError) before anything is simulated, naming the guard and the
+values (``dslc run`` prints it and exits 2).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -26,9 +40,8 @@ from dsl.frontend import compile_text, read_source
 from lowering.codegen_numpy import content_hash, render_numpy
 from lowering.ir import Graph
 from lowering.source import CompileError, Span
-from lowering.symbolic import EvalError, evaluate
 from runtime import compare
-from runtime.loader import cached_module_path, load_program
+from runtime.loader import cached_module_path, load_module, load_program
 from runtime.program import Program, numpy_dtype
 from runtime.simulator import RunResult, simulate
 
@@ -53,6 +66,15 @@ class Validation:
         return all(c.passed for c in self.checks)
 
 
+class RequestRefused(ValueError):
+    """The host refuses a request: a runtime scalar outside its range or a ``guard`` that is
+    false. ``reasons`` are the generated ``check_request``'s messages, in guard order."""
+
+    def __init__(self, layer: str, scalars: dict[str, int], reasons: list[str]):
+        self.layer, self.scalars, self.reasons = layer, dict(scalars), list(reasons)
+        super().__init__(f"layer {layer!r} refuses the request: " + "; ".join(reasons))
+
+
 @dataclass
 class CompiledLayer:
     graph: Graph
@@ -67,6 +89,10 @@ class CompiledLayer:
     @property
     def params(self) -> dict[str, int]:
         return {p.name: p.value for p in self.graph.params.values()}
+
+    def check_request(self, scalars: dict[str, int]) -> list[str]:
+        """The generated module's host checks on one request: why it is refused (empty: accepted)."""
+        return list(load_module(self.module_path).check_request(dict(scalars)))
 
     def golden_module(self) -> ModuleType | None:
         if self.graph.golden is None:
@@ -136,8 +162,9 @@ class CompiledLayer:
 
     def split_scalars(self, per_rank: list[dict]) -> tuple[list[dict], dict[str, int]]:
         """Take the runtime scalars (``scalar num_tokens: i32``) out of the inputs and check the
-        layer's host ``guard``s on them: a request a guard refuses is a ValueError, as the host
-        refuses it before any kernel runs. Scalars are per request, the same on every rank."""
+        layer's host ``guard``s on them (the generated ``check_request``): a request it refuses
+        raises :class:`RequestRefused`, as the host refuses it before any kernel runs. Scalars
+        are per request, the same on every rank."""
         names = set(self.program.scalars) - {"epoch"}
         scalars: dict[str, int] = {}
         for rank, given in enumerate(per_rank):
@@ -145,18 +172,9 @@ class CompiledLayer:
                 value = int(np.asarray(given[name]).reshape(()))
                 if scalars.setdefault(name, value) != value:
                     raise ValueError(f"runtime scalar {name!r} differs between ranks 0 and {rank}")
-        if not scalars:
-            return per_rank, scalars
-        env = {**self.graph.env(), **scalars}
-        for guard in self.graph.guards:
-            try:
-                ok = evaluate(guard.cond, env)
-            except EvalError:
-                continue  # a guard on a scalar that was not given: simulate() reports it missing
-            if not ok:
-                why = f": {guard.message}" if guard.message else ""
-                given = ", ".join(f"{k}={v}" for k, v in sorted(scalars.items()))
-                raise ValueError(f"request refused by guard `{guard.text}` ({given}){why}")
+        reasons = self.check_request(scalars)
+        if reasons:
+            raise RequestRefused(self.graph.name, scalars, reasons)
         return [{k: v for k, v in d.items() if k not in names} for d in per_rank], scalars
 
     def validate(self, inputs: list[dict], result: RunResult) -> Validation | None:
@@ -169,7 +187,8 @@ class CompiledLayer:
         for rank, (want, got) in enumerate(zip(expected, result.outputs, strict=False)):
             for name, value in want.items():
                 spec = tolerances.get(name, {"comparator": "allclose", "atol": 1e-3, "rtol": 1e-3})
-                c = _compare(spec, np.asarray(got[name]), np.asarray(value))
+                context = {"inputs": inputs[rank], "outputs": got, "golden": want, "params": self.params}
+                c = _compare(spec, np.asarray(got[name]), np.asarray(value), context)
                 out.checks.append(
                     OutputCheck(
                         name, rank, c.passed, c.max_abs_err, c.max_rel_err, c.frac_out_of_tol, c.message
@@ -184,8 +203,10 @@ def _per_rank(value: dict | list, ranks: int) -> list[dict]:
     return list(value)
 
 
-def _compare(spec, actual: np.ndarray, expected: np.ndarray) -> compare.Comparison:
+def _compare(spec, actual: np.ndarray, expected: np.ndarray, context: dict) -> compare.Comparison:
     if callable(spec):
+        if len(inspect.signature(spec).parameters) >= 3:
+            return spec(actual, expected, context)
         return spec(actual, expected)
     kwargs = dict(spec)
     fn = getattr(compare, kwargs.pop("comparator", "allclose"))

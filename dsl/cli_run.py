@@ -1,7 +1,11 @@
 """``dslc run`` (simulate and validate a layer) and ``dslc compile`` (write generated code).
 
 Exit codes of ``run``: 0 outputs match the golden (or no golden), 1 mismatch, 2 usage or
-compile error, 3 deadlock or watchdog timeout (no progress).
+compile error or a request the host refuses (a runtime scalar outside its range, a false
+``guard``), 3 deadlock or watchdog timeout (no progress).
+
+``--scalar NAME=VALUE`` sets a runtime scalar of the request (``start_pos``, ``num_tokens``)
+on every rank, over what the golden's ``make_inputs`` gives.
 """
 
 from __future__ import annotations
@@ -11,13 +15,13 @@ import sys
 from pathlib import Path
 
 from dsl import __version__
-from dsl.api import compile_layer
+from dsl.api import RequestRefused, compile_layer
 from lowering.codegen_numpy import content_hash, render_numpy
 from runtime.loader import write_atomically
 from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
-TARGETS = ("numpy",)
+TARGETS = ("numpy", "pypto")
 
 
 def _cores(text: str) -> str | tuple[int, int]:
@@ -49,6 +53,13 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run.add_argument("--timeout", type=float, default=120.0, help="wall-clock watchdog in seconds")
     run.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
+    run.add_argument(
+        "--scalar",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a runtime scalar of the request, e.g. --scalar num_tokens=100 (repeatable)",
+    )
 
     comp = sub.add_parser("compile", parents=[common], help="write the generated code of a layer")
     comp.add_argument("file", metavar="FILE")
@@ -64,7 +75,10 @@ def cmd_run(session) -> int:
         raise UsageError("--rounds, --ranks and --timeout must be positive")
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     ranks = args.ranks or layer.ranks
+    scalars = _scalars(args.scalar, layer)
     inputs = layer.make_inputs(args.seed, ranks)
+    for per in inputs:
+        per.update(scalars)
     where = (
         f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}"
     )
@@ -81,6 +95,11 @@ def cmd_run(session) -> int:
             trace=args.trace,
             progress=sys.stderr.isatty(),
         )
+    except RequestRefused as err:
+        print(f"refused: layer {err.layer} does not accept the request")
+        for reason in err.reasons:
+            print(f"  {reason}")
+        return EXIT_ERROR
     except DeadlockError as err:
         print(str(err))
         return EXIT_DEADLOCK
@@ -116,8 +135,34 @@ def cmd_run(session) -> int:
     return EXIT_OK if validation.passed else EXIT_MISMATCH
 
 
+def _scalars(options: list[str], layer) -> dict[str, int]:
+    """``--scalar NAME=VALUE`` options: declared runtime scalars with integer values."""
+    from dsl.cli import UsageError
+
+    declared = [n for n in layer.graph.scalars if n != "epoch"]
+    out: dict[str, int] = {}
+    for text in options:
+        name, sep, value = (part.strip() for part in text.partition("="))
+        if not sep or not name.isidentifier():
+            raise UsageError(f"--scalar expects NAME=VALUE, got {text!r}")
+        if name not in declared:
+            known = ", ".join(declared) or "none"
+            raise UsageError(
+                f"--scalar {name}: layer '{layer.graph.name}' has no runtime scalar {name!r} ({known})"
+            )
+        try:
+            out[name] = int(value, 0)
+        except ValueError:
+            raise UsageError(f"--scalar {name}: {value!r} is not an integer") from None
+    return out
+
+
 def cmd_compile(session) -> int:
     args = session.args
+    if args.target == "pypto":
+        from dsl.cli_pypto import compile_to_pypto
+
+        return compile_to_pypto(session)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():

@@ -14,8 +14,16 @@ from dataclasses import dataclass, field
 from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate_body import BodyElaborator, LayerNames
+from dsl.ops import const_definitions
 from dsl.perf import paused_gc
 from lowering import ir
+from lowering.checks.capacity.derived import (
+    EMITTED,
+    EmittedUse,
+    PendingConst,
+    derive_capacities,
+    emitted_name,
+)
 from lowering.source import CompileError, Diagnostic, Span
 from lowering.symbolic import PARAM, SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
 
@@ -38,6 +46,7 @@ class _Scope:
     tasks: dict[str, dict[str, None]] = field(default_factory=dict)  # name -> instances (ordered set)
     calls: dict[str, _Scope] = field(default_factory=dict)
     loop_kinds: list[str] = field(default_factory=list)
+    call: ast.LayerCall | None = None  # the call that instantiated this scope (None at the root)
 
 
 class Elaborator:
@@ -46,6 +55,7 @@ class Elaborator:
         self.file = file
         self.overrides = dict(overrides or {})
         self.diagnostics: list[Diagnostic] = []
+        self._reported: set[tuple] = set()  # (code, span, message) already in diagnostics
         self.layers: dict[str, ast.Layer] = {}
         for layer in module.layers:
             if layer.name in self.layers:
@@ -54,7 +64,11 @@ class Elaborator:
                 self.layers[layer.name] = layer
 
     def report(self, d: Diagnostic) -> None:
-        self.diagnostics.append(d)
+        # A task array repeats its body per element: report each mistake once, not N times.
+        key = (d.code, d.span, d.message)
+        if key not in self._reported:
+            self._reported.add(key)
+            self.diagnostics.append(d)
 
     def error(self, code: str, span: Span, message: str, hint: str | None = None) -> _Abort:
         self.report(diag(code, span, message, hint=hint))
@@ -79,12 +93,15 @@ class Elaborator:
         self.scalars: dict[str, ir.Scalar] = {}
         self.derived: dict[str, ir.Scalar] = {}  # scalar n = expr (host values over runtime scalars)
         self.guards: list[ir.Guard] = []
+        self.pending: dict[str, PendingConst] = {}  # consts that need the tasks: derived(...)
+        self.emitted: dict[str, tuple[_Scope, str, Span]] = {}  # emitted(T) placeholder -> use
         self.tensors: dict[str, ir.Tensor] = {}
         self.tasks: list[ir.Task] = []
         self.task_names: set[str] = set()
         self.env: dict[str, int] = {}
         self.ranks: Expr | None = None
         self.golden: str | None = None
+        self.reductions: list[ir.Reduction] = []
         scope = _Scope("", layer)
         unknown = set(self.overrides) - {p.name for p in layer.params}
         for key in sorted(unknown):
@@ -116,9 +133,16 @@ class Elaborator:
             ranks=ranks,
             nranks=self._value(ranks, layer.span, "ranks"),
             golden=self.golden,
+            reductions=self.reductions,
             guards=self.guards,
             derived=self.derived,
         )
+        if not self.diagnostics and (self.pending or self.emitted):
+            uses = [
+                EmittedUse(ph, sc.tensors[src].name if src in sc.tensors else None, src, span)
+                for ph, (sc, src, span) in self.emitted.items()
+            ]
+            self.diagnostics.extend(derive_capacities(graph, list(self.pending.values()), uses))
         if not self.diagnostics:
             from dsl.bounds import check_bounds
 
@@ -159,6 +183,8 @@ class Elaborator:
             a = self.const(e.left, scope, allow_scalars)
             b = self.const(e.right, scope, allow_scalars)
             return binop(_INT_OPS.get(e.op, e.op), a, b)
+        if isinstance(e, ast.Call) and e.func in ("emitted", "derived"):
+            return self._capacity_call(e, scope, allow_scalars)
         if isinstance(e, ast.Call) and e.func in ("min", "max", "cdiv") and len(e.args) == 2 and not e.kwargs:
             return binop(
                 e.func,
@@ -173,7 +199,46 @@ class Elaborator:
         try:
             return evaluate(expr, self.env)
         except EvalError as err:
+            late = sorted(s.name for s in free_symbols(expr) if s.name in self.pending)
+            if late:
+                raise self.error(
+                    "E206",
+                    span,
+                    f"{what}: '{late[0]}' is a derived capacity, known only once the tasks are elaborated",
+                    hint="a derived capacity sizes tensors and appears in task bodies, guards and "
+                    "consts; not in grids, loop bounds, asserts or domains",
+                ) from None
             raise self.error("E207" if "zero" in str(err) else "E206", span, f"{what}: {err}") from None
+
+    def _capacity_call(
+        self, e: ast.Call, scope: _Scope, allow_scalars: bool, name: str | None = None
+    ) -> Expr:
+        """``emitted(T)`` (a per-request placeholder) and ``derived(expr)`` (a pending const);
+        both are resolved by ``derive_capacities`` once the tasks are elaborated."""
+        if len(e.args) != 1 or e.kwargs:
+            raise self.error("E206", e.span, f"{e.func}(...) takes one argument")
+        if e.func == "emitted":
+            arg = e.args[0]
+            if not isinstance(arg, ast.Name):
+                raise self.error("E206", arg.span, "emitted(...) names a tensor: emitted(cmp_indices)")
+            if not allow_scalars:
+                raise self.error(
+                    "E206",
+                    e.span,
+                    f"emitted({arg.id}) is a value per request, not known at compile time",
+                    hint=f"a capacity is derived(... emitted({arg.id}) ...): its maximum over the requests",
+                )
+            placeholder = emitted_name(scope.prefix + arg.id)
+            self.emitted.setdefault(placeholder, (scope, arg.id, e.span))
+            return Sym(placeholder, EMITTED)
+        body = self.const(e.args[0], scope, allow_scalars=True)
+        if name is None:  # anonymous, in an extent: named after its text
+            name = f"{scope.prefix}{ast.expr_text(e)}"
+            if name in self.pending and self.pending[name].guards_before != len(self.guards):
+                name = f"{name}@{e.span.line}:{e.span.col}"
+        if name not in self.pending:
+            self.pending[name] = PendingConst(name, body, e.span, True, len(self.guards))
+        return Sym(name, CONST)
 
     # ------------------------------------------------------------ parameters
     def _domain(self, d: ast.Domain | None, scope: _Scope) -> ir.Domain | None:
@@ -221,8 +286,15 @@ class Elaborator:
 
     def _l_ConstDef(self, s: ast.ConstDef, scope: _Scope, stack) -> None:
         self._define_int(s.name, s.span, scope)
-        expr = self.const(s.value, scope)
         full = scope.prefix + s.name
+        if isinstance(s.value, ast.Call) and s.value.func == "derived":  # const PAD = derived(...)
+            scope.ints[s.name] = self._capacity_call(s.value, scope, False, name=full)
+            return
+        expr = self.const(s.value, scope)
+        if any(sym.name in self.pending for sym in free_symbols(expr)):  # CMP_COLS = PAD - WIN
+            self.pending[full] = PendingConst(full, expr, s.span, False, len(self.guards))
+            scope.ints[s.name] = Sym(full, CONST)
+            return
         value = self._value(expr, s.value.span, s.name)
         self.consts[full] = ir.Const(full, expr, value, s.span)
         self.env[full] = value
@@ -255,11 +327,12 @@ class Elaborator:
             raise self.error("E202", s.span, f"'{s.name}' is already defined")
         value = self.const(s.value, scope, allow_scalars=True)
         refs = tuple(dict.fromkeys(n for n in _names(s.value) if n in self.scalars or n in self.derived))
+        refs += _emitted_in(value)
         self.derived[s.name] = ir.Scalar(s.name, "i32", None, s.span, value=value, refs=refs)
 
     def _l_GuardStmt(self, s: ast.GuardStmt, scope: _Scope, stack) -> None:
         cond = self.const(s.cond, scope, allow_scalars=True)
-        if not any(sym.kind == SCALAR for sym in free_symbols(cond)):
+        if not any(sym.kind in (SCALAR, EMITTED) for sym in free_symbols(cond)):
             raise self.error(
                 "E206",
                 s.cond.span,
@@ -267,6 +340,7 @@ class Elaborator:
                 hint="use assert for compile-time conditions",
             )
         names = tuple(dict.fromkeys(n for n in _names(s.cond) if n in self.scalars or n in self.derived))
+        names += tuple(n for n in _emitted_in(cond) if n not in names)
         self.guards.append(ir.Guard(cond, s.message, ast.expr_text(s.cond), names, s.span))
 
     def _l_GoldenDecl(self, s: ast.GoldenDecl, scope: _Scope, stack) -> None:
@@ -275,6 +349,43 @@ class Elaborator:
         if not s.path.endswith(".py") or "\x00" in s.path:
             raise self.error("E102", s.span, f"golden must name a .py file, got {s.path!r}")
         self.golden = s.path
+
+    def _l_ReductionDecl(self, s: ast.ReductionDecl, scope: _Scope, stack) -> None:
+        tensor = scope.tensors.get(s.tensor)
+        if tensor is None:
+            raise self.error("E201", s.tensor_span, f"unknown tensor '{s.tensor}'", hint="declare it above")
+        counts = []
+        for what, e in (("splits", s.splits), ("chunks", s.chunks)):
+            expr = self.const(e, scope) if e is not None else None
+            if expr is not None and self._value(expr, e.span, what) < 1:
+                raise self.error("E207", e.span, f"{what} must be at least 1")
+            counts.append(expr)
+        self.reductions.append(
+            ir.Reduction(tensor.name, counts[0], counts[1], tensor.dtype, s.span, source="declared")
+        )
+
+    def _reduce_sum_tree(self, r: ast.ReductionDecl, scope: _Scope, task: str) -> None:
+        """Record the tree of the reduce_sum whose reducer ``task`` is (rule N203)."""
+        tensor = scope.tensors.get(r.tensor)
+        splits = self._quiet_const(r.splits, scope)
+        if tensor is None or splits is None:
+            return  # the lowered tasks report the error
+        chunks = self._quiet_const(r.chunks, scope) if r.chunks is not None else None
+        self.reductions.append(ir.Reduction(tensor.name, splits, chunks, tensor.dtype, r.span, task=task))
+
+    def _quiet_const(self, e, scope: _Scope) -> Expr | None:
+        """``e`` as a compile-time integer, or None (without a diagnostic) when it is not one."""
+        mark = len(self.diagnostics)
+        try:
+            expr = self.const(e, scope)
+            evaluate(expr, self.env)
+            return expr
+        except (_Abort, EvalError):
+            reported = getattr(self, "_reported", set())
+            for d in self.diagnostics[mark:]:
+                reported.discard((d.code, d.span, d.message))
+            del self.diagnostics[mark:]
+            return None
 
     def _l_RanksDecl(self, s: ast.RanksDecl, scope: _Scope, stack) -> None:
         expr = self.const(s.count, scope)
@@ -301,18 +412,20 @@ class Elaborator:
         shape = tuple(self.const(d, scope, allow_scalars=True) for d in s.shape)
         dims = []
         for d, e in zip(shape, s.shape, strict=True):
-            if any(sym.kind == SCALAR for sym in free_symbols(d)):
-                dims.append(None)
+            if any(sym.kind == SCALAR or sym.name in self.pending for sym in free_symbols(d)):
+                dims.append(None)  # a runtime extent; or a derived capacity, set by derive_capacities
                 continue
             v = self._value(d, e.span, "extent")
             if v <= 0:
                 raise self.error("E207", e.span, f"extent must be positive, got {v}")
             dims.append(v)
-        if scope.prefix and s.direction in ("input", "output", "inout"):
+        if scope.call is not None and s.direction in ("input", "output", "inout"):
             raise self.error(
                 "E209",
-                s.span,
-                f"'{s.name}' is an {s.direction} of layer '{scope.layer.name}' but the call does not bind it",
+                scope.call.span,  # the call is what is wrong; the declaration is named
+                f"call '{scope.call.alias}' does not bind {s.direction} '{s.name}' of layer "
+                f"'{scope.layer.name}' (declared at line {s.span.line})",
+                hint=f"call {scope.call.alias} = {scope.layer.name}(..., {s.name} = tensor)",
             )
         full = scope.prefix + s.name
         tensor = ir.Tensor(full, s.dtype, shape, tuple(dims), s.direction, s.manual_dep, s.span)
@@ -331,11 +444,19 @@ class Elaborator:
 
     def _l_TaskIdDecl(self, s: ast.TaskIdDecl, scope: _Scope, stack) -> None:
         if s.name not in scope.tasks:
+            if scope.call is None:
+                raise self.error(
+                    "E209",
+                    s.span,
+                    f"taskid '{s.name}' is only meaningful in a layer that another layer calls",
+                    hint=f"call it with ...({s.name} = task), or name the task in `after` directly",
+                )
             raise self.error(
                 "E209",
-                s.span,
-                f"taskid '{s.name}' is not bound by the call",
-                hint=f"call ...({s.name} = task)",
+                scope.call.span,
+                f"call '{scope.call.alias}' does not bind taskid '{s.name}' of layer "
+                f"'{scope.layer.name}' (declared at line {s.span.line})",
+                hint=f"call {scope.call.alias} = {scope.layer.name}(..., {s.name} = task)",
             )
 
     def _l_LayerFor(self, s: ast.LayerFor, scope: _Scope, stack) -> None:
@@ -371,7 +492,7 @@ class Elaborator:
             raise self.error("E209", s.span, f"layer '{s.layer}' calls itself through {' -> '.join(stack)}")
         if s.alias in scope.calls or s.alias in scope.tasks:
             raise self.error("E202", s.span, f"'{s.alias}' is already defined")
-        inner = _Scope(scope.prefix + s.alias + ".", callee)
+        inner = _Scope(scope.prefix + s.alias + ".", callee, call=s)
         params = {p.name: p for p in callee.params}
         decls = {d.name: d for d in _walk_decls(callee.body)}
         bound: dict[str, Expr] = {}
@@ -447,23 +568,30 @@ class Elaborator:
             )
             raise self.error("E202", s.span, f"task '{name}' is already defined", hint)
         self.task_names.add(name)
-        scope.tasks.setdefault(s.name, {})[name] = None
+        after = []
+        try:
+            # `after` sees the tasks defined before this one (for `task t[i] after t`, the
+            # earlier elements), never the task itself: a self edge would never resolve.
+            for ref in s.after:
+                after.extend(ir.DepRef(t, ref.span) for t in self._resolve_ref(ref, scope))
+        finally:
+            scope.tasks.setdefault(s.name, {})[name] = None
         grid = self.const(s.spmd, scope) if s.spmd is not None else Const(1)
         blocks = self._value(grid, s.spmd.span if s.spmd else s.span, "grid")
         if blocks < 1:
             raise self.error("E403", s.spmd.span, f"spmd grid must be positive, got {blocks}")
-        after = []
-        for ref in s.after:
-            after.extend(ir.DepRef(t, ref.span) for t in self._resolve_ref(ref, scope))
         names = LayerNames(
-            ints={**scope.ints, **{k: v.value for k, v in self.derived.items()}}
+            ints={**scope.ints, **{k: v.value for k, v in self.derived.items() if not _emitted_in(v.value)}}
             if self.derived
             else scope.ints,
             tensors=scope.tensors,
             scalars={k: v.dtype for k, v in self.scalars.items()},
             nranks=self.ranks or Const(1),
         )
-        result = BodyElaborator(names, self.report).run(s.body)
+        defs = {k: c.expr for k, c in self.consts.items()}
+        defs.update({k: p.expr for k, p in self.pending.items() if not p.derived})
+        with const_definitions(defs):
+            result = BodyElaborator(names, self.report).run(s.body)
         core = self._core(s, result.units)
         predicate = self._predicate(s.predicate, scope) if s.predicate is not None else None
         header = Span(self.file, s.span.line, s.span.col, s.span.line, s.span.col + 5 + len(s.name))
@@ -477,6 +605,8 @@ class Elaborator:
                 header_span=header, order=len(self.tasks),
             )
         )  # fmt: skip
+        if s.reduction is not None:
+            self._reduce_sum_tree(s.reduction, scope, name)
 
     def _core(self, s: ast.TaskDef, units: set[str]) -> str:
         inferred = "mix" if units == {"cube", "vector"} else "aic" if units == {"cube"} else "aiv"
@@ -509,6 +639,13 @@ class Elaborator:
             raise self.error("E304", e.left.span, f"'{tensor.name}' has {len(tensor.shape)} dims")
         index = tuple(self.const(x, scope) for x in e.left.subscripts)
         return ir.Predicate(tensor.name, index, e.op, self.const(e.right, scope), e.span)
+
+
+def _emitted_in(expr: Expr | None) -> tuple[str, ...]:
+    """The ``emitted(T)`` placeholders an elaborated host expression uses."""
+    if expr is None:
+        return ()
+    return tuple(sorted(s.name for s in free_symbols(expr) if s.kind == EMITTED))
 
 
 def _names(e) -> list[str]:

@@ -7,12 +7,13 @@ run reports every broken statement.
 
 from __future__ import annotations
 
+import re
 import sys
 from functools import cache
 from pathlib import Path
 
 import lark
-from lark import Token, Transformer, v_args
+from lark import Token, Transformer
 
 from dsl import ast
 from dsl.codes import diag
@@ -51,8 +52,23 @@ def _parser() -> lark.Lark:
     )
 
 
+@cache
+def _terminal_names() -> dict[str, str]:
+    """How each terminal is shown in "expected ..." hints: its text when it is a literal."""
+    out = {}
+    for t in _parser().terminals:
+        if t.name in _TOKEN_NAMES:
+            out[t.name] = _TOKEN_NAMES[t.name]
+        elif isinstance(t.pattern, lark.lexer.PatternStr):
+            out[t.name] = repr(t.pattern.value)
+        else:
+            out[t.name] = t.name.lower().replace("_", " ")
+    return out
+
+
 def _describe_expected(expected: set[str]) -> str:
-    names = sorted({_TOKEN_NAMES.get(t, repr(t.strip('"').lower())) for t in expected})
+    shown = _terminal_names()
+    names = sorted({shown.get(t, _TOKEN_NAMES.get(t, t.lower())) for t in expected})
     if len(names) > 6:
         names = names[:6] + ["..."]
     return ", ".join(names)
@@ -61,7 +77,7 @@ def _describe_expected(expected: set[str]) -> str:
 def _syntax_diagnostic(err: lark.exceptions.UnexpectedInput, file: str, text: str) -> Diagnostic:
     line, col = max(err.line, 1), max(err.column, 1)
     if isinstance(err, lark.exceptions.UnexpectedCharacters):
-        ch = text[err.pos_in_stream] if err.pos_in_stream < len(text) else "?"
+        ch = err.char or "?"
         return diag("E101", Span(file, line, col, line, col + 1), f"unexpected character {ch!r}")
     if isinstance(err, lark.exceptions.UnexpectedToken):
         tok = err.token
@@ -84,33 +100,65 @@ def _syntax_diagnostic(err: lark.exceptions.UnexpectedInput, file: str, text: st
     return diag("E101", Span(file, line, col, line, col + 1), "syntax error")
 
 
-def _blank_line(text: str, line: int) -> str:
-    """Blank one line but keep its braces, so the blocks around it still balance."""
-    lines = text.split("\n")
-    idx = min(max(line - 1, 0), len(lines) - 1)
-    lines[idx] = "".join(ch if ch in "{}" else " " for ch in lines[idx])
-    return "\n".join(lines)
+def _code(line: str) -> str:
+    """``line`` with its comment and string literals blanked (same length)."""
+    out: list[str] = []
+    i, n = 0, len(line)
+    while i < n:
+        ch = line[i]
+        if ch == "#":
+            out.append(" " * (n - i))
+            break
+        if ch == '"':
+            j = i + 1
+            while j < n and line[j] != '"':
+                j += 2 if line[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(" " * (j - i))
+            i = j
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _neutralise_line(lines: list[str], idx: int) -> None:
+    """Replace line ``idx`` by text that parses wherever the line stood and keeps the block
+    structure: every brace stays, each ``{`` gets a neutral opener in front (``if 1 {``, or
+    ``layer _() {`` at the top level), and everything else is blanked; a stray ``}`` at the
+    top level is dropped. Parsing the result again finds the next error without a cascade
+    of errors caused by the first (an ``else`` still has its ``if`` before it)."""
+    depth = 0
+    for line in lines[:idx]:
+        code = _code(line)
+        depth += code.count("{") - code.count("}")
+    depth = max(depth, 0)
+    parts: list[str] = []
+    for ch in _code(lines[idx]):
+        if ch == "{":
+            parts.append("if 1 {" if depth > 0 else "layer _() {")
+            depth += 1
+        elif ch == "}" and depth > 0:
+            parts.append("}")
+            depth -= 1
+    lines[idx] = " ".join(parts)
 
 
 def _check_nesting(text: str, file: str) -> Diagnostic | None:
     depth = 0
-    line, col = 1, 1
-    for ch in text:
-        if ch in "([{":
-            depth += 1
-            if depth > MAX_NESTING:
-                return diag(
-                    "E105",
-                    Span(file, line, col, line, col + 1),
-                    f"nesting deeper than {MAX_NESTING} levels",
-                    hint="split the expression or block into named parts",
-                )
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "\n":
-            line, col = line + 1, 1
-        else:
-            col += 1
+    for lineno, line in enumerate(text.split("\n"), 1):
+        for col, ch in enumerate(_code(line), 1):
+            if ch in "([{":
+                depth += 1
+                if depth > MAX_NESTING:
+                    return diag(
+                        "E105",
+                        Span(file, lineno, col, lineno, col + 1),
+                        f"nesting deeper than {MAX_NESTING} levels",
+                        hint="split the expression or block into named parts",
+                    )
+            elif ch in ")]}":
+                depth -= 1
     return None
 
 
@@ -120,23 +168,39 @@ def parse(text: str, file: str = "<string>") -> ast.Module:
     if deep:
         raise CompileError([deep])
     diagnostics: list[Diagnostic] = []
-    current = text
+    lines = text.split("\n")
+    neutralised: set[int] = set()
     seen: set[tuple[int, int]] = set()
     tree = None
-    while len(diagnostics) < MAX_SYNTAX_ERRORS:
+    for _attempt in range(MAX_SYNTAX_ERRORS + len(lines)):
+        if len(diagnostics) >= MAX_SYNTAX_ERRORS:
+            break
         try:
-            tree = _parser().parse(current)
+            tree = _parser().parse("\n".join(lines))
             break
         except lark.exceptions.UnexpectedInput as err:
+            eof = isinstance(err, lark.exceptions.UnexpectedToken) and err.token.type == "$END"
+            if eof and diagnostics:
+                break  # an end-of-file error after a blanked line is a cascade of the first error
             d = _syntax_diagnostic(err, file, text)
-            key = (d.span.line, d.span.col)
-            if key in seen:
-                break
-            seen.add(key)
-            diagnostics.append(d)
             if isinstance(err, lark.exceptions.UnexpectedToken) and err.token.type == "$END":
-                break
-            current = _blank_line(current, d.span.line)
+                diagnostics.append(d)  # braces are kept balanced, so this one is genuine
+                break  # nothing after the end to recover into
+            idx = min(max(d.span.line - 1, 0), len(lines) - 1)
+            if (d.span.line, d.span.col) in seen or idx in neutralised:
+                # Neutralising that line did not help: the statement that is really
+                # broken starts earlier (``let x =`` with its value missing, say).
+                earlier = [
+                    i for i in range(idx - 1, -1, -1) if i not in neutralised and _code(lines[i]).strip()
+                ]
+                if not earlier:
+                    break
+                idx = earlier[0]
+            else:
+                seen.add((d.span.line, d.span.col))
+                diagnostics.append(d)
+            neutralised.add(idx)
+            _neutralise_line(lines, idx)
     if diagnostics:
         raise CompileError(diagnostics)
     if tree is None:  # pragma: no cover - loop always parses or reports
@@ -157,18 +221,39 @@ def parse(text: str, file: str = "<string>") -> ast.Module:
         sys.setrecursionlimit(limit)
 
 
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+
+
 def _unquote(s: str) -> str:
+    """The text of a string literal: ``\\n``, ``\\t`` and ``\\r`` are control characters,
+    any other escaped character stands for itself (``\\"``, ``\\\\``); non-ASCII text
+    is kept as written."""
     body = s[1:-1]
-    return body.encode("utf-8").decode("unicode_escape", errors="replace") if "\\" in body else body
+    if "\\" not in body:
+        return body
+    return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(1)), body, flags=re.S)
 
 
-@v_args(meta=True)
 class _ToAst(Transformer):
-    """The single place where lark parse trees become AST nodes."""
+    """The single place where lark parse trees become AST nodes.
+
+    Every rule method takes ``(meta, children)``. ``_call_userfunc`` calls them directly:
+    lark's ``v_args(meta=True)`` builds a fresh wrapper (``functools.update_wrapper``) on
+    every node, a fifth of the transform time."""
 
     def __init__(self, file: str):
-        super().__init__()
+        super().__init__(visit_tokens=False)
         self.file = file
+
+    def _call_userfunc(self, tree, new_children=None):
+        children = new_children if new_children is not None else tree.children
+        method = getattr(type(self), tree.data, None)
+        if method is None:
+            return self.__default__(tree.data, children, tree.meta)
+        try:
+            return method(self, tree.meta, children)
+        except Exception as err:
+            raise lark.exceptions.VisitError(tree.data, tree, err) from err
 
     def _span(self, meta) -> Span:
         if getattr(meta, "empty", True):
@@ -212,6 +297,10 @@ class _ToAst(Transformer):
 
     def golden_decl(self, meta, children):
         return ast.GoldenDecl(self._span(meta), _unquote(str(children[0])))
+
+    def reduction_decl(self, meta, children):
+        tensor, splits, chunks = children
+        return ast.ReductionDecl(self._span(meta), str(tensor), self._tok(tensor), splits, chunks)
 
     def scalar_def(self, meta, children):
         return ast.ScalarDef(self._span(meta), str(children[0]), children[1])
@@ -405,7 +494,8 @@ class _ToAst(Transformer):
         return ast.Unary(self._span(meta), "-", children[0])
 
     def int_lit(self, meta, children):
-        return ast.IntLit(self._tok(children[0]), int(str(children[0]), 0))
+        text = str(children[0])
+        return ast.IntLit(self._tok(children[0]), int(text, 16) if text.startswith("0x") else int(text))
 
     def float_lit(self, meta, children):
         return ast.FloatLit(self._tok(children[0]), float(str(children[0])), str(children[0]))

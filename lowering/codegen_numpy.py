@@ -8,6 +8,13 @@ so the module is specific to one parameter point; it is byte-identical for the s
 Nothing from the source reaches the output as code except names that match
 ``IDENTIFIER`` (checked here, again, before rendering); tensor and task names appear only as
 ``repr`` string literals, locals and loop variables with a ``v_`` prefix.
+
+The module also holds the layer's host guards (``guard cond, "message"``) as
+``check_request(scalars) -> list[str]``: the runtime scalars of one request in, the reasons
+it is refused out (empty: accepted). Derived host scalars (``scalar n = expr``, and
+``emitted(T)`` of a derived capacity) are computed from the runtime scalars into ``d_<i>``
+locals; runtime scalars are ``s_<name>`` locals (names checked against ``IDENTIFIER``);
+guard texts, messages and derived names appear only as ``repr`` literals.
 """
 
 from __future__ import annotations
@@ -28,11 +35,13 @@ from lowering.symbolic import (
     NRANKS,
     RANK,
     SCALAR,
+    Bin,
     Const,
     EvalError,
     Expr,
     Sym,
     evaluate,
+    free_symbols,
     render,
     substitute,
 )
@@ -221,11 +230,6 @@ class _Kernel:
             return f"np.ascontiguousarray(np.transpose({args[0]}))"
         if op == "gather_rows":  # a negative row index stages a zero row
             return f"_op.gather_rows({args[0]}, np.ravel({args[1]}), fill=0)"
-        if op == "valid":  # only the leading region is meaningful; the data is unchanged
-            return args[0]
-        if op == "fillpad":  # columns at or past the valid extent take the pad value
-            x, n, pad = args
-            return f"(lambda a: np.where(np.arange(a.shape[-1]) < {n}, a, np.asarray({pad}, a.dtype)))({x})"
         if op == "read":
             return args[0]
         if op in ("min", "max"):
@@ -250,8 +254,10 @@ class _Kernel:
         if op == "valid":  # set_validshape: only marks the valid region; the data is unchanged
             return args[0]
         if op == "fillpad":  # keep the first `cols` columns, fill the tail with the pad value
-            x, cols, pad = args
-            return f"np.where(np.arange({x}.shape[-1]) < {cols}, {x}, np.asarray({pad}, {x}.dtype))"
+            x, cols, pad = args  # x is evaluated once (it may be a whole top-k chain)
+            return (
+                f"(lambda a: np.where(np.arange(a.shape[-1]) < {cols}, a, np.asarray({pad}, a.dtype)))({x})"
+            )
         if op == "select":
             return f"np.where({args[0]}, {args[1]}, {args[2]})"
         if op == "log":  # natural log (pl.log); the tile's dtype is kept
@@ -264,7 +270,7 @@ class _Kernel:
 
     def store_value(self, tensor: str, value: ir.Value) -> str:
         code = self.value(value)
-        if self.graph.tensors[tensor].dtype == "bf16":
+        if self.graph.tensors[tensor].dtype == "bf16" and not _holds_bf16(self.graph, value):
             return f"_op.to_bf16({code})"
         return code
 
@@ -296,6 +302,8 @@ class _Kernel:
                 self.emit(depth, "yield  # a read-modify-write is not atomic: others may run here")
                 self.emit(depth, f"{target}[{region}] = {tmp}")
             else:
+                if all(r.point for r in s.region) and isinstance(s.value.type, ir.ScalarType):
+                    region = self.index_code(s.region, keep_dims=False)  # one element: no view
                 self.emit(depth, f"{target}[{region}] = {self.store_value(s.tensor, s.value)}")
         elif isinstance(s, ir.RemoteStoreS):
             peer = self.int_code(s.peer)
@@ -339,6 +347,14 @@ class _Kernel:
             self.emit(depth, f"_ = {self.value(s.value)}  # anchor read: orders the task, no data use")
         else:
             raise TypeError(f"cannot generate code for {s!r}")
+
+
+def _holds_bf16(graph: Graph, value: ir.Value) -> bool:
+    """Values a bf16 store must not round again: a ``cast(..., bf16)`` (already rounded) and a
+    region of a bf16 tensor (a copy between bf16 tensors is a byte copy on the device)."""
+    if isinstance(value, ir.CallV):
+        return value.op == "cast" and getattr(value.type, "dtype", None) == "bf16"
+    return isinstance(value, ir.LoadV) and not value.local and graph.tensors[value.tensor].dtype == "bf16"
 
 
 def _special(x: float) -> str:
@@ -482,6 +498,112 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
         "tensors": tensors,
         "kernels": kernels,
         "tasks": tasks,
+        "host": guard_context(graph, env),
+    }
+
+
+def _host_code(expr: Expr, env: dict[str, int], known: dict[Expr, str] | None = None) -> str:
+    """Python for a host expression over runtime scalars (``s_<name>``), parameters and
+    constants folded to literals; comparisons and logic give ints, as in ``symbolic``. A
+    subexpression equal to a derived value already computed (``known``) is its ``d_<i>``."""
+    known = known or {}
+
+    def py(e: Expr) -> str:
+        if e in known:
+            return known[e]
+        if isinstance(e, Const):
+            return str(e.value) if e.value >= 0 else f"({e.value})"
+        if isinstance(e, Sym):
+            if e.kind != SCALAR:
+                raise UnsafeName(f"a host guard cannot use {e.name!r}")
+            return f"s_{_checked(e.name, IDENTIFIER)}"
+        assert isinstance(e, Bin)
+        a, b = py(e.a), py(e.b)
+        if e.op in ("min", "max"):
+            return f"{e.op}({a}, {b})"
+        if e.op == "cdiv":
+            return f"(-((-{a}) // {b}))"
+        if e.op in ("and", "or"):
+            return f"int(bool({a}) {e.op} bool({b}))"
+        if e.op in ("==", "!=", "<", "<=", ">", ">="):
+            return f"int({a} {e.op} {b})"
+        if e.op in ("+", "-", "*", "//", "%"):
+            return f"({a} {e.op} {b})"
+        raise UnsafeName(f"unknown operator {e.op!r} in a host guard")
+
+    return py(substitute(expr, {k: Const(v) for k, v in env.items()}))
+
+
+def _pairs(items: list[tuple[str, str]]) -> str:
+    """``(('seq_len', d_0), ...)``: names as literals, values as checked code."""
+    return "(" + "".join(f"({name!r}, {code}), " for name, code in items).rstrip(" ") + ")"
+
+
+def guard_context(graph: Graph, env: dict[str, int]) -> dict:
+    """What ``check_request`` needs: the runtime scalars it reads (with their ranges), the
+    derived values it computes (in definition order) and, per guard, its condition and the
+    values a refusal names."""
+    fold = {k: Const(v) for k, v in env.items()}
+    derived = [(n, d) for n, d in graph.derived.items() if d.value is not None]
+    index = {name: i for i, (name, _) in enumerate(derived)}
+    ranged = [s for s in graph.scalars.values() if s.domain is not None and s.name != "epoch"]
+    names = {s.name for s in ranged}
+    for g in graph.guards:
+        names |= {s.name for s in free_symbols(g.cond) if s.kind == SCALAR}
+    order = list(graph.scalars)
+    scalars = sorted(
+        (_checked(n, IDENTIFIER) for n in names),
+        key=lambda n: (n not in order, order.index(n) if n in order else 0, n),
+    )
+    known: dict[Expr, str] = {}
+    values = []
+    for name, d in derived:
+        if not {s.name for s in free_symbols(d.value) if s.kind == SCALAR} <= names:
+            continue  # reads a scalar no guard reads: not needed here
+        var = f"d_{index[name]}"
+        values.append({"var": var, "code": _host_code(d.value, env, known)})
+        known[substitute(d.value, fold)] = var
+    guards = []
+    for g in graph.guards:
+        named: list[str] = []  # derived values the guard names, and the ones they name
+        queue = [n for n in g.scalars if n in index]
+        while queue:
+            n = queue.pop(0)
+            if n not in named and f"d_{index[n]}" in known.values():
+                named.append(n)
+                queue.extend(r for r in graph.derived[n].refs if r in index)
+        sides = "None"
+        if isinstance(g.cond, Bin) and g.cond.op in ("==", "!=", "<", "<=", ">", ">="):
+            sides = f"({_host_code(g.cond.a, env, known)}, {g.cond.op!r}, {_host_code(g.cond.b, env, known)})"
+        guards.append(
+            {
+                "cond": _host_code(g.cond, env, known),
+                "text": g.text,
+                "message": g.message or "",
+                "line": g.span.line,
+                "named": _pairs([(n, f"d_{index[n]}") for n in named]),
+                "sides": sides,
+            }
+        )
+    ranges = []
+    for s in ranged:
+        var = f"s_{_checked(s.name, IDENTIFIER)}"
+        dom = s.domain
+        if dom.values is not None:
+            test = f"{var} in {tuple(sorted(set(dom.values)))!r}"
+        elif dom.step != 1:
+            test = f"{dom.lo} <= {var} <= {dom.hi} and ({var} - {dom.lo}) % {dom.step} == 0"
+        else:
+            test = f"{dom.lo} <= {var} <= {dom.hi}"
+        ranges.append(
+            {"var": var, "test": test, "say": (f"runtime scalar {s.name}=", f" is outside its range {dom}")}
+        )
+    return {
+        "scalars": scalars,
+        "given": _pairs([(n, f"s_{n}") for n in scalars]),
+        "ranges": ranges,
+        "derived": values,
+        "guards": guards,
     }
 
 

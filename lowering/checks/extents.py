@@ -25,6 +25,7 @@ from lowering.symbolic import (
     EvalError,
     Expr,
     Sym,
+    binop,
     free_symbols,
     from_poly,
     poly,
@@ -126,6 +127,104 @@ def veval(expr: Expr, env: Mapping[str, Bound]) -> np.ndarray:
     """Exact value of ``expr`` when every symbol is bound to an int or an array."""
     lo, _ = vbounds(expr, env)
     return lo
+
+
+# ---------------------------------------------------------------- symbolic bounds
+
+SInterval = tuple[Expr, Expr]
+
+
+def _sfold(op: str, xs: Sequence[Expr]) -> Expr:
+    unique = list(dict.fromkeys(xs))
+    out = unique[0]
+    for x in unique[1:]:
+        out = binop(op, out, x)
+    return out
+
+
+def _smin(*xs: Expr) -> Expr:
+    return _sfold("min", xs)
+
+
+def _smax(*xs: Expr) -> Expr:
+    return _sfold("max", xs)
+
+
+def sbounds(expr: Expr, env: Mapping[str, SInterval], positive: frozenset[str] = frozenset()) -> SInterval:
+    """The symbolic twin of :func:`vbounds`: inclusive (lo, hi) *expressions* of ``expr`` when
+    each symbol named in ``env`` (block and loop indices) ranges over an interval whose ends
+    are expressions of the other symbols (runtime scalars, parameters, constants), which stay
+    free. Evaluated at one request, the ends equal what :func:`vbounds` computes there.
+    ``positive`` names parameters and constants known to be positive at every admissible
+    point: a product or quotient by one of them is monotone (one bound, not four). Raises
+    EvalError for an operator it cannot bound symbolically."""
+    if isinstance(expr, Const):
+        return expr, expr
+    if isinstance(expr, Sym):
+        return env.get(expr.name, (expr, expr))
+    assert isinstance(expr, Bin)
+    alo, ahi = sbounds(expr.a, env, positive)
+    blo, bhi = sbounds(expr.b, env, positive)
+    op = expr.op
+    if alo == ahi and blo == bhi:  # exact operands: the exact value (also for % and comparisons)
+        v = binop(op, alo, blo)
+        return v, v
+    if op == "+":
+        return binop("+", alo, blo), binop("+", ahi, bhi)
+    if op == "-":
+        return binop("-", alo, bhi), binop("-", ahi, blo)
+    if op in ("*", "//", "cdiv"):
+        k = blo.value if isinstance(blo, Const) and blo == bhi else None
+        if k is None and blo == bhi and isinstance(blo, Sym) and blo.name in positive:
+            k = 1  # a positive parameter: the same sign as a constant k > 0
+        if k is not None and k > 0:  # monotone in a: a * k, a // k
+            return binop(op, alo, blo), binop(op, ahi, blo)
+        if k is not None and k < 0:
+            return binop(op, ahi, blo), binop(op, alo, blo)
+        if op == "*" and isinstance(alo, Const) and alo == ahi and alo.value >= 0:
+            return binop("*", alo, blo), binop("*", alo, bhi)
+        c = [binop(op, x, y) for x in (alo, ahi) for y in (blo, bhi)]
+        return _smin(*c), _smax(*c)
+    if op == "min":
+        return _smin(alo, blo), _smin(ahi, bhi)
+    if op == "max":
+        return _smax(alo, blo), _smax(ahi, bhi)
+    if op in ("==", "!=", "<", "<=", ">", ">=", "and", "or"):
+        return Const(0), Const(1)  # not decided per request: either truth value
+    raise EvalError(f"cannot bound {op!r} of a ranged index symbolically")
+
+
+def snarrow(
+    env: dict[str, SInterval], conds: Iterable[Condition], positive: frozenset[str] = frozenset()
+) -> None:
+    """The symbolic twin of :func:`narrow`: tighten index intervals by enclosing conditions
+    ``c*i + d < e`` (``block < num_tokens`` gives ``block <= min(grid - 1, num_tokens - 1)``)."""
+    for c in conds:
+        e = c.expr
+        if not isinstance(e, Bin) or e.op not in _FLIP:
+            continue
+        for side, other, op in ((e.a, e.b, e.op), (e.b, e.a, _FLIP[e.op])):
+            term = _index_term(side, env)
+            if term is None:
+                continue
+            name, coeff, offset = term
+            try:
+                olo, ohi = sbounds(other, env, positive)
+                dlo, dhi = sbounds(offset, env, positive)
+            except EvalError:
+                continue
+            lo, hi = env[name]
+            k = Const(coeff)
+            if op == "<":
+                hi = _smin(hi, binop("-", binop("cdiv", binop("-", ohi, dlo), k), Const(1)))
+            elif op == "<=":
+                hi = _smin(hi, binop("//", binop("-", ohi, dlo), k))
+            elif op == ">":
+                lo = _smax(lo, binop("+", binop("//", binop("-", olo, dhi), k), Const(1)))
+            else:
+                lo = _smax(lo, binop("cdiv", binop("-", olo, dhi), k))
+            env[name] = (lo, hi)
+            break
 
 
 # ---------------------------------------------------------------- block and loop ranges

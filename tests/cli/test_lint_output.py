@@ -309,7 +309,7 @@ def test_fail_on_note_counts_notes(good, monkeypatch, capsys):
         (["check", "bad.dsl", "--config", "nope.toml"], "--config nope.toml: no such file"),
         (["check", "bad.dsl", "--set", "EP"], "--set expects NAME=VALUE"),
         (["check"], "the following arguments are required: PATH"),
-        (["check", "empty_dir"], "no *.dsl files found"),
+        (["check", "empty_dir"], "files found under the given paths"),
         (["check", "bad.dsl", "--bogus"], "unrecognized arguments: --bogus"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],

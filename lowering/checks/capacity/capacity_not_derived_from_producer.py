@@ -39,6 +39,13 @@ correctly, which shows up as a serving limit nobody can explain.
 ## Use instead
 
     guard WIN + min(max_visible_cmp, IDX_TOPK) <= PREFILL_SPARSE_PAD   # what the producer emits
+
+or let dslc derive both from the producer (docs/language_sort_capacity.md, "Derived
+capacities"): ``emitted(cmp_indices)`` is the closed form of the extent this rule computes,
+so neither the guard nor the capacity can drift from it:
+
+    const PREFILL_SPARSE_PAD = derived(WIN + emitted(cmp_indices))     # 640 at mtp
+    guard WIN + emitted(cmp_indices) <= PREFILL_SPARSE_PAD
 """
 
 from __future__ import annotations
@@ -187,7 +194,8 @@ def _at(graph: Graph, ctx: CheckContext, point) -> Iterator[Diagnostic]:
             f"{n} requests are refused although they fit: {_requests(graph, space, refused_fit, g.scalars, point)}"
             f"{at}{sampled}",
             fix="bound the guard by what the producer emits (e.g. min(count, "
-            f"{named_value(int(em.count.max()), [em.store.finite], point).split('=')[0]})), or drop it",
+            f"{named_value(int(em.count.max()), [em.store.finite], point).split('=')[0]}), or "
+            f"emitted({em.store.tensor})), or drop it",
             related=((em.store.span, "what the producer emits"), (cut.access.span, "the packed capacity")),
         )
 

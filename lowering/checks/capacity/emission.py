@@ -6,19 +6,34 @@ reads a prefix ``X[..., a:b]`` of such a tensor keeps ``b`` columns: a *capacity
 row count). Both are bounded at every request of the scalar space with :func:`vbounds`, with
 the producer's and consumer's block and loop ranges (narrowed by enclosing ``if``s such as
 ``block < num_tokens``).
+
+:func:`emitted_bound` is the symbolic twin of :func:`emissions` for one tensor: the same
+store facts, block/loop ranges and narrowing, bounded with :func:`sbounds` instead of
+:func:`vbounds`, so the result is a closed form over runtime scalars, parameters and
+constants (``emitted(T)`` in the language; ``derived.py``) that the generated host guard can
+evaluate per request and that equals the count C401 computes at every request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from lowering.checks.extents import ScalarSpace, bind_loops, narrow, nonempty, vbounds
-from lowering.checks.validity import StoreFact, facts_at, space_at
-from lowering.ir import Access, Graph, Task
-from lowering.symbolic import EvalError, Expr, Sym, binop, free_symbols
+from lowering.checks.extents import (
+    ScalarSpace,
+    SInterval,
+    bind_loops,
+    narrow,
+    nonempty,
+    sbounds,
+    snarrow,
+    vbounds,
+)
+from lowering.checks.validity import StoreFact, TaskFacts, facts_at, space_at
+from lowering.ir import Access, Graph, Loop, Task
+from lowering.symbolic import Const, EvalError, Expr, Sym, binop, free_symbols
 
 
 @dataclass
@@ -104,6 +119,74 @@ def cuts(graph: Graph, ctx, point: Mapping[str, int], emitted: list[Emission]) -
                 truncates = em.runs & _full(runs, space.size) & (em.end > stop)
                 out.append(Cut(acc, task, em, stop, truncates))
     return out
+
+
+def _task_senv(graph: Graph, task: Task) -> dict[str, SInterval]:
+    last = binop("-", graph.ranks, Const(1))
+    return {
+        "block": (Const(0), binop("-", task.grid, Const(1))),
+        "rank": (Const(0), last),
+        "nranks": (graph.ranks, graph.ranks),
+    }
+
+
+def _sbind_loops(env: dict[str, SInterval], loops: Sequence[Loop], positive: frozenset[str]) -> Expr:
+    """:func:`bind_loops` with symbolic ends; returns the condition that every loop runs."""
+    runs: Expr = Const(1)
+    for loop in loops:
+        lo, _ = sbounds(loop.start, env, positive)
+        _, hi = sbounds(loop.stop, env, positive)
+        last = binop("-", hi, Const(1))
+        runs = binop("*", runs, binop("<=", lo, last))
+        env[loop.var] = (lo, lo if last == lo else binop("max", last, lo))
+    return runs
+
+
+def emitted_bound(
+    graph: Graph, facts: Mapping[str, TaskFacts], tensor: str, positive: frozenset[str] = frozenset()
+) -> Expr | None:
+    """The most valid columns per row that the producers of ``tensor`` store for one request,
+    as an expression of the runtime scalars, parameters and constants: per marked store
+    (``valid``/``fillpad``), the upper bound of its extent over the blocks and iterations that
+    run (narrowed by enclosing ``if``s), times the condition that any runs; the max over
+    stores. None when no task declares what it emits into ``tensor``. ``positive``: the
+    parameters and constants positive at every admissible point (see :func:`sbounds`).
+    Raises EvalError when an extent cannot be bounded in closed form."""
+    forms: list[Expr] = []
+    for task in graph.tasks:
+        for sf in facts.get(task.name, TaskFacts()).stores:
+            if sf.tensor != tensor or sf.finite is None or not sf.region:
+                continue
+            env = _task_senv(graph, task)
+            runs = _sbind_loops(env, sf.loops, positive)
+            snarrow(env, sf.conds, positive)
+            for name in ("block", *(lp.var for lp in sf.loops)):
+                lo, hi = env[name]
+                runs = binop("*", runs, binop("<=", lo, hi))
+            _, count = sbounds(sf.finite, env, positive)
+            form = binop("*", runs, count)
+            if form not in forms:
+                forms.append(form)
+    if not forms:
+        return None
+    out = forms[0]
+    for f in forms[1:]:
+        out = binop("max", out, f)
+    return out
+
+
+def emitted_counts(graph: Graph, ctx, point: Mapping[str, int], tensor: str) -> np.ndarray | None:
+    """What C401 computes for ``tensor`` at every request of ``point``: the most valid columns
+    per row over its stores (a store that does not run counts 0); None when nothing is
+    declared. :func:`emitted_bound` evaluates to the same numbers."""
+    space = space_at(ctx, point)
+    found = [em for em in emissions(graph, ctx, point) if em.store.tensor == tensor]
+    if not found:
+        return None
+    out = np.where(found[0].runs, found[0].count, 0)
+    for em in found[1:]:
+        out = np.maximum(out, np.where(em.runs, em.count, 0))
+    return np.broadcast_to(out, (space.size,))
 
 
 def constants(graph: Graph, exprs) -> set[str]:

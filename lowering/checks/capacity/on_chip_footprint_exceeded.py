@@ -162,6 +162,8 @@ class _Footprint:
         elif isinstance(v, ir.CallV):
             first = 1 if v.op == "matmul_acc" else 0
             for i, a in enumerate(v.args):
+                if v.op == "gather_rows" and i == 0:
+                    continue  # pl.gather_row reads the indexed rows from GM: only its result is a tile
                 self.temporaries(a, out, copies, pipes, v.op in _CUBE and first <= i < first + 2)
         elif isinstance(v, ir.BinV):
             self.temporaries(v.a, out, copies, pipes)
