@@ -231,6 +231,18 @@ class GoldenDecl(Node):
 
 
 @dataclass(frozen=True)
+class ReductionDecl(Node):
+    """``reduction sq_sum: splits RMS_OK, chunks 2``: the summation tree of hand-written split
+    partials and their ascending reduce into ``tensor`` (rule N203 compares it with the
+    golden's). The reduce_sum lowering attaches one to the reducing task it generates."""
+
+    tensor: str
+    tensor_span: Span
+    splits: Expr
+    chunks: Expr | None
+
+
+@dataclass(frozen=True)
 class ScalarDef(Node):
     """``scalar max_visible_cmp = (start_pos + num_tokens) / 4``: a host value derived from
     runtime scalars; usable in guards, shapes of checks and task bodies (inlined there)."""
@@ -289,6 +301,7 @@ class TaskDef(Node):
     manual: bool = False
     predicate: Expr | None = None
     body: tuple[Stmt, ...] = ()
+    reduction: ReductionDecl | None = None  # set by the reduce_sum lowering on its reducer
 
 
 @dataclass(frozen=True)
@@ -321,6 +334,7 @@ LayerStmt = (
     | ScalarDef
     | GuardStmt
     | RanksDecl
+    | ReductionDecl
     | TensorDecl
     | TaskIdDecl
     | TaskDef

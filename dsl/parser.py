@@ -17,6 +17,7 @@ from lark import Token, Transformer
 
 from dsl import ast
 from dsl.codes import diag
+from dsl.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
@@ -164,6 +165,11 @@ def _check_nesting(text: str, file: str) -> Diagnostic | None:
 
 def parse(text: str, file: str = "<string>") -> ast.Module:
     """Parse a whole source file; raise CompileError with every syntax error found."""
+    with paused_gc():  # lark allocates a tree node per token: keep the collector out
+        return _parse(text, file)
+
+
+def _parse(text: str, file: str) -> ast.Module:
     deep = _check_nesting(text, file)
     if deep:
         raise CompileError([deep])

@@ -275,6 +275,28 @@ class Edge:
         return f"{what} {self.tensor}{self.region or ''}"
 
 
+@dataclass(frozen=True)
+class Reduction:
+    """The summation tree of one split reduction the compiler knows (rule N203, R5).
+
+    ``splits`` partials, each the ascending fold of ``chunks`` separately rounded chunk
+    values (None when not known, e.g. a cube ``matmul_acc`` chain with ``k_group``, whose
+    chunk boundaries do not round), summed across splits in ``order`` in ``dtype`` (the
+    partials' dtype). ``source`` is ``reduce_sum`` (the lowering wrote the partials and the
+    reducing ``task``) or ``declared`` (a layer-level ``reduction`` statement describing
+    hand-written partials and reduce; taken as stated).
+    """
+
+    tensor: str  # the reduced tensor (the reduce_sum's store target)
+    splits: Expr  # symbolic split count
+    chunks: Expr | None  # chunks folded ascending inside each split, when known
+    dtype: str  # accumulator dtype
+    span: Span  # the reduce_sum (or the reduction statement)
+    order: str = "ascending"  # cross-split order: ((p0 + p1) + p2) + ...
+    task: str | None = None  # the reducing task of a reduce_sum
+    source: str = "reduce_sum"  # reduce_sum | declared
+
+
 @dataclass
 class Graph:
     name: str
@@ -293,6 +315,7 @@ class Graph:
     guards: list[Guard] = field(default_factory=list)  # host-side request guards, in source order
     derived: dict[str, Scalar] = field(default_factory=dict)  # ``scalar n = expr`` (not kernel args)
     golden: str | None = None  # path of the NumPy reference module, relative to ``file``
+    reductions: list[Reduction] = field(default_factory=list)  # reduction trees, in source order
 
     def env(self) -> dict[str, int]:
         """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""

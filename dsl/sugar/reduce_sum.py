@@ -16,7 +16,9 @@ becomes
 Partials are written plainly (each split owns its slice), so there is no zero seed and no
 atomic, and the sum order is fixed: ((p0 + p1) + p2) + ... The reducing task keeps the
 original name, so ``after linear`` still means "after the whole result exists".
-``runtime.reduction.ascending_sum`` evaluates the same tree for goldens.
+``runtime.reduction.ascending_sum`` evaluates the same tree for goldens. The reducing task
+carries an ``ast.ReductionDecl`` (the split count, and the chunks each split folds when the
+body shows them) that elaboration records in ``Graph.reductions`` for rule N203.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from dsl import ast
 from dsl.codes import diag
 from dsl.sugar.subst import map_children, names_used, substitute
-from lowering.source import CompileError, Diagnostic
+from lowering.source import CompileError, Diagnostic, Span
 
 
 def lower_reduce_sums(module: ast.Module) -> ast.Module:
@@ -200,6 +202,7 @@ def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl]) -> list:
         predicate=task.predicate,
         body=tuple(producer_body),
     )
+    keyword = Span(sp.file, sp.line, sp.col, sp.line, sp.col + len("reduce_sum"))
     reducer = ast.TaskDef(
         red.span,
         task.name,
@@ -207,5 +210,95 @@ def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl]) -> list:
         spmd=task.spmd,
         after=(ast.TaskRef(red.span, (splits,), task.index),),
         body=tuple(reducer_body),
+        reduction=ast.ReductionDecl(keyword, store.target.name, store.target.name_span, count, _chunks(red)),
     )
     return [scratch, producer, reducer]
+
+
+def _chunks(red: ast.ReduceSum) -> ast.Expr | None:
+    """How many separately rounded chunk values each split folds, in ascending order, into its
+    partial (the inner level of the tree; rule N203), or None when the body does not show it.
+
+    ``return e`` of one value (not a sum) is one chunk. ``let v = c0`` (or ``zeros(...)``)
+    followed by fold steps ``v = v + c`` (or ``v = matmul_acc(v, ...)`` without ``k_group``),
+    written out or as the only update in one ``for ... in range(...)``, is one chunk per step
+    plus one for a non-zero start. A ``matmul_acc`` chain with ``k_group`` continues one cube
+    fold across its calls, so its chunk boundaries do not round: None.
+    """
+    sp = red.span
+    ret = red.body[-1].value
+    if not isinstance(ret, ast.Name):
+        return None if _is_sum(ret) else ast.IntLit(sp, 1)
+    v = ret.id
+    starts = [i for i, s in enumerate(red.body[:-1]) if isinstance(s, ast.Let) and s.name == v]
+    if len(starts) != 1 or _is_sum(red.body[starts[0]].value):
+        return None
+    count: ast.Expr = ast.IntLit(sp, 0 if _is_zero(red.body[starts[0]].value) else 1)
+    for s in red.body[starts[0] + 1 : -1]:
+        if isinstance(s, ast.Assign) and s.name == v:
+            if not _fold_step(s.value, v):
+                return None
+            count = ast.Binary(sp, "+", count, ast.IntLit(sp, 1))
+        elif isinstance(s, ast.For) and _assigns(s, v):
+            steps = [b for b in s.body if isinstance(b, ast.Assign) and b.name == v]
+            trips = _trip_count(s)
+            nested = [b for b in s.body if b not in steps and _assigns(b, v)]
+            if (
+                s.kind != "range"
+                or len(steps) != 1
+                or nested
+                or trips is None
+                or not _fold_step(steps[0].value, v)
+            ):
+                return None
+            count = ast.Binary(sp, "+", count, trips)
+        elif _assigns(s, v):
+            return None
+    return count
+
+
+def _is_sum(e) -> bool:
+    return isinstance(e, ast.Binary) and e.op == "+"
+
+
+def _is_zero(e) -> bool:
+    return (isinstance(e, ast.Call) and e.func == "zeros") or (
+        isinstance(e, ast.IntLit | ast.FloatLit) and e.value == 0
+    )
+
+
+def _fold_step(value, v: str) -> bool:
+    """``v + chunk`` or ``matmul_acc(v, a, b)`` without ``k_group``, ``v`` used once."""
+    if _is_sum(value) and isinstance(value.left, ast.Name) and value.left.id == v:
+        return v not in names_used(value.right)
+    if isinstance(value, ast.Call) and value.func == "matmul_acc" and value.args:
+        first = value.args[0]
+        rest = ast.Call(value.span, value.func, value.args[1:], value.kwargs)
+        return (
+            isinstance(first, ast.Name)
+            and first.id == v
+            and v not in names_used(rest)
+            and all(k != "k_group" for k, _ in value.kwargs)
+        )
+    return False
+
+
+def _assigns(node, v: str) -> bool:
+    found = False
+
+    def visit(n):
+        nonlocal found
+        if isinstance(n, ast.Assign | ast.Let) and n.name == v:
+            found = True
+        return map_children(n, visit)
+
+    visit(node)
+    return found
+
+
+def _trip_count(loop: ast.For) -> ast.Expr | None:
+    if len(loop.args) == 1:
+        return loop.args[0]
+    if len(loop.args) == 2:
+        return ast.Binary(loop.span, "-", loop.args[1], loop.args[0])
+    return None
