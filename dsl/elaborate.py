@@ -28,6 +28,7 @@ from lowering.source import CompileError, Diagnostic, Span
 from lowering.symbolic import PARAM, SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
 
 CONST = "const"
+MAX_LAYER_ITERATIONS = 1_000_000  # layer-loop iterations per graph (each may declare tasks)
 _INT_OPS = {"+": "+", "-": "-", "*": "*", "/": "//", "//": "//", "%": "%"}
 
 
@@ -47,6 +48,7 @@ class _Scope:
     calls: dict[str, _Scope] = field(default_factory=dict)
     loop_kinds: list[str] = field(default_factory=list)
     call: ast.LayerCall | None = None  # the call that instantiated this scope (None at the root)
+    trips: int = 1  # iterations of the enclosing layer loops (of the caller too)
 
 
 class Elaborator:
@@ -470,8 +472,17 @@ class Elaborator:
         )
         if step <= 0:
             raise self.error("E404", s.span, "loop step must be positive")
+        trips = scope.trips * len(range(start, stop, step))
+        if trips > MAX_LAYER_ITERATIONS:
+            raise self.error(
+                "E404",
+                s.span,
+                f"layer loops expand to {trips:,} iterations; at most {MAX_LAYER_ITERATIONS:,}",
+                hint="a task array is one task per iteration; use spmd(N) for N blocks of one task",
+            )
         self._define_int(s.var, s.span, scope)
         scope.loop_kinds.append(s.kind)
+        outer_trips, scope.trips = scope.trips, trips
         try:
             for v in range(start, stop, step):
                 scope.ints[s.var] = Const(v)
@@ -479,6 +490,7 @@ class Elaborator:
         finally:
             scope.ints.pop(s.var, None)
             scope.loop_kinds.pop()
+            scope.trips = outer_trips
 
     def _l_LayerIf(self, s: ast.LayerIf, scope: _Scope, stack) -> None:
         cond = self._value(self.const(s.cond, scope), s.cond.span, "condition")
@@ -492,7 +504,7 @@ class Elaborator:
             raise self.error("E209", s.span, f"layer '{s.layer}' calls itself through {' -> '.join(stack)}")
         if s.alias in scope.calls or s.alias in scope.tasks:
             raise self.error("E202", s.span, f"'{s.alias}' is already defined")
-        inner = _Scope(scope.prefix + s.alias + ".", callee, call=s)
+        inner = _Scope(scope.prefix + s.alias + ".", callee, call=s, trips=scope.trips)
         params = {p.name: p for p in callee.params}
         decls = {d.name: d for d in _walk_decls(callee.body)}
         bound: dict[str, Expr] = {}

@@ -6,12 +6,14 @@ vector op `aiv`, both `mix`) and the code generators' op names.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from lowering.body import DtypeType, ListType, ScalarType, TileType, Type
 from lowering.ir import FLOAT_DTYPES, INT_DTYPES
-from lowering.symbolic import Const, Expr, binop, simplify
+from lowering.symbolic import Bin, Const, Expr, Sym, binop, from_poly, poly, simplify
 
 
 class OpTypeError(Exception):
@@ -43,8 +45,64 @@ def _tile(t: Type, what: str, i: int) -> TileType:
     return t
 
 
+#: Definitions of the layer's ``const``s (name -> expression), set while a task body is
+#: elaborated, so that ``[STATE_W - INNER_OUT]`` and ``[INNER_OUT]`` compare equal.
+_CONST_DEFS: ContextVar[Mapping[str, Expr] | None] = ContextVar("dslc_const_defs", default=None)
+
+
+@contextmanager
+def const_definitions(defs: Mapping[str, Expr]) -> Iterator[None]:
+    token = _CONST_DEFS.set(defs)
+    try:
+        yield
+    finally:
+        _CONST_DEFS.reset(token)
+
+
+def _normal(e: Expr, defs: Mapping[str, Expr], depth: int = 0) -> Expr:
+    """``e`` with constants replaced by their definitions, refolded and normalised bottom-up."""
+    if isinstance(e, Sym) and e.name in defs and depth < 64:
+        return _normal(defs[e.name], defs, depth + 1)
+    if isinstance(e, Bin):
+        a, b = _normal(e.a, defs, depth), _normal(e.b, defs, depth)
+        if e.op in ("cdiv", "//") and isinstance(b, Sym):
+            exact = _divide_by_atom(a, b, ceil=e.op == "cdiv")
+            if exact is not None:
+                return exact
+        return simplify(binop(e.op, a, b))
+    return e
+
+
+def _divide_by_atom(a: Expr, k: Sym, ceil: bool) -> Expr | None:
+    """``a / k`` for a stride ``k >= 1`` when ``a = k * q`` (or ``k * q + 1`` rounding up): the
+    extent of a strided slice ``x : x + k * (n - 1) + 1 : k`` is ``n``."""
+    form = poly(a)
+    if form is None:
+        return None
+    quotient: dict = {}
+    rest = 0
+    for mono, coeff in form.items():
+        if k in mono:
+            i = mono.index(k)
+            quotient[mono[:i] + mono[i + 1 :]] = coeff
+        elif mono == ():
+            rest = coeff
+        else:
+            return None
+    if rest == 0 or (rest == 1 and ceil):
+        return simplify(binop("+", from_poly(quotient), Const(rest)))
+    return None
+
+
 def _same_shape(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> bool:
-    return len(a) == len(b) and all(x == y or simplify(x) == simplify(y) for x, y in zip(a, b, strict=True))
+    """Shapes agree for every parameter value: equal as expressions once constants are expanded."""
+    if len(a) != len(b):
+        return False
+    defs = _CONST_DEFS.get() or {}
+    return all(
+        x == y or simplify(x) == simplify(y) or _normal(x, defs) == _normal(y, defs)
+        for x, y in zip(a, b, strict=True)
+    )
 
 
 def shape_text(shape: tuple[Expr, ...]) -> str:
