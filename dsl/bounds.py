@@ -31,6 +31,7 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
         except EvalError:
             continue
         extents = {}
+        envs: dict[int, dict] = {}
         for t in graph.tensors.values():
             try:
                 extents[t.name] = tuple(evaluate(d, point) for d in t.shape)
@@ -41,13 +42,15 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
                 blocks = evaluate(task.grid, point)
             except EvalError:
                 continue
-            env = task_env(point, blocks, nranks, scalar_ranges)
+            env = envs.get(blocks)
+            if env is None:  # one environment per grid size (read-only below)
+                env = envs[blocks] = task_env(point, blocks, nranks, scalar_ranges)
             through_valid = valid_regions(task.body)
             for acc in task.accesses:
                 key = (task.base, acc.span)
                 if key in found:
                     continue
-                valid = through_valid.get((acc.tensor, acc.region))
+                valid = through_valid.get((acc.tensor, acc.region)) if through_valid else None
                 problem = _overflow(acc, extents[acc.tensor], env, valid)
                 if problem is None:
                     continue

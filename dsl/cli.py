@@ -18,6 +18,7 @@ from pathlib import Path
 from dsl import __version__
 from dsl.cli_fix import add_parser as add_fix_parser
 from dsl.cli_fix import cmd_fix
+from dsl.cli_pypto import PY_SUFFIX, compile_pypto, is_pypto_candidate, lint_pypto_file
 from dsl.cli_run import add_parsers as add_run_parsers
 from dsl.cli_run import cmd_compile, cmd_run
 from dsl.codes import CODES, diag
@@ -29,6 +30,8 @@ from lowering.checks import all_rules, run_rules
 from lowering.checks.rule import PRESETS, CheckContext
 from lowering.checks.suppressions import META_CODES, apply_suppressions
 from lowering.ir import Graph
+from lowering.pypto_reader import INPUT_ERRORS as READER_INPUT_ERRORS
+from lowering.pypto_reader import READER_CODES
 from lowering.source import CompileError, Diagnostic, Severity, Span
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
@@ -39,11 +42,11 @@ of the Ascend task runtime absent (or names them with the line and the fix), and
 NumPy kernels for the simulator and PyPTO for the device.
 
 commands:
-  check PATH...        report front-end errors (and lint findings) for files or directories
+  check PATH...        lint .dsl and PyPTO .py files, or the directories holding them
   graph FILE           print the task graph with every edge and its reason (json or dot)
   explain CODE         explain a diagnostic code
   run FILE             compile to NumPy kernels, run on the simulated NPU, compare with the golden
-  compile FILE         write the generated code (--target numpy) into a directory
+  compile FILE         write the generated code (--target numpy|pypto) into a directory
   fix FILE...          print (or --write) the rewrites the lint can prove safe
 
 examples:
@@ -91,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"dslc {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    check = sub.add_parser("check", parents=[common], help="lint files or directories (*.dsl)")
+    check = sub.add_parser("check", parents=[common], help="lint files or directories (*.dsl, PyPTO *.py)")
     check.add_argument("paths", nargs="+", metavar="PATH")
     check.add_argument("--format", choices=FORMATS, help="output format (default: text)")
     check.add_argument(
@@ -103,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--preset", choices=sorted(PRESETS), help="device whose core counts the rules assume")
     check.add_argument("--fail-on", choices=("error", "warning", "note"), help="lowest severity that exits 1")
     check.add_argument("--config", metavar="PYPROJECT", help="read [tool.dslc] from this file")
+    check.add_argument(
+        "--strict", action="store_true", help="PyPTO files: constructs the reader cannot model are errors"
+    )
 
     graph = sub.add_parser("graph", parents=[common], help="print the task graph")
     graph.add_argument("file", metavar="FILE")
@@ -117,24 +123,36 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def discover(paths: Iterable[str]) -> list[Path]:
-    """Files named on the command line, and ``*.dsl`` files found below directories."""
+    """Files named on the command line, and ``*.dsl`` and PyPTO ``*.py`` files below directories."""
     out: list[Path] = []
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            out.extend(sorted(q for q in p.rglob("*.dsl") if q.is_file()))
+            found = [q for q in p.rglob("*.dsl") if q.is_file()]
+            found += [q for q in p.rglob("*" + PY_SUFFIX) if q.is_file() and is_pypto_candidate(q)]
+            out.extend(sorted(found))
         else:
             out.append(p)
     return out
 
 
 def write_atomically(path: str | Path, text: str) -> None:
-    """Write via a temporary file in the same directory, so a crash never truncates ``path``."""
+    """Write via a temporary file in the same directory, so a crash never truncates ``path``.
+
+    The file gets the mode an ordinary write would give it (the old file's, or 0666 minus
+    the umask), not the 0600 of the temporary file."""
     target = Path(path)
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -157,6 +175,8 @@ class Session:
             print(render(d, self.sources, self.colour))
 
     def compile(self, path: Path) -> list[Graph]:
+        if path.suffix == PY_SUFFIX:
+            return compile_pypto(self, path)
         text = read_source(path)
         self.sources.add(str(path), text)
         return compile_text(text, str(path), self.overrides, self.args.layer)
@@ -202,6 +222,8 @@ def lint_config(args: argparse.Namespace) -> LintConfig:
 
 def lint_file(session: Session, path: Path, cfg: LintConfig) -> list[Diagnostic]:
     """Front-end errors, or lint findings after suppressions and selection."""
+    if path.suffix == PY_SUFFIX:
+        return lint_pypto_file(session, path, cfg)
     try:
         graphs = session.compile(path)
     except CompileError as err:
@@ -221,12 +243,12 @@ def cmd_check(session: Session) -> int:
     cfg = lint_config(session.args)
     files = list(dict.fromkeys(discover(session.args.paths)))  # each file once, in order
     if not files:
-        raise UsageError("no *.dsl files found under the given paths")
+        raise UsageError("no *.dsl or PyPTO *.py files found under the given paths")
     everything: list[Diagnostic] = []
     for path in files:
         everything.extend(lint_file(session, path, cfg))
     sys.stdout.write(format_findings(cfg.format, everything, session.sources, session.colour))
-    front_end = [d for d in everything if d.code in CODES]
+    front_end = [d for d in everything if d.code in CODES or d.code in READER_INPUT_ERRORS]
     failing = [d for d in everything if d.severity.rank >= cfg.fail_on.rank]
     counts = ", ".join(f"{sum(d.severity is s for d in everything)} {s.value}(s)" for s in Severity)
     print(f"{len(files)} file(s) checked: {counts}", file=sys.stderr)
@@ -244,7 +266,10 @@ def cmd_graph(session: Session) -> int:
         raise UsageError(f"{session.args.file} defines several root layers ({names}); pick one with --layer")
     text = to_json(graphs[0]) if session.args.format == "json" else to_dot(graphs[0])
     if session.args.output:
-        write_atomically(session.args.output, text)
+        try:
+            write_atomically(session.args.output, text)
+        except OSError as err:
+            raise UsageError(f"-o {session.args.output}: cannot write: {err.strerror or err}") from None
     else:
         sys.stdout.write(text)
     return EXIT_OK
@@ -259,12 +284,12 @@ def cmd_explain(session: Session) -> int:
             f"{rule.code} {rule.name} ({rule.family}, {rule.severity.value}): {rule.summary}\n\n{rule.docs}"
         )
         return EXIT_OK
-    if code in META_CODES:
+    if code in META_CODES or code in READER_CODES:
         print(describe_code(code)["docs"])
         return EXIT_OK
     entry = CODES.get(code)
     if entry is None:
-        known = ", ".join(sorted(CODES) + sorted(rules) + sorted(META_CODES))
+        known = ", ".join(sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES))
         raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
     print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
     return EXIT_OK
@@ -285,7 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in argv
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help and --version print and "exit": return their code
+            return done.code if isinstance(done.code, int) else EXIT_OK
         if args.command is None:
             parser.print_help()
             return EXIT_ERROR

@@ -49,7 +49,10 @@ CODES: dict[str, Code] = {
             "A parameter value (default, `--set` or a layer call) lies outside the `in ...` domain.",
         ),
         Code(
-            "E205", "assertion failed", "A layer-level `assert` is false for some admissible parameter value."
+            "E205",
+            "assertion failed",
+            "A layer-level `assert` is false at the parameter values being compiled (defaults and "
+            "`--set`); at other admissible values an assert narrows the admissible set instead.",
         ),
         Code(
             "E206",
@@ -110,7 +113,8 @@ CODES: dict[str, Code] = {
         Code(
             "E405",
             "statement not allowed here",
-            "e.g. `barrier` outside an spmd task, or notify in a predicate.",
+            "e.g. `return` outside a `reduce_sum` body, or `reduce_sum` anywhere but as the value "
+            "of a task's last store.",
         ),
         Code("E406", "bad predicate", "A `when` predicate compares one tensor element with an integer."),
     )

@@ -29,6 +29,7 @@ from dsl.codes import CODES, diag
 from lowering.checks import all_rules
 from lowering.checks.rule import PRESETS
 from lowering.checks.suppressions import META_CODES
+from lowering.pypto_reader.notes import READER_CODES
 from lowering.source import CompileError, Severity, Span
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -36,8 +37,8 @@ _KEYS = {"select", "ignore", "preset", "fail-on", "per-path-ignores", "format"}
 
 
 def known_codes() -> set[str]:
-    """Every code dslc can emit: front-end errors, lint rules and suppression meta codes."""
-    return set(CODES) | set(all_rules()) | set(META_CODES)
+    """Every code dslc can emit: front-end errors, lint rules, suppression and PyPTO-reader codes."""
+    return set(CODES) | set(all_rules()) | set(META_CODES) | set(READER_CODES)
 
 
 def unknown_selectors(selectors: tuple[str, ...]) -> list[str]:

@@ -35,6 +35,8 @@ _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%":
 _COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 _INT_OP = {"+": "+", "-": "-", "*": "*", "/": "//", "//": "//", "%": "%"}
 _ZERO, _ONE = Const(0), Const(1)
+_FULL_RANGES: dict[Expr, tuple] = {}  # dim -> (Range, extent) of `:` over it (immutable, shared)
+_POINT_RANGES: dict[Const, ir.Range] = {}  # constant index -> its point Range (immutable, shared)
 _BOOL = ir.ScalarType("bool")
 _SMALL_INTS = {v: ir.IntV(Const(v)) for v in range(-16, 1025)}  # shared: IntV and Const are immutable
 _BUILTINS = {"block": Sym("block", BLOCK), "rank": Sym("rank", RANK), "nranks": Sym("nranks", NRANKS)}
@@ -237,7 +239,10 @@ class BodyElaborator:
     def _signal_cell(self, cell: ast.Access) -> tuple[Tensor, tuple[Expr, ...]]:
         tensor = self.tensor(cell)
         if tensor.kind != "signal":
-            raise self.error("E308", cell.name_span, f"'{cell.name}' is a {tensor.kind}, not a signal")
+            article = "an" if tensor.kind[0] in "aeiou" else "a"
+            raise self.error(
+                "E308", cell.name_span, f"'{cell.name}' is {article} {tensor.kind} tensor, not a signal"
+            )
         if len(cell.subscripts) != len(tensor.shape):
             raise self.error(
                 "E304",
@@ -370,6 +375,15 @@ class BodyElaborator:
         for sub, dim in zip(subscripts, shape, strict=True):
             if type(sub) is ast.Slice:
                 all_points = False
+                if sub.start is None and sub.stop is None and sub.step is None:  # `:`, shared
+                    full = _FULL_RANGES.get(dim)
+                    if full is None:
+                        if len(_FULL_RANGES) > 4096:
+                            _FULL_RANGES.clear()
+                        full = _FULL_RANGES[dim] = (ir.Range(_ZERO, dim, _ONE), difference(dim, _ZERO))
+                    ranges.append(full[0])
+                    extents.append(full[1])
+                    continue
                 start = self.int_expr(sub.start) if sub.start is not None else _ZERO
                 stop = self.int_expr(sub.stop) if sub.stop is not None else dim
                 step = self.int_expr(sub.step) if sub.step is not None else _ONE
@@ -380,7 +394,14 @@ class BodyElaborator:
                 extents.append(extent if step == _ONE else binop("cdiv", extent, step))
             else:
                 index = self.int_expr(sub)
-                ranges.append(ir.Range(index, binop("+", index, _ONE), _ONE, point=True))
+                point = _POINT_RANGES.get(index) if type(index) is Const else None
+                if point is None:
+                    point = ir.Range(index, binop("+", index, _ONE), _ONE, point=True)
+                    if type(index) is Const:
+                        if len(_POINT_RANGES) > 65536:
+                            _POINT_RANGES.clear()
+                        _POINT_RANGES[index] = point
+                ranges.append(point)
                 extents.append(_ONE)
         vtype = ir.ScalarType(dtype) if all_points else ir.TileType(dtype, tuple(extents))
         return tuple(ranges), vtype

@@ -1,8 +1,10 @@
 """Source text -> typed AST: the lark LALR parser plus the one Transformer that builds nodes.
 
-Syntax errors do not stop at the first one: after an error the rest of the offending line
-is blanked (braces kept, so nesting stays balanced) and the file is parsed again, so one
-run reports every broken statement.
+Syntax errors do not stop at the first one: after an error the offending line is replaced
+by a neutral one with the same block structure (its braces, each ``{`` opened by ``if 1``),
+and the file is parsed again, so one run reports every broken statement (up to 20) without
+inventing errors; when that does not help, the line before is neutralised too (a statement
+broken at its end, such as ``let x =``, shows up on the next line).
 """
 
 from __future__ import annotations
@@ -178,7 +180,7 @@ def _parse(text: str, file: str) -> ast.Module:
     neutralised: set[int] = set()
     seen: set[tuple[int, int]] = set()
     tree = None
-    for _attempt in range(MAX_SYNTAX_ERRORS + len(lines)):
+    for _attempt in range(3 * MAX_SYNTAX_ERRORS):  # bounded: each attempt reparses the file
         if len(diagnostics) >= MAX_SYNTAX_ERRORS:
             break
         try:

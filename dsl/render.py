@@ -50,18 +50,35 @@ def render(d: Diagnostic, sources: SourceCache, colour: bool = False) -> str:
     text = sources.line(d.span.file, d.span.line)
     if text is not None:
         gutter = f"{d.span.line:>5} | "
-        out.append(gutter + text.expandtabs(4))
         start = max(d.span.col - 1, 0)
         width = 1
         if d.span.end_line == d.span.line and d.span.end_col > d.span.col:
             width = d.span.end_col - d.span.col
         width = max(1, min(width, max(len(text) - start, 1)))
-        prefix = text[:start].expandtabs(4)
-        out.append(
-            " " * (len(gutter) - 2) + "| " + " " * len(prefix) + paint("^" * width, _COLOURS[d.severity])
-        )
+        shown, caret = _snippet(text, start)
+        width = max(1, min(width, len(shown) - caret))
+        out.append(gutter + shown)
+        out.append(" " * (len(gutter) - 2) + "| " + " " * caret + paint("^" * width, _COLOURS[d.severity]))
     if d.hint:
         out.append(paint(f"      = hint: {d.hint}", _DIM))
     for span, note in d.related:
         out.append(f"      = note: {span}: {note}")
     return "\n".join(out)
+
+
+_SNIPPET_WIDTH = 160
+_CONTROL = {c: "?" for c in [*range(32), 127] if c != 9}  # never echo escapes to a terminal
+
+
+def _snippet(text: str, start: int) -> tuple[str, int]:
+    """The source line as shown (tabs expanded, control characters masked, a window of a
+    very long line around the error) and the column of the caret in it."""
+    shown = text.expandtabs(4).translate(_CONTROL)
+    caret = len(text[:start].expandtabs(4))
+    if len(shown) <= _SNIPPET_WIDTH:
+        return shown, caret
+    lo = max(0, min(caret - _SNIPPET_WIDTH // 4, len(shown) - _SNIPPET_WIDTH))
+    window = shown[lo : lo + _SNIPPET_WIDTH]
+    head = "..." if lo else ""
+    tail = "..." if lo + _SNIPPET_WIDTH < len(shown) else ""
+    return head + window + tail, caret - lo + len(head)

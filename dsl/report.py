@@ -15,6 +15,8 @@ from dsl.config import FORMATS, known_codes
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules
 from lowering.checks.suppressions import META_CODES
+from lowering.pypto_reader.notes import READER_CODES
+from lowering.pypto_reader.notes import describe as reader_code_info
 from lowering.source import Diagnostic, Severity
 
 __all__ = ["FORMATS", "all_codes", "describe_code", "format_findings", "markdown_code_table", "to_sarif"]
@@ -56,6 +58,8 @@ def describe_code(code: str) -> dict:
             severity=Severity.ERROR,
             family="front end",
         )
+    if code in READER_CODES:
+        return reader_code_info(code)
     if code in META_CODES:
         summary = META_CODES[code]
         return dict(

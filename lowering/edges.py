@@ -30,7 +30,7 @@ from lowering.regions import Footprint, task_env, task_footprints
 INPUT, INOUT, OUTPUT_EXISTING, NO_DEP = "INPUT", "INOUT", "OUTPUT_EXISTING", "NO_DEP"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Entry:
     task: str
     lo: int
@@ -79,13 +79,18 @@ class _TensorMap:
         for level, grid in self.levels.items():
             first, last = lo >> level, (hi - 1) >> level
             if last - first < len(grid):
-                keys = [k for k in range(first, last + 1) if k in grid]
+                keys = range(first, last + 1)
             else:
                 keys = [k for k in grid if first <= k <= last]
             for key in keys:
-                for e in grid[key].values():
+                bucket = grid.get(key)
+                if bucket is None:
+                    continue
+                for e in bucket.values():
                     if e.lo < hi and lo < e.hi:
                         seen[e.seq] = e
+        if len(seen) < 2:
+            return list(seen.values())
         return [seen[k] for k in sorted(seen)]
 
 

@@ -60,6 +60,29 @@ class Domain:
             return v in self.values
         return isinstance(v, int) and self.lo <= v <= self.hi and (v - self.lo) % self.step == 0
 
+    @property
+    def low(self) -> int:
+        return min(self.values) if self.values is not None else self.lo
+
+    @property
+    def high(self) -> int:
+        """The largest admissible value (not ``hi`` when the step does not land on it)."""
+        if self.values is not None:
+            return max(self.values)
+        return self.lo + (len(self) - 1) * self.step
+
+    def spread(self, n: int) -> list[int]:
+        """The values, or when there are more than ``n``, ``n`` of them from the smallest to
+        the largest, evenly spaced by index (computed, never materialised: a range may hold
+        billions of values)."""
+        size = len(self)
+        if size <= n:
+            return list(self)
+        idx = sorted({round(i * (size - 1) / (n - 1)) for i in range(n)})
+        if self.values is not None:
+            return [self.values[i] for i in idx]
+        return [self.lo + i * self.step for i in idx]
+
     def __str__(self) -> str:
         if self.values is not None:
             return "{" + ", ".join(map(str, self.values)) + "}"
@@ -331,7 +354,11 @@ class Graph:
         return env
 
     def scalar_ranges(self) -> dict[str, tuple[int, int]]:
-        return {s.name: (min(s.domain), max(s.domain)) for s in self.scalars.values() if s.domain}
+        return {
+            s.name: (s.domain.low, s.domain.high)
+            for s in self.scalars.values()
+            if s.domain is not None and len(s.domain)
+        }
 
     def task(self, name: str) -> Task:
         return self._by_name()[name]
@@ -372,13 +399,11 @@ class Graph:
         """
         ranged = [p for p in self.params.values() if p.domain is not None]
         base = {p.name: p.value for p in self.params.values()}
-        domains = [list(p.domain) for p in ranged]  # type: ignore[arg-type]
         total = 1
-        for d in domains:
-            total *= max(len(d), 1)
-        if total > limit and domains:
-            per = max(2, int(limit ** (1 / len(domains))))
-            domains = [_thin(d, per) for d in domains]
+        for p in ranged:
+            total *= max(len(p.domain), 1)  # type: ignore[arg-type]
+        per = max(2, int(limit ** (1 / len(ranged)))) if total > limit and ranged else total
+        domains = [p.domain.spread(per) for p in ranged]  # type: ignore[union-attr]
         for combo in itertools.product(*domains):
             point = dict(base)
             point.update({p.name: v for p, v in zip(ranged, combo, strict=True)})
@@ -388,10 +413,3 @@ class Graph:
                     yield env
             except EvalError:
                 continue
-
-
-def _thin(values: list[int], n: int) -> list[int]:
-    if len(values) <= n:
-        return values
-    idx = sorted({round(i * (len(values) - 1) / (n - 1)) for i in range(n)})
-    return [values[i] for i in idx]

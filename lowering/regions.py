@@ -86,7 +86,7 @@ def access_box(access: Access, tensor: Tensor, env: Mapping[str, int | Interval]
 
 def byte_range(box: Box, tensor: Tensor) -> tuple[int, int]:
     dims = tensor.dims
-    if any(d is None for d in dims):
+    if None in dims:
         return 0, 1 << 62
     first = last = 0
     for (lo, hi), extent in zip(box, dims, strict=True):
@@ -96,7 +96,9 @@ def byte_range(box: Box, tensor: Tensor) -> tuple[int, int]:
 
 
 def union(a: Box, b: Box) -> Box:
-    return tuple((min(x0, y0), max(x1, y1)) for (x0, x1), (y0, y1) in zip(a, b, strict=True))
+    return tuple(
+        [(x0 if x0 < y0 else y0, x1 if x1 > y1 else y1) for (x0, x1), (y0, y1) in zip(a, b, strict=True)]
+    )
 
 
 def task_footprints(

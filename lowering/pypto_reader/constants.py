@@ -113,7 +113,9 @@ class Params:
         return True
 
 
-def domain_of_assert(test: ast.expr, static, params: Params) -> tuple[str, list[int] | None, tuple | None] | None:
+def domain_of_assert(
+    test: ast.expr, static, params: Params
+) -> tuple[str, list[int] | None, tuple | None] | None:
     """``NAME in (...)`` / ``NAME in range(...)`` / ``lo <= NAME <= hi`` -> (name, values, range).
 
     ``static`` evaluates an ast expression to a Python value (or the UNKNOWN sentinel).
@@ -131,14 +133,20 @@ def domain_of_assert(test: ast.expr, static, params: Params) -> tuple[str, list[
             args = [static(a) for a in right.args]
             if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3:
                 start, stop, step = (
-                    (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+                    (0, args[0], 1)
+                    if len(args) == 1
+                    else (args[0], args[1], args[2] if len(args) == 3 else 1)
                 )
                 if step > 0 and stop > start:
                     last = start + (stop - 1 - start) // step * step
                     return name, None, (start, last, step)
             return None
         values = static(right)
-        if isinstance(values, tuple | list | set | frozenset) and values and all(isinstance(v, int) for v in values):
+        if (
+            isinstance(values, tuple | list | set | frozenset)
+            and values
+            and all(isinstance(v, int) for v in values)
+        ):
             return name, sorted(set(values)), None
         return None
     if (
@@ -156,10 +164,16 @@ def domain_of_assert(test: ast.expr, static, params: Params) -> tuple[str, list[
     return None
 
 
-def argv_options(tree: ast.Module, file: str) -> dict[str, ArgOption]:
+def argv_options(tree: ast.Module, file: str, text: str) -> dict[str, ArgOption]:
     """Every ``*.add_argument("--x", ...)`` in the file, by dest."""
     out: dict[str, ArgOption] = {}
-    for node in ast.walk(tree):
+    lines = {i for i, line in enumerate(text.splitlines(), start=1) if "add_argument" in line}
+    if not lines:
+        return out
+    roots = [
+        s for s in tree.body if any(s.lineno <= i <= (s.end_lineno or s.lineno) for i in lines)
+    ]  # only the statements that mention add_argument are walked
+    for node in (n for root in roots for n in ast.walk(root)):
         if not (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
@@ -187,7 +201,11 @@ def main_rebindings(tree: ast.Module) -> dict[str, str]:
         if not (isinstance(stmt, ast.If) and _is_main_guard(stmt.test)):
             continue
         for node in ast.walk(stmt):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 value = node.value
                 if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.args:
                     value = value.args[0]
@@ -222,7 +240,9 @@ def check_params(params: Params, notes: Notes, file: str) -> None:
     for p in params.params.values():
         if p.domain is not None and p.value not in p.domain:
             source = "--set" if p.name in params.used_overrides else "value"
-            notes.add("P005", p.span, f"{p.name} = {p.value} ({source}) is outside its admissible set {p.domain}")
+            notes.add(
+                "P005", p.span, f"{p.name} = {p.value} ({source}) is outside its admissible set {p.domain}"
+            )
     env = params.env()
     for a in params.assertions:
         try:
@@ -230,7 +250,9 @@ def check_params(params: Params, notes: Notes, file: str) -> None:
         except EvalError:
             continue
         if not ok:
-            point = ", ".join(f"{n}={p.value}" for n, p in sorted(params.params.items()) if n in _names(a.cond))
+            point = ", ".join(
+                f"{n}={p.value}" for n, p in sorted(params.params.items()) if n in _names(a.cond)
+            )
             message = f"assertion failed: {a.message}" if a.message else "assertion failed"
             notes.add("P005", a.span, f"{message} (at {point or 'the current values'})")
 

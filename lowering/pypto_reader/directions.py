@@ -43,7 +43,11 @@ def tensor_param(ev: Evaluator, node: ast.expr | None) -> tuple[str, tuple[Expr,
         return None
     base_node = node.value if isinstance(node, ast.Subscript) else node
     base = ev.eval(base_node)
-    if not isinstance(base, PlRef) or base.path not in ("pl.Tensor", "pld.DistributedTensor", "pl.TensorView"):
+    if not isinstance(base, PlRef) or base.path not in (
+        "pl.Tensor",
+        "pld.DistributedTensor",
+        "pl.TensorView",
+    ):
         return None
     distributed = base.path == "pld.DistributedTensor"
     if not isinstance(node, ast.Subscript):

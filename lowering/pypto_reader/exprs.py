@@ -397,9 +397,15 @@ class Evaluator:
         if s is UNKNOWN:
             return UNKNOWN
         try:
-            result = {"int": int, "abs": abs, "bool": bool, "float": float, "str": str, "len": len, "round": round}[
-                name
-            ](s)  # type: ignore[operator]
+            result = {
+                "int": int,
+                "abs": abs,
+                "bool": bool,
+                "float": float,
+                "str": str,
+                "len": len,
+                "round": round,
+            }[name](s)  # type: ignore[operator]
         except Exception:  # noqa: BLE001 - e.g. int("x")
             return UNKNOWN
         return _py(result)
@@ -420,7 +426,7 @@ class Evaluator:
             return self.minmax(short, [self.eval(a) for a in node.args])
         if path == "pl.dynamic":
             name = self.static(self.eval(node.args[0])) if node.args else None
-            return IntVal(Sym(str(name or "dyn"), "dynamic"))
+            return IntVal(Sym(str(name or "dyn"), "scalar"))  # a runtime extent, like a scalar
         return UNKNOWN
 
     # ---------------------------------------------------------------- arguments

@@ -16,10 +16,12 @@ from lowering import ir
 from lowering.edges import infer_edges
 from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.exprs import dotted
+from lowering.pypto_reader.guards import read_guards
 from lowering.pypto_reader.modules import ModuleEval, ModuleInfo
 from lowering.pypto_reader.notes import Notes, span_of
-from lowering.pypto_reader.scopes import OrchReader, Program
-from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal, PlRef
+from lowering.pypto_reader.orchestration import Program
+from lowering.pypto_reader.scopes import OrchReader
+from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal
 from lowering.source import Span
 from lowering.symbolic import Const, EvalError, Expr, Sym, evaluate
 
@@ -67,7 +69,12 @@ def host_binding(module: ModuleInfo, entry: FuncVal, ev: ModuleEval) -> tuple[Ex
                     if isinstance(arg, ast.Name) and arg.id == var:
                         ranks.add(name)
                 for kw in node.keywords:
-                    if kw.arg and kw.arg != "device" and isinstance(kw.value, ast.Name) and kw.value.id == var:
+                    if (
+                        kw.arg
+                        and kw.arg != "device"
+                        and isinstance(kw.value, ast.Name)
+                        and kw.value.id == var
+                    ):
                         ranks.add(kw.arg)
                 world = None
                 it = loop.iter
@@ -79,8 +86,11 @@ def host_binding(module: ModuleInfo, entry: FuncVal, ev: ModuleEval) -> tuple[Ex
     return None, frozenset()
 
 
-def _uses_pld(module: ModuleInfo) -> bool:
-    return any(isinstance(v, PlRef) and v.path == "pld" for v in module.globals.values())
+def _cross_rank(prog: Program) -> bool:
+    """Does the program talk to other ranks (windows, signals, the rank)?"""
+    if prog.signal_tensors or prog.window_tensors or prog.rank_params:
+        return True
+    return any(info.distributed for info in prog.tensors.infos.values())
 
 
 def build_graphs(
@@ -95,7 +105,17 @@ def build_graphs(
         world, rank_params = host_binding(module, entry, ev)
         if not rank_params:
             rank_params = frozenset(p.arg for p in entry.node.args.args if p.arg in RANK_NAMES)
-        if world is None and _uses_pld(module):
+        prog = Program(notes, params, ranks=world or Const(1), rank_params=rank_params)
+        reader = OrchReader(prog, module)
+        try:
+            reader.run_entry(entry, rank_params)
+        except RecursionError:
+            notes.add("P004", span_of(module.file, entry.node), "the program nests too deeply to read")
+        except Exception as err:  # noqa: BLE001 - the reader never crashes
+            notes.add(
+                "P004", span_of(module.file, entry.node), f"the reader failed ({type(err).__name__}: {err})"
+            )
+        if world is None and _cross_rank(prog):
             world = _world_constant(module)
             if world is None:
                 notes.not_modelled(
@@ -104,14 +124,7 @@ def build_graphs(
                     "two ranks are assumed for the cross-rank rules",
                 )
                 world = Const(2)
-        prog = Program(notes, params, ranks=world or Const(1), rank_params=rank_params)
-        reader = OrchReader(prog, module)
-        try:
-            reader.run_entry(entry, rank_params)
-        except RecursionError:
-            notes.add("P004", span_of(module.file, entry.node), "the program nests too deeply to read")
-        except Exception as err:  # noqa: BLE001 - the reader never crashes
-            notes.add("P004", span_of(module.file, entry.node), f"the reader failed ({type(err).__name__}: {err})")
+            prog.ranks = world
         graphs.append(_graph(entry, prog, params, module))
     return graphs
 
@@ -134,7 +147,15 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
     for t in prog.tasks:  # accesses to tensors the reader knows nothing about: keep the graph consistent
         for a in t.accesses:
             if a.tensor not in tensors:
-                tensors[a.tensor] = ir.Tensor(a.tensor, a.dtype, tuple(r.stop for r in a.region), tuple(None for _ in a.region), "scratch", False, a.span)
+                tensors[a.tensor] = ir.Tensor(
+                    a.tensor,
+                    a.dtype,
+                    tuple(r.stop for r in a.region),
+                    tuple(None for _ in a.region),
+                    "scratch",
+                    False,
+                    a.span,
+                )
     name = entry.node.name
     if name.endswith("_test") and len(name) > 5:
         name = name[: -len("_test")]
@@ -142,6 +163,7 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
         nranks = max(1, evaluate(prog.ranks, env))
     except EvalError:
         nranks = 1
+    guards, derived, domains = read_guards(module, prog.notes, params.env, prog.scalars)
     graph = ir.Graph(
         name=name,
         file=module.file,
@@ -152,13 +174,16 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
         consts={c.name: ir.Const(c.name, c.expr, c.value, c.span) for c in params.consts.values()},
         assertions=list(params.assertions),
         scalars={
-            n: ir.Scalar(n, d if d in ir.INT_DTYPES else "i32", None, s) for n, (d, s) in prog.scalars.items()
+            n: ir.Scalar(n, d if d in ir.INT_DTYPES else "i32", domains.get(n), s)
+            for n, (d, s) in prog.scalars.items()
         },
         tensors=tensors,
         tasks=prog.tasks,
         ranks=prog.ranks,
         nranks=nranks,
     )
+    if guards or derived:
+        graph.guards, graph.derived = guards, derived
     _check_names(graph)
     graph.edges, graph.cross_round_edges = infer_edges(graph)
     return graph

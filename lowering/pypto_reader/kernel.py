@@ -27,9 +27,10 @@ from lowering import body as ir
 from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
 from lowering.pypto_reader import signals as _signals  # noqa: F401 - registers the pld ops
 from lowering.pypto_reader import sorting as _sorting
+from lowering.pypto_reader.accesses import AccessMixin, _local_type
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.notes import Notes, line_span
-from lowering.pypto_reader.ops import IGNORED, OPS, dtype_of, short_name, tile_type, unit_of
+from lowering.pypto_reader.ops import IGNORED, OPS, short_name, tile_type, unit_of
 from lowering.pypto_reader.tensors import TensorTable
 from lowering.pypto_reader.values import (
     UNKNOWN,
@@ -43,7 +44,7 @@ from lowering.pypto_reader.values import (
     Unknown,
     Val,
 )
-from lowering.symbolic import BLOCK, DYNAMIC, LOOP, Const, Expr, Sym, binop, difference
+from lowering.symbolic import BLOCK, DYNAMIC, LOOP, Const, Expr, Sym, binop
 
 LOOP_KINDS = {
     "pl.range": "range",
@@ -57,7 +58,7 @@ _INT_DTYPES = ("i8", "u8", "i16", "i32", "u32", "i64", "bool")
 MAX_INLINE_DEPTH = 32
 
 
-class KernelReader(Evaluator):
+class KernelReader(AccessMixin, Evaluator):
     """Reads one task body. ``outer`` resolves names captured from the orchestration."""
 
     def __init__(
@@ -112,9 +113,9 @@ class KernelReader(Evaluator):
         return tuple(self.blocks[0])
 
     def _finish_anchors(self) -> None:
-        """A ``pl.read`` bound to a name that is never used orders the task and carries no data."""
+        """``_ = pl.read(t, [0, 0])`` (a ``_``-name never used) orders the task and carries no data."""
         for name, index in self.read_lets.items():
-            if name not in self.used and index < len(self.accesses):
+            if name.startswith("_") and name not in self.used and index < len(self.accesses):
                 self.accesses[index] = replace(self.accesses[index], mode="anchor")
 
     # ---------------------------------------------------------------- bookkeeping
@@ -212,126 +213,6 @@ class KernelReader(Evaluator):
             return ir.DtypeV(v.dtype or "f32")
         return ir.CallV("opaque", (), (), ir.ScalarType("f32"))
 
-    # ---------------------------------------------------------------- tensors and regions
-    def tensor_of(self, node: ast.expr) -> TensorVal | None:
-        v = self.eval(node)
-        return v if isinstance(v, TensorVal) else None
-
-    def tensor_shape_exprs(self, t: TensorVal) -> tuple[Expr, ...] | None:
-        if t.shape is not None:
-            return t.shape
-        info = self.tensors.get(t.root)
-        return info.shape if info is not None else None
-
-    def tensor_shape(self, t: TensorVal) -> Val:
-        shape = self.tensor_shape_exprs(t)
-        return SeqVal(tuple(IntVal(d) for d in shape)) if shape is not None else UNKNOWN
-
-    def dtype(self, t: TensorVal) -> str:
-        info = self.tensors.get(t.root)
-        return info.dtype if info is not None else "f32"
-
-    def region_at(
-        self, t: TensorVal, offsets: tuple[Expr, ...] | None, extent, node: ast.AST | None
-    ) -> tuple[ir.Range, ...]:
-        """The region at ``offsets`` of extent ``extent`` (a shape, a tile type, or None: to the end)."""
-        shape = self.tensor_shape_exprs(t)
-        rank = len(shape) if shape is not None else len(offsets or ()) or 2
-        offs = list(offsets or ())
-        offs += [Const(0)] * (rank - len(offs))
-        if isinstance(extent, ir.TileType):
-            ext = list(extent.shape)
-            if len(ext) > rank:  # a 2-D tile written into a 1-D view: leading dims of 1
-                ext = ext[len(ext) - rank :]
-            ext = [Const(1)] * (rank - len(ext)) + ext
-        elif extent is not None:
-            ext = list(extent)
-            ext = [Const(1)] * (rank - len(ext)) + ext
-        else:
-            ext = [None] * rank
-        out = []
-        for i in range(rank):
-            start = offs[i]
-            if ext[i] is not None:
-                stop = binop("+", start, ext[i])
-            elif shape is not None:
-                stop = shape[i]
-            else:
-                stop = Sym("?", DYNAMIC)
-            out.append(ir.Range(start, stop, Const(1)))
-        return tuple(out)
-
-    def region_sub(self, t: TensorVal, node: ast.Subscript) -> tuple[ir.Range, ...] | None:
-        """The region of ``t[...]`` (numpy rules: missing trailing indices mean ``:``)."""
-        shape = self.tensor_shape_exprs(t)
-        elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-        rank = len(shape) if shape is not None else len(elts)
-        if len(elts) > rank:
-            return None
-        out = []
-        for i in range(rank):
-            dim = shape[i] if shape is not None else Sym("?", DYNAMIC)
-            if i >= len(elts):
-                out.append(ir.Range(Const(0), dim, Const(1)))
-                continue
-            e = elts[i]
-            if isinstance(e, ast.Slice):
-                start = self.int_expr(self.eval(e.lower)) if e.lower is not None else Const(0)
-                stop = self.int_expr(self.eval(e.upper)) if e.upper is not None else dim
-                step = self.int_expr(self.eval(e.step)) if e.step is not None else Const(1)
-                if start is None or stop is None or step is None:
-                    return None
-                out.append(ir.Range(start, stop, step))
-            else:
-                idx = self.int_expr(self.eval(e))
-                if idx is None:
-                    return None
-                out.append(ir.Range(idx, binop("+", idx, Const(1)), Const(1), point=True))
-        return tuple(out)
-
-    def root_region(self, t: TensorVal, region: tuple[ir.Range, ...]) -> tuple[ir.Range, ...]:
-        if t.offsets is None:
-            return region
-        out, it = [], iter(region)
-        for dim, off in enumerate(t.offsets):
-            if dim in t.dropped:
-                out.append(ir.Range(off, binop("+", off, Const(1)), Const(1), point=True))
-                continue
-            r = next(it, None)
-            if r is None:
-                out.append(ir.Range(off, binop("+", off, Const(1)), Const(1), point=True))
-                continue
-            out.append(ir.Range(binop("+", off, r.start), binop("+", off, r.stop), r.step, r.point))
-        return tuple(out)
-
-    def region_type(self, t: TensorVal, region: tuple[ir.Range, ...]) -> ir.Type:
-        dtype = self.dtype(t)
-        if region and all(r.point for r in region):
-            return ir.ScalarType(dtype)
-        ext = []
-        for r in region:
-            if r.point:
-                ext.append(Const(1))
-            else:
-                e = difference(r.stop, r.start)
-                ext.append(e if r.step == Const(1) else binop("cdiv", e, r.step))
-        return ir.TileType(dtype, tuple(ext))
-
-    def record(
-        self, t: TensorVal, region: tuple[ir.Range, ...], mode: str, node: ast.AST | None, peer: Expr | None = None
-    ) -> int:
-        root = self.root_region(t, region)
-        self.accesses.append(
-            Access(
-                t.root, mode, root, self.dtype(t), self.loop_tuple(), self.cond_tuple(), self.span(node),
-                self.next_order(), peer,
-            )
-        )  # fmt: skip
-        return len(self.accesses) - 1
-
-    def load_value(self, t: TensorVal, region: tuple[ir.Range, ...]) -> TileVal:
-        return TileVal(ir.LoadV(t.root, self.root_region(t, region), self.region_type(t, region)))
-
     # ---------------------------------------------------------------- expressions
     def subscript(self, base: Val, node: ast.Subscript) -> Val:
         if isinstance(base, TensorVal):
@@ -417,6 +298,8 @@ class KernelReader(Evaluator):
         if path in COLLECTIVES:
             return collective(self, path, node)
         key = short_name(path)
+        if key == "gather_row":
+            return self.gather_row(node)
         if key == "read" or key == "write" or key in ("load", "slice", "assemble", "store"):
             return self.memory_op(key, node)
         entry = OPS.get(key)
@@ -434,7 +317,9 @@ class KernelReader(Evaluator):
         if isinstance(func, FuncVal) and self.call_func is not None and self.depth < MAX_INLINE_DEPTH:
             return self.call_func(self, func, node)
         name = ast.unparse(node.func) if hasattr(ast, "unparse") else "a helper"
-        return self.opaque_op(name, node, f"a call to '{name}', which the reader cannot resolve inside a kernel")
+        return self.opaque_op(
+            name, node, f"a call to '{name}', which the reader cannot resolve inside a kernel"
+        )
 
     def opaque_op(self, name: str, node: ast.Call, why: str | None = None) -> Val:
         """An op or helper the reader does not know: its tensor arguments count as read."""
@@ -463,96 +348,6 @@ class KernelReader(Evaluator):
 
     def tensor_op(self, name: str, node: ast.Call) -> Val:
         return self.opaque_op(name, node, f"'{name}' of a tensor inside a kernel")
-
-    # ---------------------------------------------------------------- memory ops
-    def memory_op(self, key: str, node: ast.Call) -> Val:
-        if key == "read":
-            b = self.arguments(node, ["src", "offset"])
-            src = b.get("src") or b.get("tensor") or b.get("tile")
-            off = b.get("offset") or b.get("indices")
-            return self.scalar_read(src, off, node)
-        if key == "write":
-            b = self.arguments(node, ["dst", "offset", "value"])
-            t = self.tensor_of(b["dst"]) if "dst" in b else None
-            idx = self.int_list(b.get("offset"))
-            if t is None or idx is None or "value" not in b:
-                return self.opaque_op("write", node, "a pl.write the reader cannot evaluate")
-            region = tuple(ir.Range(i, binop("+", i, Const(1)), Const(1), point=True) for i in idx)
-            value = self.value(self.eval(b["value"]))
-            self.record(t, region, "write", node)
-            self.emit(ir.StoreS(t.root, self.root_region(t, region), value, "write", self.span(node)))
-            return t
-        if key in ("load", "slice"):
-            names = ["tensor", "offsets", "shapes", "valid_shape"] if key == "load" else ["input", "shape", "offset", "valid_shape"]
-            b = self.arguments(node, names)
-            src_node = b.get(names[0])
-            if src_node is None:
-                return self.opaque_op(key, node)
-            src = self.eval(src_node)
-            offs = self.int_list(b.get("offsets" if key == "load" else "offset"))
-            shape = self.int_list(b.get("shapes" if key == "load" else "shape"))
-            if isinstance(src, TileVal) and isinstance(src.value, ir.LocalV):
-                t = tile_type(src.value)
-                view = TensorVal(src.value.name, None, t.shape if t else None)
-                region = self.region_at(view, offs, shape, node)
-                loaded = TileVal(ir.LoadV(src.value.name, region, _local_type(t, region), local=True)) if t else src
-            elif isinstance(src, TensorVal):
-                region = self.region_at(src, offs, shape, node)
-                self.record(src, region, "read", node)
-                loaded = self.load_value(src, region)
-            else:
-                return self.opaque_op(key, node)
-            if "valid_shape" in b:
-                valid = self.int_list(b["valid_shape"])
-                if valid:
-                    rows = valid[-2] if len(valid) >= 2 else None
-                    return TileVal(_sorting.valid_call(loaded.value, rows, valid[-1]))
-            return loaded
-        # assemble / store
-        if key == "assemble":
-            b = self.arguments(node, ["target", "source", "offset"])
-            target, source, off = b.get("target"), b.get("source"), b.get("offset")
-        else:
-            b = self.arguments(node, ["tile", "offsets", "output_tensor", "shapes"])
-            target, source, off = b.get("output_tensor"), b.get("tile"), b.get("offsets")
-        t = self.tensor_of(target) if target is not None else None
-        if t is None or source is None:
-            return self.opaque_op(key, node, f"a pl.{key} whose target the reader cannot resolve")
-        value = self.value(self.eval(source))
-        offs = self.int_list(off) if off is not None else None
-        if off is not None and offs is None:
-            self.notes.not_modelled(
-                self.span(off), f"the offsets of this pl.{key}", "the whole target is taken as written"
-            )
-        extent = self.int_list(b.get("shapes")) if key == "store" and "shapes" in b else tile_type(value)
-        region = self.region_at(t, offs, extent, node)
-        atomic = False
-        if "atomic" in b:
-            a = self.eval(b["atomic"])
-            atomic = isinstance(a, PlRef) and a.path.endswith(".Add")
-        mode = "atomic" if atomic else "write"
-        self.record(t, region, mode, node)
-        self.emit(ir.StoreS(t.root, self.root_region(t, region), value, mode, self.span(node)))
-        return t
-
-    def scalar_read(self, src: ast.expr | None, off: ast.expr | None, node: ast.Call) -> Val:
-        if src is None:
-            return UNKNOWN
-        base = self.eval(src)
-        idx = self.int_list(off)
-        if isinstance(base, TensorVal) and idx is not None:
-            region = tuple(ir.Range(i, binop("+", i, Const(1)), Const(1), point=True) for i in idx)
-            mode = "anchor" if self.anchor_next else "read"
-            self.anchor_next = False
-            self.last_read = self.record(base, region, mode, node)
-            load = self.load_value(base, region)
-            return TileVal(ir.CallV("read", (load.value,), (), load.type))
-        if isinstance(base, TileVal) and isinstance(base.value, ir.LocalV) and idx is not None:
-            region = tuple(ir.Range(i, binop("+", i, Const(1)), Const(1), point=True) for i in idx)
-            load = ir.LoadV(base.value.name, region, ir.ScalarType(dtype_of(base.value)), local=True)
-            return TileVal(ir.CallV("read", (load,), (), load.type))
-        self.notes.not_modelled(self.span(node), "a pl.read the reader cannot evaluate", "it orders nothing here")
-        return UNKNOWN
 
     # ---------------------------------------------------------------- statements
     def statements(self, stmts: list[ast.stmt]) -> bool:
@@ -644,7 +439,9 @@ class KernelReader(Evaluator):
         if isinstance(target, ast.Name):
             self.assign_name(target.id, value, stmt)
         elif isinstance(target, ast.Tuple | ast.List):
-            items = value.items if isinstance(value, SeqVal) and len(value.items) == len(target.elts) else None
+            items = (
+                value.items if isinstance(value, SeqVal) and len(value.items) == len(target.elts) else None
+            )
             for i, t in enumerate(target.elts):
                 self.assign(t, items[i] if items else UNKNOWN, stmt)
         elif isinstance(target, ast.Subscript):
@@ -675,7 +472,11 @@ class KernelReader(Evaluator):
             return
         v = self.value(value)
         existing = next((s[name] for s in reversed(self.scopes) if name in s), None)
-        declared = isinstance(existing, TileVal) and isinstance(existing.value, ir.LocalV) and existing.value.name == name
+        declared = (
+            isinstance(existing, TileVal)
+            and isinstance(existing.value, ir.LocalV)
+            and existing.value.name == name
+        )
         declared = declared or (isinstance(existing, IntVal) and existing.expr == Sym(name, DYNAMIC))
         self.emit((ir.AssignS if declared else ir.LetS)(name, v, self.span(stmt)))
         if not declared and isinstance(v, ir.CallV) and v.op == "read" and self.last_read is not None:
@@ -723,7 +524,11 @@ class KernelReader(Evaluator):
     def for_loop(self, s: ast.For) -> None:
         it = s.iter
         func = self.eval(it.func) if isinstance(it, ast.Call) else None
-        path = func.path if isinstance(func, PlRef) else (it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None)
+        path = (
+            func.path
+            if isinstance(func, PlRef)
+            else (it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None)
+        )
         kind = LOOP_KINDS.get(path or "")
         target = s.target
         carried: list[str] = []
@@ -839,43 +644,58 @@ class KernelReader(Evaluator):
                 )
             elif path not in ("pl.scope", "pl.manual_scope", "pl.split_aiv"):
                 self.notes.not_modelled(
-                    line_span(self.file, s), f"the context manager '{ast.unparse(ctx)}' inside a kernel", "its body is read as is"
+                    line_span(self.file, s),
+                    f"the context manager '{ast.unparse(ctx)}' inside a kernel",
+                    "its body is read as is",
                 )
         self.statements(s.body)
 
 
-def _local_type(t: ir.TileType | None, region: tuple[ir.Range, ...]) -> ir.Type:
-    if t is None:
-        return ir.ScalarType("f32")
-    if region and all(r.point for r in region):
-        return ir.ScalarType(t.dtype)
-    ext = []
-    for r in region:
-        if r.point:
-            ext.append(Const(1))
-        else:
-            e = difference(r.stop, r.start)
-            ext.append(e if r.step == Const(1) else binop("cdiv", e, r.step))
-    return ir.TileType(t.dtype, tuple(ext))
-
-
 def _assigned(stmts: list[ast.stmt]) -> Counter[str]:
-    """How often each name is assigned in ``stmts`` (loop targets count once per loop)."""
+    """How often each name is assigned in ``stmts`` (loop targets count once per loop).
+
+    Only statements are walked (assignment targets sit there), not every expression node.
+    """
     out: Counter[str] = Counter()
-    for node in ast.walk(ast.Module(body=list(stmts), type_ignores=[])):
-        targets: list[ast.expr] = []
-        if isinstance(node, ast.Assign):
-            targets = list(node.targets)
-        elif isinstance(node, ast.AnnAssign | ast.AugAssign):
-            targets = [node.target]
-            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-                out[node.target.id] += 1
-        elif isinstance(node, ast.For):
-            targets = [node.target]
-        for t in targets:
-            for n in ast.walk(t):
-                if isinstance(n, ast.Name):
-                    out[n.id] += 1
+
+    def target(t: ast.expr) -> None:
+        if isinstance(t, ast.Name):
+            out[t.id] += 1
+        elif isinstance(t, ast.Tuple | ast.List):
+            for e in t.elts:
+                target(e)
+        elif isinstance(t, ast.Starred):
+            target(t.value)
+
+    def walk(body: list[ast.stmt]) -> None:
+        for s in body:
+            if isinstance(s, ast.Assign):
+                for t in s.targets:
+                    target(t)
+            elif isinstance(s, ast.AnnAssign | ast.AugAssign):
+                target(s.target)
+                if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                    out[s.target.id] += 1
+            elif isinstance(s, ast.For | ast.AsyncFor):
+                target(s.target)
+                walk(s.body)
+                walk(s.orelse)
+            elif isinstance(s, ast.While | ast.If):
+                walk(s.body)
+                walk(s.orelse)
+            elif isinstance(s, ast.With | ast.AsyncWith):
+                for item in s.items:
+                    if item.optional_vars is not None:
+                        target(item.optional_vars)
+                walk(s.body)
+            elif isinstance(s, ast.Try):
+                walk(s.body)
+                walk(s.orelse)
+                walk(s.finalbody)
+                for h in s.handlers:
+                    walk(h.body)
+
+    walk(list(stmts))
     return out
 
 

@@ -168,7 +168,7 @@ class Loader:
 
 def evaluate_module(module: ModuleInfo, loader: Loader) -> None:
     """Walk the top level of ``module`` in order, binding its globals."""
-    module.argv = argv_options(module.tree, module.file)
+    module.argv = argv_options(module.tree, module.file, module.text)
     ev = ModuleEval(module, loader.notes, loader.params)
     _statements(module.tree.body, module, loader, ev)
     _argv_domains(module, loader, ev)
@@ -228,7 +228,9 @@ def _statement(stmt: ast.stmt, module: ModuleInfo, loader: Loader, ev: ModuleEva
                 g[a.asname or a.name] = sib.globals[a.name]
             elif sib is not None:
                 sub = loader.sibling(module, f"{mod}.{a.name}", stmt)
-                g[a.asname or a.name] = ModuleVal(sub) if sub is not None else Unknown(f"'{a.name}' from {mod}")
+                g[a.asname or a.name] = (
+                    ModuleVal(sub) if sub is not None else Unknown(f"'{a.name}' from {mod}")
+                )
             else:
                 g[a.asname or a.name] = Unknown(f"'{a.name}' from module '{mod}'")
     elif isinstance(stmt, ast.Assign):
@@ -285,7 +287,9 @@ def _bind(target: ast.expr, value: Val, module: ModuleInfo, loader: Loader, stmt
             _bind(t, items[i] if items else UNKNOWN, module, loader, stmt)
 
 
-def function_val(node: ast.FunctionDef, module: ModuleInfo, ev: ModuleEval, owner: str | None = None) -> FuncVal:
+def function_val(
+    node: ast.FunctionDef, module: ModuleInfo, ev: ModuleEval, owner: str | None = None
+) -> FuncVal:
     kind, deco = "plain", None
     for d in node.decorator_list:
         target = d.func if isinstance(d, ast.Call) else d
@@ -301,7 +305,11 @@ def function_val(node: ast.FunctionDef, module: ModuleInfo, ev: ModuleEval, owne
                         ftype = ev.eval(kw.value)
                         if isinstance(ftype, PlRef):
                             kind = FUNCTION_TYPES.get(ftype.path.rsplit(".", 1)[-1], "jit")
-        if kind == "incore" and isinstance(d, ast.Call) and any(k.arg == "external_source" for k in d.keywords):
+        if (
+            kind == "incore"
+            and isinstance(d, ast.Call)
+            and any(k.arg == "external_source" for k in d.keywords)
+        ):
             kind = "extern"
         break
     if owner is None and kind == "function":
@@ -355,7 +363,9 @@ def _argv_domains(module: ModuleInfo, loader: Loader, ev: ModuleEval) -> None:
             args = [ev.static(ev.eval(a)) for a in opt.choices.args]
             if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3:
                 start, stop, step = (
-                    (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+                    (0, args[0], 1)
+                    if len(args) == 1
+                    else (args[0], args[1], args[2] if len(args) == 3 else 1)
                 )
                 if step > 0 and stop > start:
                     params.set_domain(name, None, (start, start + (stop - 1 - start) // step * step, step))

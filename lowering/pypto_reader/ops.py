@@ -106,7 +106,21 @@ def _args(k: KernelReader, bound: dict[str, ast.expr], names: tuple[str, ...]) -
     return [k.value(k.eval(bound[n])) for n in names if n in bound]
 
 
-@op("add", "sub", "mul", "div", "adds", "subs", "muls", "divs", "and_", "or_", "ands", "ors", params=("lhs", "rhs"))
+@op(
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "adds",
+    "subs",
+    "muls",
+    "divs",
+    "and_",
+    "or_",
+    "ands",
+    "ors",
+    params=("lhs", "rhs"),
+)
 def _binop(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
     if "lhs" not in b or "rhs" not in b:
         return k.opaque_op(name, node)
@@ -114,7 +128,21 @@ def _binop(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -
     rtype = broadcast(x, y)
     if isinstance(rtype, ir.TileType):
         k.unit("vector")
-    return TileVal(ir.BinV(TILE_BINOPS[name], x, y, rtype))
+    op_name = TILE_BINOPS[name]
+    if op_name == "div" and getattr(rtype, "dtype", "f32") not in ("f32", "f16", "bf16"):
+        op_name = "floordiv"  # integer tiles divide to an integer
+    return TileVal(ir.BinV(op_name, x, y, rtype))
+
+
+@op("rem", "rems", "fmod", "fmods", params=("lhs", "rhs"))
+def _rem(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    if "lhs" not in b or "rhs" not in b:
+        return k.opaque_op(name, node)
+    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    rtype = broadcast(x, y)
+    if isinstance(rtype, ir.TileType):
+        k.unit("vector")
+    return TileVal(ir.BinV("mod", x, y, rtype))
 
 
 @op("cmp", "cmps", params=("lhs", "rhs", "cmp_type"))
@@ -252,7 +280,9 @@ def _full(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
         if t is None:
             return k.opaque_op(name, node)
         fill = k.value(k.eval(b["scalar"])) if "scalar" in b else ir.FloatV(0.0)
-        return TileVal(ir.CallV("full", (ir.DtypeV(t.dtype), ir.ListV(t.shape, ir.ListType(len(t.shape))), fill), (), t))
+        return TileVal(
+            ir.CallV("full", (ir.DtypeV(t.dtype), ir.ListV(t.shape, ir.ListType(len(t.shape))), fill), (), t)
+        )
     shape = _shape_list(k, b["shape"]) if "shape" in b else None
     d = k.eval(b["dtype"]) if "dtype" in b else None
     dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else "f32"
@@ -313,7 +343,9 @@ def _concat(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     tx, ty = tile_type(x), tile_type(y)
     k.unit("vector")
     rtype = (
-        ir.TileType(tx.dtype, (*tx.shape[:-1], binop("+", tx.shape[-1], ty.shape[-1]))) if tx and ty else x.type
+        ir.TileType(tx.dtype, (*tx.shape[:-1], binop("+", tx.shape[-1], ty.shape[-1])))
+        if tx and ty
+        else x.type
     )
     return TileVal(ir.CallV("concat", (x, y), (), rtype))
 

@@ -140,7 +140,9 @@ def _put(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
     shape = k.int_list(b["shape"]) if "shape" in b else None
     src = k.tensor_of(b["src"])
     if src is not None:
-        src_region = k.region_at(src, k.int_list(b["src_offsets"]) if "src_offsets" in b else None, shape, node)
+        src_region = k.region_at(
+            src, k.int_list(b["src_offsets"]) if "src_offsets" in b else None, shape, node
+        )
         k.record(src, src_region, "read", node)
         value: ir.Value = ir.LoadV(src.root, k.root_region(src, src_region), k.region_type(src, src_region))
     else:
@@ -170,7 +172,13 @@ def _remote_read(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.ex
     shape = k.int_list(b["shape"]) if "shape" in b else None
     peer = k.int_expr(k.eval(b["peer"])) if "peer" in b else None
     if src is not None:
-        k.record(src, k.region_at(src, k.int_list(b.get("src_offsets")) if "src_offsets" in b else None, shape, node), "read", node, peer=peer)
+        k.record(
+            src,
+            k.region_at(src, k.int_list(b.get("src_offsets")) if "src_offsets" in b else None, shape, node),
+            "read",
+            node,
+            peer=peer,
+        )
     if dst is not None:
         region = k.region_at(dst, k.int_list(b["dst_offsets"]) if "dst_offsets" in b else None, shape, node)
         k.record(dst, region, "write", node)

@@ -62,7 +62,9 @@ class TensorTable:
                 kind = "window"
             dtype = "i32" if kind == "signal" else info.dtype
             if info.shape is None:
-                shape: tuple[Expr, ...] = tuple(Sym("?", "dynamic") for _ in range(max(ranks.get(info.name, 1), 1)))
+                shape: tuple[Expr, ...] = tuple(
+                    Sym("?", "dynamic") for _ in range(max(ranks.get(info.name, 1), 1))
+                )
             else:
                 shape = info.shape
             dims: list[int | None] = []

@@ -1,0 +1,119 @@
+"""``dslc check`` on PyPTO files: read them into the IR, run the same rules, keep the notes.
+
+A ``.py`` file is read by ``lowering.pypto_reader`` (``ast`` only, never imported); its
+P00x notes and the rule findings are reported at ``.py`` lines, suppressions
+(``# dslc: ignore[CODE] reason``) work as in DSL files, and ``--strict`` turns the "not
+modelled" notes (P001) into errors. A rule that fails on a graph read from PyPTO is reported
+as P004 at the entry instead of stopping the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lowering.checks import all_rules
+from lowering.checks.rule import CheckContext
+from lowering.checks.suppressions import apply_suppressions
+from lowering.ir import Graph
+from lowering.pypto_reader import INPUT_ERRORS, ReadResult, looks_like_pypto, read_pypto, strict
+from lowering.source import CompileError, Diagnostic, Severity
+
+PY_SUFFIX = ".py"
+MAX_SNIFF_BYTES = 1 << 20
+
+
+def is_pypto_candidate(path: Path) -> bool:
+    """A ``.py`` file below a searched directory that imports pypto.language (a cheap sniff)."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(MAX_SNIFF_BYTES)
+    except OSError:
+        return False
+    return looks_like_pypto(head.decode("utf-8", errors="replace"))
+
+
+def read_file(session, path: Path) -> ReadResult:
+    result = read_pypto(path, overrides=session.overrides or None, layer=session.args.layer)
+    if result.text:
+        session.sources.add(str(path), result.text)
+    return result
+
+
+def compile_pypto(session, path: Path) -> list[Graph]:
+    """Graphs of a PyPTO file for ``dslc graph``; input errors raise like front-end errors."""
+    result = read_file(session, path)
+    errors = [d for d in result.diagnostics if d.code in INPUT_ERRORS]
+    if errors or not result.graphs:
+        raise CompileError(errors or result.diagnostics)
+    return result.graphs
+
+
+def run_rules_safely(graph: Graph, ctx: CheckContext, codes: set[str]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for code, rule in all_rules().items():
+        if code not in codes:
+            continue
+        try:
+            out.extend(rule.check(graph, ctx))
+        except Exception as err:  # noqa: BLE001 - a rule bug must not hide the other findings
+            out.append(
+                Diagnostic(
+                    "P004",
+                    f"rule {code} failed on the graph read from this file ({type(err).__name__}: {err})",
+                    graph.span,
+                    Severity.ERROR,
+                )
+            )
+    return out
+
+
+def lint_pypto_file(session, path: Path, cfg) -> list[Diagnostic]:
+    """Reader notes plus rule findings of one PyPTO file, after suppressions and selection."""
+    result = read_file(session, path)
+    notes = list(result.diagnostics)
+    if getattr(session.args, "strict", False):
+        notes = strict(notes)
+    findings: list[Diagnostic] = []
+    codes = {c for c in all_rules() if cfg.enabled(c, str(path))}
+    for graph in result.graphs:
+        findings.extend(run_rules_safely(graph, CheckContext(graph, preset=cfg.preset), codes))
+    findings = list({(d.code, d.span, d.message): d for d in [*notes, *findings]}.values())
+    findings = apply_suppressions(findings, result.graphs, str(path), result.text)
+    return sorted(
+        (d for d in findings if d.code in INPUT_ERRORS or cfg.enabled(d.code, d.span.file)),
+        key=Diagnostic.sort_key,
+    )
+
+
+def compile_to_pypto(session) -> int:
+    """``dslc compile FILE --target pypto -o DIR``: one PyPTO module per root layer."""
+    import os
+
+    from dsl import __version__
+    from dsl.cli import UsageError
+    from dsl.frontend import compile_file
+    from lowering.codegen_pypto import UnsupportedForPyPTO, content_hash, render_pypto
+    from runtime.loader import write_atomically
+
+    args = session.args
+    source = Path(args.file)
+    graphs = compile_file(source, session.overrides or None, args.layer)
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"-o {out_dir}: not a directory")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    text = source.read_text(encoding="utf-8")
+    for graph in graphs:
+        key = content_hash(text, repr(sorted(graph.env().items())), graph.name, __version__)
+        golden = None
+        if graph.golden:
+            golden_path = (source.parent / graph.golden).resolve()
+            golden = Path(os.path.relpath(golden_path, out_dir.resolve())).as_posix()
+        try:
+            module = render_pypto(graph, key[:16], __version__, golden)
+        except UnsupportedForPyPTO as err:
+            raise UsageError(f"{source}: layer {graph.name} cannot be written in PyPTO: {err}") from None
+        target = out_dir / f"{graph.name}.py"
+        write_atomically(target, module)
+        print(f"wrote {target}")
+    return 0

@@ -1,0 +1,236 @@
+"""Source text for the PyPTO emitter: names, literals, integer expressions and line layout.
+
+The emitter writes code that ``ruff format`` (line length 110) leaves unchanged, without
+running ruff: expressions get the minimal parentheses, slices the spacing ruff uses (spaces
+around ``:`` only in a slice with a non-trivial bound), floats the normalised exponent, and
+a statement that does not fit is split at its last bracket, one item per line with a
+trailing comma -- the "magic trailing comma" form ruff keeps as it is.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Bin, Const, Expr, Sym
+
+LINE_LENGTH = 110
+INDENT = "    "
+IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+# Names the generated module defines or imports itself; a DSL name equal to one is renamed.
+RESERVED = frozenset(
+    {
+        "pl", "pld", "argparse", "golden", "torch", "sys", "np", "numpy", "importlib", "os",
+        "block", "my_rank", "float", "int", "range", "min", "max", "len", "print", "abs", "list",
+        "tuple", "dict", "set", "str", "bool", "type", "object", "self", "args", "parser", "result",
+        "build_tensor_specs", "main", "specs", "tensors", "params", "l", "I", "O",
+    }
+)  # fmt: skip
+
+
+class UnsupportedForPyPTO(ValueError):
+    """The layer uses something PyPTO cannot express (a strided store, an op it lacks)."""
+
+
+def py_name(name: str) -> str:
+    """A Python identifier for a DSL name: ``dispatch.x`` -> ``dispatch__x``; reserved -> ``x_``."""
+    out = name.replace(".", "__")
+    if not IDENTIFIER.match(out):
+        raise UnsupportedForPyPTO(f"refusing to generate code for name {name!r}")
+    if keyword.iskeyword(out) or keyword.issoftkeyword(out) or out in RESERVED:
+        out += "_"
+    return out
+
+
+def hint_name(name: str) -> str:
+    """A ``name_hint`` (a valid identifier) for a task base name."""
+    return py_name(name).rstrip("_") or "task"
+
+
+def py_str(s: str) -> str:
+    """A string literal the way ruff writes it: double quotes unless that needs more escapes."""
+    body = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    body = "".join(c if c.isprintable() or c in "\\" else f"\\x{ord(c):02x}" for c in body)
+    if '"' in s and "'" not in s:
+        return "'" + body + "'"
+    return '"' + body.replace('"', '\\"') + '"'
+
+
+def py_float(x: float) -> str:
+    if math.isnan(x):
+        return 'float("nan")'
+    if math.isinf(x):
+        return 'float("inf")' if x > 0 else '-float("inf")'
+    text = repr(float(x))
+    return text.replace("e+", "e")
+
+
+# ---------------------------------------------------------------- integer expressions
+
+_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "//": 6, "%": 6, "neg": 7, "atom": 9}
+_CMPS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def _prec(e: Expr) -> int:
+    if isinstance(e, Bin):
+        if e.op in _CMPS:
+            return _PREC["cmp"]
+        if e.op in ("min", "max", "cdiv"):
+            return _PREC["atom"] if e.op != "cdiv" else _PREC["neg"]
+        if e.op == "-" and e.a == Const(0):
+            return _PREC["neg"]
+        return _PREC.get(e.op, _PREC["atom"])
+    if isinstance(e, Const) and e.value < 0:
+        return _PREC["neg"]
+    return _PREC["atom"]
+
+
+def int_text(e: Expr, name_of: Callable[[Sym], str], minmax: str = "pl.") -> str:
+    """``e`` as Python source with minimal parentheses (the tree parses back to itself)."""
+    if isinstance(e, Const):
+        return str(e.value)
+    if isinstance(e, Sym):
+        return name_of(e)
+    assert isinstance(e, Bin)
+    if e.op in ("min", "max"):
+        return f"{minmax}{e.op}({int_text(e.a, name_of, minmax)}, {int_text(e.b, name_of, minmax)})"
+    if e.op == "cdiv":
+        a = _wrap(e.a, _PREC["neg"] + 1, name_of, minmax)
+        b = _wrap(e.b, _PREC["*"] + 1, name_of, minmax)
+        return f"-(-{a} // {b})"
+    if e.op == "-" and e.a == Const(0):
+        return "-" + _wrap(e.b, _PREC["neg"], name_of, minmax)
+    p = _prec(e)
+    if e.op in _CMPS:
+        a = _wrap(e.a, p + 1, name_of, minmax)
+        b = _wrap(e.b, p + 1, name_of, minmax)
+    else:
+        a = _wrap(e.a, p, name_of, minmax)
+        b = _wrap(e.b, p + 1, name_of, minmax)
+    return f"{a} {e.op} {b}"
+
+
+def _wrap(e: Expr, need: int, name_of, minmax: str) -> str:
+    text = int_text(e, name_of, minmax)
+    return f"({text})" if _prec(e) < need else text
+
+
+def simple_bound(text: str) -> bool:
+    """Is a slice bound "simple" for ruff (a name, a number, or a negated one)?"""
+    t = text[1:] if text.startswith("-") else text
+    return bool(IDENTIFIER.match(t) or re.fullmatch(r"[0-9]+", t))
+
+
+def slice_text(start: str | None, stop: str | None, step: str | None = None) -> str:
+    parts = [p for p in (start, stop, step) if p is not None]
+    spaced = any(not simple_bound(p) for p in parts)
+    sep = " : " if spaced else ":"
+    lo = start or ""
+    hi = stop or ""
+    if spaced:
+        text = (f"{lo} :" if lo else ":") + (f" {hi}" if hi else "")
+        if step is not None:
+            text += f" : {step}"
+        return text
+    text = f"{lo}:{hi}"
+    if step is not None:
+        text += f":{step}"
+    return text if sep else text
+
+
+def symbol_namer(kernel: bool, ranks_text: str) -> Callable[[Sym], str]:
+    def name_of(s: Sym) -> str:
+        if s.kind == BLOCK:
+            return "block"
+        if s.kind == RANK:
+            return "my_rank"
+        if s.kind == NRANKS:
+            return ranks_text if IDENTIFIER.match(ranks_text) or ranks_text.isdigit() else f"({ranks_text})"
+        if s.kind in (PARAM, "const", SCALAR, LOOP, DYNAMIC):
+            if s.name.startswith("data@"):
+                raise UnsupportedForPyPTO(f"a data-dependent value {s.name!r} cannot be named")
+            return py_name(s.name)
+        raise UnsupportedForPyPTO(f"unknown symbol {s.name!r}")
+
+    _ = kernel
+    return name_of
+
+
+# ---------------------------------------------------------------- line layout
+
+
+@dataclass
+class Group:
+    """``head(items...)`` or ``[items...]``: a bracketed, comma-separated list."""
+
+    head: str
+    items: list[Doc]
+    open: str = "("
+    close: str = ")"
+
+
+@dataclass
+class Cat:
+    parts: list[Doc] = field(default_factory=list)
+
+
+Doc = str | Group | Cat
+
+
+def flat(doc: Doc) -> str:
+    if isinstance(doc, str):
+        return doc
+    if isinstance(doc, Group):
+        return doc.head + doc.open + ", ".join(flat(i) for i in doc.items) + doc.close
+    return "".join(flat(p) for p in doc.parts)
+
+
+def call(head: str, *args: Doc, **kwargs: Doc) -> Group:
+    items: list[Doc] = list(args)
+    items += [Cat([f"{k}=", v]) for k, v in kwargs.items()]
+    return Group(head, items)
+
+
+def lst(items: list[Doc]) -> Group:
+    return Group("", list(items), "[", "]")
+
+
+def paren(items: list[Doc]) -> Group:
+    """``(items...)``: a parameter list."""
+    return Group("", list(items))
+
+
+def layout(doc: Doc, depth: int) -> list[str]:
+    """Lines (indented ``depth`` levels) for ``doc``, split like ruff when it does not fit."""
+    indent = INDENT * depth
+    text = flat(doc)
+    if len(indent) + len(text) <= LINE_LENGTH:
+        return [indent + text]
+    parts = doc.parts if isinstance(doc, Cat) else [doc]
+    parts = _flatten(parts)
+    idx = max((i for i, p in enumerate(parts) if isinstance(p, Group) and p.items), default=None)
+    if idx is None:
+        return [indent + text]
+    group = parts[idx]
+    assert isinstance(group, Group)
+    head = "".join(flat(p) for p in parts[:idx]) + group.head + group.open
+    tail = group.close + "".join(flat(p) for p in parts[idx + 1 :])
+    lines = [indent + head]
+    for item in group.items:
+        lines.extend(layout(Cat([item, ","]), depth + 1))
+    lines.append(indent + tail)
+    return lines
+
+
+def _flatten(parts: list[Doc]) -> list[Doc]:
+    out: list[Doc] = []
+    for p in parts:
+        if isinstance(p, Cat):
+            out.extend(_flatten(p.parts))
+        else:
+            out.append(p)
+    return out
