@@ -170,9 +170,15 @@ def _product(a: np.ndarray, b: np.ndarray, acc: np.dtype) -> np.ndarray:
         return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64).astype(np.int32)
     # Operands are copied to contiguous tiles first, as a TLOAD into L0 does; NumPy's GEMM on
     # strided views of a wide GM tensor is an order of magnitude slower than copy + GEMM.
-    a32 = np.ascontiguousarray(a, dtype=np.float32)
-    b32 = np.ascontiguousarray(b, dtype=np.float32)
-    return np.matmul(a32, b32)
+    return np.matmul(_dense(a), _dense(b))
+
+
+def _dense(x: np.ndarray) -> np.ndarray:
+    """A dense fp32 copy in the operand's stored order: a transposed view (``b_trans``) is
+    copied as stored and handed back transposed, which BLAS takes without another copy."""
+    if x.ndim >= 2 and x.strides[-1] != x.itemsize and x.strides[-2] == x.itemsize:
+        return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2), dtype=np.float32), -1, -2)
+    return np.ascontiguousarray(x, dtype=np.float32)
 
 
 def _store(result: np.ndarray, acc: np.dtype, out_dtype: DTypeLike | None, op: str) -> np.ndarray:
