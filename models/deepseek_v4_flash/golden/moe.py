@@ -247,8 +247,6 @@ def _expert_weights(inputs: dict, rank: int, le: int) -> tuple[tuple[np.ndarray,
 
 def moe_golden(inputs: dict, cfg: MoeConfig = CONFIG, via_buffers: bool = True) -> dict[str, np.ndarray]:
     """All ranks of the MoE layer; returns x_next [EP, T, 4, D] and the intermediates."""
-    ep, t, tk = cfg.ep, cfg.T, cfg.topk
-    n = min(max(int(inputs["num_tokens"]), 0), t)
     hc = [
         hc_pre_mod.hc_pre_golden(
             inputs["x_hc"][r],
@@ -257,11 +255,28 @@ def moe_golden(inputs: dict, cfg: MoeConfig = CONFIG, via_buffers: bool = True) 
             inputs["hc_ffn_base"],
             rms_chunk=cfg.rms_chunk,
         )
-        for r in range(ep)
+        for r in range(cfg.ep)
     ]
+    out = moe_ffn_golden(np.stack([h.x_mixed for h in hc]), inputs, cfg, via_buffers)
+    out["x_next"] = np.stack(
+        [hc_post_golden(out["ffn_out"][r], inputs["x_hc"][r], hc[r].post, hc[r].comb) for r in range(cfg.ep)]
+    )
+    return out
+
+
+def moe_ffn_golden(
+    x_mixed: np.ndarray, inputs: dict, cfg: MoeConfig = CONFIG, via_buffers: bool = True
+) -> dict[str, np.ndarray]:
+    """The MoE between hc_pre and hc_post, all ranks: x_mixed [EP, T, D] (bf16) -> ffn_out.
+
+    gate -> shared expert -> dispatch -> routed experts -> combine -> ordered reduce; returns
+    ffn_out [EP, T, D] and the intermediates (`moe_golden` adds hc_pre and hc_post around it).
+    """
+    ep, t, tk = cfg.ep, cfg.T, cfg.topk
+    n = min(max(int(inputs["num_tokens"]), 0), t)
     gates = [
         gate_golden(
-            hc[r].x_mixed,
+            x_mixed[r],
             inputs["norm_w"],
             inputs["gate_w"],
             inputs["gate_bias"],
@@ -315,15 +330,11 @@ def moe_golden(inputs: dict, cfg: MoeConfig = CONFIG, via_buffers: bool = True) 
     for k in range(tk):
         acc[:, :n] = (acc[:, :n] + y[:, :n, k]).astype(np.float32)
     ffn_out = bf16(acc)
-    x_next = np.stack(
-        [hc_post_golden(ffn_out[r], inputs["x_hc"][r], hc[r].post, hc[r].comb) for r in range(ep)]
-    )
     out = {
-        "x_next": x_next,
         "ffn_out": ffn_out,
         "sh": sh,
         "routed_y": routed_y,
-        "x_mixed": np.stack([h.x_mixed for h in hc]),
+        "x_mixed": np.asarray(x_mixed),
         "x_norm_i8": x_i8,
         "x_norm_scale": x_scale,
         "indices": indices,
