@@ -65,5 +65,6 @@ def main() -> None:
         f"{t_plain[0]:.4f} / {t_plain[1]:.4f} | {t_sim[1] / t_plain[1]:.2f}x |"
     )
 
+
 if __name__ == "__main__":
     main()

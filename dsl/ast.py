@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from lowering.source import Span
@@ -342,6 +343,29 @@ LayerStmt = (
     | LayerIf
     | LayerCall
 )
+
+
+def layer_stmts(stmts: tuple[LayerStmt, ...]) -> Iterator[LayerStmt]:
+    """Every statement of a layer body, those under layer-level ``for`` and ``if`` included, in
+    source order."""
+    for s in stmts:
+        yield s
+        if isinstance(s, LayerFor):
+            yield from layer_stmts(s.body)
+        elif isinstance(s, LayerIf):
+            yield from layer_stmts(s.then)
+            yield from layer_stmts(s.orelse)
+
+
+def body_stmts(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of a task body, those inside loops and branches included, in source order."""
+    for s in stmts:
+        yield s
+        if isinstance(s, For):
+            yield from body_stmts(s.body)
+        elif isinstance(s, If):
+            yield from body_stmts(s.then)
+            yield from body_stmts(s.orelse)
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,11 @@ regions stay analysable; tile and scalar values are ``Value`` nodes with a type.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from lowering.source import Span
-from lowering.symbolic import Expr
+from lowering.symbolic import Expr, free_symbols
 
 # ---------------------------------------------------------------- types
 
@@ -220,6 +221,72 @@ class EvalS:
 Stmt = LetS | AssignS | StoreS | RemoteStoreS | ForS | IfS | NotifyS | WaitS | BarrierS | EvalS
 
 
+# ---------------------------------------------------------------- reading a body
+
+
+def nested_stmts(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
+    """Every statement of ``stmts``, those inside loops and branches included, in program order."""
+    for s in stmts:
+        yield s
+        if isinstance(s, ForS):
+            yield from nested_stmts(s.body)
+        elif isinstance(s, IfS):
+            yield from nested_stmts(s.then)
+            yield from nested_stmts(s.orelse)
+
+
+def stmt_values(s: Stmt) -> tuple[Value, ...]:
+    """The values one statement computes: what it binds, stores or evaluates; an if's condition."""
+    if isinstance(s, LetS | AssignS | StoreS | RemoteStoreS | EvalS):
+        return (s.value,)
+    if isinstance(s, IfS):
+        return (s.cond,)
+    return ()
+
+
+def read_names(stmts: tuple[Stmt, ...]) -> set[str]:
+    """Locals and loop variables the statements read (in values, indices, bounds and conditions)."""
+    exprs: list[Expr] = []
+    out: set[str] = set()
+    for s in nested_stmts(stmts):
+        for v in (w for top in stmt_values(s) for w in nested_values(top)):
+            if isinstance(v, IntV):
+                exprs.append(v.expr)
+            elif isinstance(v, ListV):
+                exprs.extend(v.items)
+            elif isinstance(v, LocalV):
+                out.add(v.name)
+            elif isinstance(v, LoadV):
+                if v.local:
+                    out.add(v.tensor)
+                exprs.extend(e for r in v.region for e in (r.start, r.stop, r.step))
+        if isinstance(s, StoreS | RemoteStoreS):
+            exprs.extend(e for r in s.region for e in (r.start, r.stop, r.step))
+        if isinstance(s, RemoteStoreS):
+            exprs.append(s.peer)
+        elif isinstance(s, ForS):
+            exprs.extend((s.start, s.stop, s.step))
+        elif isinstance(s, NotifyS):
+            exprs.extend((*s.index, s.peer, s.value))
+        elif isinstance(s, WaitS):
+            exprs.extend((*s.index, s.expected))
+    out.update(sym.name for e in exprs for sym in free_symbols(e))
+    return out
+
+
+def nested_values(v: Value) -> Iterator[Value]:
+    """``v`` and every value inside it (operands, call arguments and attributes), outer first."""
+    yield v
+    if isinstance(v, BinV):
+        yield from nested_values(v.a)
+        yield from nested_values(v.b)
+    elif isinstance(v, CallV):
+        for a in v.args:
+            yield from nested_values(a)
+        for _, a in v.attrs:
+            yield from nested_values(a)
+
+
 # ---------------------------------------------------------------- valid shapes
 
 VALID_OPS = ("valid", "fillpad")  # valid(x, cols) / valid(x, rows, cols) / fillpad(x, cols, pad)
@@ -243,35 +310,12 @@ def valid_regions(
     with a valid shape) transfers only its valid part. Maps (tensor, region) to the (rows,
     cols) valid extents, as the bounds checks (E305, C402) need them."""
     out: dict[tuple[str, tuple[Range, ...]], tuple[Expr | None, Expr | None]] = {}
-
-    def value(v) -> None:
-        if isinstance(v, CallV):
-            if v.op in VALID_OPS and v.args and isinstance(v.args[0], LoadV) and not v.args[0].local:
-                out[(v.args[0].tensor, v.args[0].region)] = valid_extents(v)
-            for a in v.args:
-                value(a)
-            for _, a in v.attrs:
-                value(a)
-        elif isinstance(v, BinV):
-            value(v.a)
-            value(v.b)
-
-    def walk(body) -> None:
-        for s in body:
-            if (
-                isinstance(s, StoreS | RemoteStoreS)
-                and isinstance(s.value, CallV)
-                and s.value.op in VALID_OPS
-            ):
-                out[(s.tensor, s.region)] = valid_extents(s.value)
-            if isinstance(s, LetS | AssignS | StoreS | RemoteStoreS | EvalS):
-                value(s.value)
-            elif isinstance(s, ForS):
-                walk(s.body)
-            elif isinstance(s, IfS):
-                value(s.cond)
-                walk(s.then)
-                walk(s.orelse)
-
-    walk(stmts)
+    for s in nested_stmts(stmts):
+        if isinstance(s, StoreS | RemoteStoreS) and isinstance(s.value, CallV) and s.value.op in VALID_OPS:
+            out[(s.tensor, s.region)] = valid_extents(s.value)
+        for v in (w for top in stmt_values(s) for w in nested_values(top)):
+            if isinstance(v, CallV) and v.op in VALID_OPS and v.args:
+                loaded = v.args[0]
+                if isinstance(loaded, LoadV) and not loaded.local:
+                    out[(loaded.tensor, loaded.region)] = valid_extents(v)
     return out

@@ -10,23 +10,16 @@ Nothing from the source reaches the output as code except names that match
 ``repr`` string literals, locals and loop variables with a ``v_`` prefix.
 
 The module also holds the layer's host guards (``guard cond, "message"``) as
-``check_request(scalars) -> list[str]``: the runtime scalars of one request in, the reasons
-it is refused out (empty: accepted). Derived host scalars (``scalar n = expr``, and
-``emitted(T)`` of a derived capacity) are computed from the runtime scalars into ``d_<i>``
-locals; runtime scalars are ``s_<name>`` locals (names checked against ``IDENTIFIER``);
-guard texts, messages and derived names appear only as ``repr`` literals.
+``check_request(scalars) -> list[str]``, written by ``lowering.codegen_numpy_host``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
-
-import jinja2
 
 from lowering import body as ir
+from lowering.codegen_common import IDENTIFIER, UnsafeName, checked_name, template_environment, template_hash
+from lowering.codegen_numpy_host import guard_context
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
     BLOCK,
@@ -35,19 +28,15 @@ from lowering.symbolic import (
     NRANKS,
     RANK,
     SCALAR,
-    Bin,
     Const,
     EvalError,
     Expr,
     Sym,
     evaluate,
-    free_symbols,
     render,
     substitute,
 )
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "codegen_templates"
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 QUALIFIED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*(\[[0-9]+\])?$")
 
 NUMPY_DTYPES = {
@@ -82,21 +71,8 @@ _PY_BINOPS = {
 }
 
 
-class UnsafeName(ValueError):
-    """A name that must not reach generated code (the front end never produces one)."""
-
-
 def _checked(name: str, pattern: re.Pattern = QUALIFIED) -> str:
-    if not pattern.match(name):
-        raise UnsafeName(f"refusing to generate code for name {name!r}")
-    return name
-
-
-@dataclass
-class KernelCode:
-    index: int
-    name: str
-    lines: list[str] = field(default_factory=list)
+    return checked_name(name, pattern)
 
 
 class _Kernel:
@@ -502,130 +478,12 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
     }
 
 
-def _host_code(expr: Expr, env: dict[str, int], known: dict[Expr, str] | None = None) -> str:
-    """Python for a host expression over runtime scalars (``s_<name>``), parameters and
-    constants folded to literals; comparisons and logic give ints, as in ``symbolic``. A
-    subexpression equal to a derived value already computed (``known``) is its ``d_<i>``."""
-    known = known or {}
-
-    def py(e: Expr) -> str:
-        if e in known:
-            return known[e]
-        if isinstance(e, Const):
-            return str(e.value) if e.value >= 0 else f"({e.value})"
-        if isinstance(e, Sym):
-            if e.kind != SCALAR:
-                raise UnsafeName(f"a host guard cannot use {e.name!r}")
-            return f"s_{_checked(e.name, IDENTIFIER)}"
-        assert isinstance(e, Bin)
-        a, b = py(e.a), py(e.b)
-        if e.op in ("min", "max"):
-            return f"{e.op}({a}, {b})"
-        if e.op == "cdiv":
-            return f"(-((-{a}) // {b}))"
-        if e.op in ("and", "or"):
-            return f"int(bool({a}) {e.op} bool({b}))"
-        if e.op in ("==", "!=", "<", "<=", ">", ">="):
-            return f"int({a} {e.op} {b})"
-        if e.op in ("+", "-", "*", "//", "%"):
-            return f"({a} {e.op} {b})"
-        raise UnsafeName(f"unknown operator {e.op!r} in a host guard")
-
-    return py(substitute(expr, {k: Const(v) for k, v in env.items()}))
-
-
-def _pairs(items: list[tuple[str, str]]) -> str:
-    """``(('seq_len', d_0), ...)``: names as literals, values as checked code."""
-    return "(" + "".join(f"({name!r}, {code}), " for name, code in items).rstrip(" ") + ")"
-
-
-def guard_context(graph: Graph, env: dict[str, int]) -> dict:
-    """What ``check_request`` needs: the runtime scalars it reads (with their ranges), the
-    derived values it computes (in definition order) and, per guard, its condition and the
-    values a refusal names."""
-    fold = {k: Const(v) for k, v in env.items()}
-    derived = [(n, d) for n, d in graph.derived.items() if d.value is not None]
-    index = {name: i for i, (name, _) in enumerate(derived)}
-    ranged = [s for s in graph.scalars.values() if s.domain is not None and s.name != "epoch"]
-    names = {s.name for s in ranged}
-    for g in graph.guards:
-        names |= {s.name for s in free_symbols(g.cond) if s.kind == SCALAR}
-    order = list(graph.scalars)
-    scalars = sorted(
-        (_checked(n, IDENTIFIER) for n in names),
-        key=lambda n: (n not in order, order.index(n) if n in order else 0, n),
-    )
-    known: dict[Expr, str] = {}
-    values = []
-    for name, d in derived:
-        if not {s.name for s in free_symbols(d.value) if s.kind == SCALAR} <= names:
-            continue  # reads a scalar no guard reads: not needed here
-        var = f"d_{index[name]}"
-        values.append({"var": var, "code": _host_code(d.value, env, known)})
-        known[substitute(d.value, fold)] = var
-    guards = []
-    for g in graph.guards:
-        named: list[str] = []  # derived values the guard names, and the ones they name
-        queue = [n for n in g.scalars if n in index]
-        while queue:
-            n = queue.pop(0)
-            if n not in named and f"d_{index[n]}" in known.values():
-                named.append(n)
-                queue.extend(r for r in graph.derived[n].refs if r in index)
-        sides = "None"
-        if isinstance(g.cond, Bin) and g.cond.op in ("==", "!=", "<", "<=", ">", ">="):
-            sides = f"({_host_code(g.cond.a, env, known)}, {g.cond.op!r}, {_host_code(g.cond.b, env, known)})"
-        guards.append(
-            {
-                "cond": _host_code(g.cond, env, known),
-                "text": g.text,
-                "message": g.message or "",
-                "line": g.span.line,
-                "named": _pairs([(n, f"d_{index[n]}") for n in named]),
-                "sides": sides,
-            }
-        )
-    ranges = []
-    for s in ranged:
-        var = f"s_{_checked(s.name, IDENTIFIER)}"
-        dom = s.domain
-        if dom.values is not None:
-            test = f"{var} in {tuple(sorted(set(dom.values)))!r}"
-        elif dom.step != 1:
-            test = f"{dom.lo} <= {var} <= {dom.hi} and ({var} - {dom.lo}) % {dom.step} == 0"
-        else:
-            test = f"{dom.lo} <= {var} <= {dom.hi}"
-        ranges.append(
-            {"var": var, "test": test, "say": (f"runtime scalar {s.name}=", f" is outside its range {dom}")}
-        )
-    return {
-        "scalars": scalars,
-        "given": _pairs([(n, f"s_{n}") for n in scalars]),
-        "ranges": ranges,
-        "derived": values,
-        "guards": guards,
-    }
-
-
 def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
-    loader = jinja2.FileSystemLoader(str(TEMPLATES / "numpy"))
-    env = jinja2.Environment(
-        loader=loader,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-    )
+    env = template_environment("numpy")
     env.filters["pyrepr"] = repr
     return env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version))
 
 
 def content_hash(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8"))
-        h.update(b"\0")
-    for template in sorted((TEMPLATES / "numpy").glob("*.j2")):
-        h.update(template.read_bytes())
-    return h.hexdigest()
+    """The cache key of a generated NumPy module: its inputs and the NumPy templates."""
+    return template_hash("numpy", *parts)

@@ -18,13 +18,9 @@ clean at line length 110.
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
-import jinja2
-
 from lowering import body as ir
-from lowering.codegen_pypto_body import BodyWriter, body_units, dtype_name
+from lowering.codegen_common import template_environment, template_hash
+from lowering.codegen_pypto_body import BodyWriter, body_units
 from lowering.codegen_pypto_host import HostParts
 from lowering.codegen_pypto_loops import ArrayDep, groups, templates
 from lowering.codegen_pypto_text import (
@@ -42,10 +38,10 @@ from lowering.codegen_pypto_text import (
     py_str,
     symbol_namer,
 )
+from lowering.codegen_pypto_values import dtype_name
 from lowering.ir import Graph, Task, Tensor
 from lowering.symbolic import NRANKS, RANK, SCALAR, Bin, Const, Expr, free_symbols
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "codegen_templates"
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 __all__ = ["UnsupportedForPyPTO", "content_hash", "module_context", "py_name", "render_pypto"]
@@ -54,8 +50,8 @@ __all__ = ["UnsupportedForPyPTO", "content_hash", "module_context", "py_name", "
 class _Emitter(HostParts):
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.ranks_text = int_text(graph.ranks, symbol_namer(False, "1"), "")
-        self.module_names = symbol_namer(False, self.ranks_text)
+        self.ranks_text = int_text(graph.ranks, symbol_namer("1"), "")
+        self.module_names = symbol_namer(self.ranks_text)
         self.used: set[str] = set()
         self.distributed = self._distributed()
         self.tids: dict[str, str] = {}  # task name -> the expression of its task id
@@ -323,19 +319,12 @@ def _reserve_names(g: Graph, used: set[str]) -> None:
     for name in [*g.params, *g.consts, *g.tensors, *g.scalars]:
         used.add(py_name(name))
 
-    def walk(body) -> None:
-        for s in body:
+    for t in g.tasks:
+        for s in ir.nested_stmts(t.body):
             if isinstance(s, ir.LetS | ir.AssignS):
                 used.add(py_name(s.name))
             elif isinstance(s, ir.ForS):
                 used.add(py_name(s.var))
-                walk(s.body)
-            elif isinstance(s, ir.IfS):
-                walk(s.then)
-                walk(s.orelse)
-
-    for t in g.tasks:
-        walk(t.body)
 
 
 def module_context(graph: Graph, source_hash: str, version: str, golden: str | None = None) -> dict:
@@ -383,22 +372,10 @@ def module_context(graph: Graph, source_hash: str, version: str, golden: str | N
 
 def render_pypto(graph: Graph, source_hash: str, version: str, golden: str | None = None) -> str:
     """The PyPTO module of ``graph`` (raises UnsupportedForPyPTO for what PyPTO cannot express)."""
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES / "pypto")),
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-    )
+    env = template_environment("pypto")
     return env.get_template("module.py.j2").render(**module_context(graph, source_hash, version, golden))
 
 
 def content_hash(*parts: str) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p.encode("utf-8"))
-        h.update(b"\0")
-    for template in sorted((TEMPLATES / "pypto").glob("*.j2")):
-        h.update(template.read_bytes())
-    return h.hexdigest()
+    """The cache key of a generated PyPTO module: its inputs and the PyPTO templates."""
+    return template_hash("pypto", *parts)

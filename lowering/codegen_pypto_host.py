@@ -9,7 +9,6 @@ with its derived scalars named again, before it builds the ``TensorSpec`` list.
 
 from __future__ import annotations
 
-from lowering.codegen_pypto_body import dtype_name
 from lowering.codegen_pypto_text import (
     IDENTIFIER,
     LINE_LENGTH,
@@ -23,6 +22,7 @@ from lowering.codegen_pypto_text import (
     py_name,
     py_str,
 )
+from lowering.codegen_pypto_values import dtype_name
 from lowering.symbolic import SCALAR, Bin, Expr, Sym, free_symbols
 
 TORCH_DTYPES = {

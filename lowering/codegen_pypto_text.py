@@ -15,11 +15,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from lowering.codegen_common import IDENTIFIER
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Bin, Const, Expr, Sym
 
 LINE_LENGTH = 110
 INDENT = "    "
-IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 # Names the generated module defines or imports itself; a DSL name equal to one is renamed.
 RESERVED = frozenset(
@@ -128,7 +128,6 @@ def simple_bound(text: str) -> bool:
 def slice_text(start: str | None, stop: str | None, step: str | None = None) -> str:
     parts = [p for p in (start, stop, step) if p is not None]
     spaced = any(not simple_bound(p) for p in parts)
-    sep = " : " if spaced else ":"
     lo = start or ""
     hi = stop or ""
     if spaced:
@@ -139,10 +138,12 @@ def slice_text(start: str | None, stop: str | None, step: str | None = None) -> 
     text = f"{lo}:{hi}"
     if step is not None:
         text += f":{step}"
-    return text if sep else text
+    return text
 
 
-def symbol_namer(kernel: bool, ranks_text: str) -> Callable[[Sym], str]:
+def symbol_namer(ranks_text: str) -> Callable[[Sym], str]:
+    """How a symbol is named in emitted code; the rank count is spelled ``ranks_text``."""
+
     def name_of(s: Sym) -> str:
         if s.kind == BLOCK:
             return "block"
@@ -156,7 +157,6 @@ def symbol_namer(kernel: bool, ranks_text: str) -> Callable[[Sym], str]:
             return py_name(s.name)
         raise UnsupportedForPyPTO(f"unknown symbol {s.name!r}")
 
-    _ = kernel
     return name_of
 
 

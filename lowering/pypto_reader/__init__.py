@@ -12,11 +12,13 @@ and a construct it cannot model a P001 note saying what it means for the verdict
 Modules, one concern each: ``modules`` (files, imports, module level), ``constants``
 (parameters, config and argv values, admissible sets), ``guards`` (request checks and
 runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (expressions), ``orchestration``
-(statements, loops, inline calls, views, task-id arrays), ``scopes`` (the tasks: scopes,
-kernel calls, deps, flags), ``kernel`` (task bodies), ``accesses`` (regions, loads, stores),
-``ops`` / ``sorting`` / ``signals`` (tile ops, sort chains and valid extents, cross-rank
-signals), ``directions`` (parameter directions and Out -> InOut promotion), ``tensors``,
-``values``, ``graph`` (entries, ranks, the IR graph) and ``notes`` (the P00x codes).
+(statements, loops, inline calls), ``orchestration_calls`` (views, task-id arrays, submits),
+``program`` (what one entry builds), ``scopes`` (the tasks: scopes, kernel calls, deps,
+flags), ``kernel`` / ``kernel_statements`` (task bodies: expressions, statements),
+``accesses`` (regions, loads, stores), ``ops`` / ``sorting`` / ``signals`` (tile ops, sort
+chains and valid extents, cross-rank signals), ``directions`` (parameter directions and Out
+-> InOut promotion), ``tensors``, ``values``, ``graph`` (entries, ranks, the IR graph) and
+``notes`` (the P00x codes).
 """
 
 from __future__ import annotations

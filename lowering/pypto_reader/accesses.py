@@ -53,9 +53,7 @@ class AccessMixin:
         info = self.tensors.get(t.root)
         return info.dtype if info is not None else "f32"
 
-    def region_at(
-        self, t: TensorVal, offsets: tuple[Expr, ...] | None, extent, node: ast.AST | None
-    ) -> tuple[ir.Range, ...]:
+    def region_at(self, t: TensorVal, offsets: tuple[Expr, ...] | None, extent) -> tuple[ir.Range, ...]:
         """The region at ``offsets`` of extent ``extent`` (a shape, a tile type, or None: to the end)."""
         shape = self.tensor_shape_exprs(t)
         rank = len(shape) if shape is not None else len(offsets or ()) or 2
@@ -116,28 +114,15 @@ class AccessMixin:
             return region
         out, it = [], iter(region)
         for dim, off in enumerate(t.offsets):
-            if dim in t.dropped:
-                out.append(ir.Range(off, binop("+", off, Const(1)), Const(1), point=True))
-                continue
-            r = next(it, None)
+            r = None if dim in t.dropped else next(it, None)
             if r is None:
-                out.append(ir.Range(off, binop("+", off, Const(1)), Const(1), point=True))
+                out.append(_point(off))
                 continue
             out.append(ir.Range(binop("+", off, r.start), binop("+", off, r.stop), r.step, r.point))
         return tuple(out)
 
     def region_type(self, t: TensorVal, region: tuple[ir.Range, ...]) -> ir.Type:
-        dtype = self.dtype(t)
-        if region and all(r.point for r in region):
-            return ir.ScalarType(dtype)
-        ext = []
-        for r in region:
-            if r.point:
-                ext.append(Const(1))
-            else:
-                e = difference(r.stop, r.start)
-                ext.append(e if r.step == Const(1) else binop("cdiv", e, r.step))
-        return ir.TileType(dtype, tuple(ext))
+        return _region_type(self.dtype(t), region)
 
     def record(
         self,
@@ -172,7 +157,7 @@ class AccessMixin:
             idx = self.int_list(b.get("offset"))
             if t is None or idx is None or "value" not in b:
                 return self.opaque_op("write", node, "a pl.write the reader cannot evaluate")
-            region = tuple(ir.Range(i, binop("+", i, Const(1)), Const(1), point=True) for i in idx)
+            region = tuple(_point(i) for i in idx)
             value = self.value(self.eval(b["value"]))
             self.record(t, region, "write", node)
             self.emit(ir.StoreS(t.root, self.root_region(t, region), value, "write", self.span(node)))
@@ -193,14 +178,10 @@ class AccessMixin:
             if isinstance(src, TileVal) and isinstance(src.value, ir.LocalV):
                 t = tile_type(src.value)
                 view = TensorVal(src.value.name, None, t.shape if t else None)
-                region = self.region_at(view, offs, shape, node)
-                loaded = (
-                    TileVal(ir.LoadV(src.value.name, region, _local_type(t, region), local=True))
-                    if t
-                    else src
-                )
+                region = self.region_at(view, offs, shape)
+                loaded = local_load(src.value.name, t, region) if t else src
             elif isinstance(src, TensorVal):
-                region = self.region_at(src, offs, shape, node)
+                region = self.region_at(src, offs, shape)
                 self.record(src, region, "read", node)
                 loaded = self.load_value(src, region)
             else:
@@ -228,7 +209,7 @@ class AccessMixin:
                 self.span(off), f"the offsets of this pl.{key}", "the whole target is taken as written"
             )
         extent = self.int_list(b.get("shapes")) if key == "store" and "shapes" in b else tile_type(value)
-        region = self.region_at(t, offs, extent, node)
+        region = self.region_at(t, offs, extent)
         atomic = False
         if "atomic" in b:
             a = self.eval(b["atomic"])
@@ -245,7 +226,7 @@ class AccessMixin:
         src = self.tensor_of(b["src"]) if "src" in b else None
         if src is None or not isinstance(dst, TileVal):
             return self.opaque_op("gather_row", node)
-        region = self.region_at(src, self.int_list(b.get("src_offset")), self.int_list(b.get("shapes")), node)
+        region = self.region_at(src, self.int_list(b.get("src_offset")), self.int_list(b.get("shapes")))
         self.record(src, region, "read", node)
         self.unit("vector")
         row = self.load_value(src, region).value
@@ -257,14 +238,14 @@ class AccessMixin:
         base = self.eval(src)
         idx = self.int_list(off)
         if isinstance(base, TensorVal) and idx is not None:
-            region = tuple(ir.Range(i, binop("+", i, Const(1)), Const(1), point=True) for i in idx)
+            region = tuple(_point(i) for i in idx)
             mode = "anchor" if self.anchor_next else "read"
             self.anchor_next = False
             self.last_read = self.record(base, region, mode, node)
             load = self.load_value(base, region)
             return TileVal(ir.CallV("read", (load.value,), (), load.type))
         if isinstance(base, TileVal) and isinstance(base.value, ir.LocalV) and idx is not None:
-            region = tuple(ir.Range(i, binop("+", i, Const(1)), Const(1), point=True) for i in idx)
+            region = tuple(_point(i) for i in idx)
             load = ir.LoadV(base.value.name, region, ir.ScalarType(dtype_of(base.value)), local=True)
             return TileVal(ir.CallV("read", (load,), (), load.type))
         self.notes.not_modelled(
@@ -273,11 +254,20 @@ class AccessMixin:
         return UNKNOWN
 
 
-def _local_type(t: ir.TileType | None, region: tuple[ir.Range, ...]) -> ir.Type:
-    if t is None:
-        return ir.ScalarType("f32")
+def local_load(name: str, t: ir.TileType, region: tuple[ir.Range, ...]) -> TileVal:
+    """``region`` of the tile held in the local ``name`` (of type ``t``)."""
+    return TileVal(ir.LoadV(name, region, _region_type(t.dtype, region), local=True))
+
+
+def _point(index: Expr) -> ir.Range:
+    """The one-element range at ``index`` (the axis stays, as a point)."""
+    return ir.Range(index, binop("+", index, Const(1)), Const(1), point=True)
+
+
+def _region_type(dtype: str, region: tuple[ir.Range, ...]) -> ir.Type:
+    """A scalar for a region of points, else a tile of the region's extents."""
     if region and all(r.point for r in region):
-        return ir.ScalarType(t.dtype)
+        return ir.ScalarType(dtype)
     ext = []
     for r in region:
         if r.point:
@@ -285,4 +275,4 @@ def _local_type(t: ir.TileType | None, region: tuple[ir.Range, ...]) -> ir.Type:
         else:
             e = difference(r.stop, r.start)
             ext.append(e if r.step == Const(1) else binop("cdiv", e, r.step))
-    return ir.TileType(t.dtype, tuple(ext))
+    return ir.TileType(dtype, tuple(ext))

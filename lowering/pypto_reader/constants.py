@@ -113,6 +113,24 @@ class Params:
         return True
 
 
+def range_domain(args: list) -> tuple[int, int, int] | None:
+    """``range(*args)`` as (first, last, step) of its values; None unless ``args`` are 1 to 3
+    ints giving a non-empty range with a positive step."""
+    if not (1 <= len(args) <= 3 and all(isinstance(a, int) for a in args)):
+        return None
+    start, stop, step = (
+        (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
+    )
+    if step <= 0 or stop <= start:
+        return None
+    return start, last_in_range(start, stop, step), step
+
+
+def last_in_range(start: int, stop: int, step: int) -> int:
+    """The last value of ``range(start, stop, step)`` (``step`` > 0)."""
+    return start + (stop - 1 - start) // step * step
+
+
 def domain_of_assert(
     test: ast.expr, static, params: Params
 ) -> tuple[str, list[int] | None, tuple | None] | None:
@@ -130,17 +148,8 @@ def domain_of_assert(
         name = test.left.id
         right = test.comparators[0]
         if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and right.func.id == "range":
-            args = [static(a) for a in right.args]
-            if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3:
-                start, stop, step = (
-                    (0, args[0], 1)
-                    if len(args) == 1
-                    else (args[0], args[1], args[2] if len(args) == 3 else 1)
-                )
-                if step > 0 and stop > start:
-                    last = start + (stop - 1 - start) // step * step
-                    return name, None, (start, last, step)
-            return None
+            rng = range_domain([static(a) for a in right.args])
+            return (name, None, rng) if rng is not None else None
         values = static(right)
         if (
             isinstance(values, tuple | list | set | frozenset)

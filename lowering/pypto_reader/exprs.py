@@ -141,6 +141,23 @@ class Evaluator:
             return Const(int(v.value))
         return None
 
+    def int_seq(self, node: ast.expr | None) -> tuple[Expr, ...] | None:
+        """A shape or offsets list (``[a, b]``, a tuple, a ``.shape``) whose items are all
+        integers; None when absent or not of that form."""
+        return self.int_items(self.eval(node)) if node is not None else None
+
+    def int_items(self, v: Val) -> tuple[Expr, ...] | None:
+        """The items of a sequence value as integers, when all of them are."""
+        if not isinstance(v, SeqVal):
+            return None
+        out = [self.int_expr(i) for i in v.items]
+        return tuple(out) if all(o is not None for o in out) else None  # type: ignore[arg-type]
+
+    def dtype_named(self, node: ast.expr | None, default: str) -> str:
+        """The IR dtype a ``dtype=`` argument names (``pl.FP32`` -> ``f32``), else ``default``."""
+        d = self.eval(node) if node is not None else None
+        return d.dtype if isinstance(d, DtypeVal) and d.dtype else default
+
     def static(self, v: Val) -> object:
         """A plain Python value for ``v`` when it is fully known, else the UNKNOWN sentinel."""
         if isinstance(v, PyVal):
@@ -270,13 +287,10 @@ class Evaluator:
 
     def e_BoolOp(self, node: ast.BoolOp) -> Val:
         vals = [self.eval(v) for v in node.values]
-        ints = [self.int_expr(v) for v in vals]
         name = "and" if isinstance(node.op, ast.And) else "or"
-        if all(i is not None for i in ints):
-            out = ints[0]
-            for i in ints[1:]:
-                out = binop(name, out, i)
-            return IntVal(out)
+        folded = self.fold_ints(name, vals)
+        if folded is not None:
+            return folded
         statics = [self.static(v) for v in vals]
         if all(s is not UNKNOWN for s in statics):
             result = statics[0]
@@ -377,13 +391,20 @@ class Evaluator:
             return self.environ(node)
         return self.call_other(func, node)
 
-    def minmax(self, name: str, args: list[Val]) -> Val:
+    def fold_ints(self, op: str, args: list[Val]) -> IntVal | None:
+        """``((a op b) op c) ...`` as one symbolic integer, when every argument is an integer."""
         ints = [self.int_expr(a) for a in args]
-        if all(i is not None for i in ints):
-            out = ints[0]
-            for i in ints[1:]:
-                out = binop(name, out, i)
-            return IntVal(out)
+        if not all(i is not None for i in ints):
+            return None
+        out = ints[0]
+        for i in ints[1:]:
+            out = binop(op, out, i)  # type: ignore[arg-type]
+        return IntVal(out)  # type: ignore[arg-type]
+
+    def minmax(self, name: str, args: list[Val]) -> Val:
+        folded = self.fold_ints(name, args)
+        if folded is not None:
+            return folded
         statics = [self.static(a) for a in args]
         if all(s is not UNKNOWN for s in statics):
             return _py(min(statics) if name == "min" else max(statics))  # type: ignore[type-var]

@@ -19,11 +19,10 @@ from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.guards import read_guards
 from lowering.pypto_reader.modules import ModuleEval, ModuleInfo
 from lowering.pypto_reader.notes import Notes, span_of
-from lowering.pypto_reader.orchestration import Program
+from lowering.pypto_reader.program import Program
 from lowering.pypto_reader.scopes import OrchReader
 from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal
-from lowering.source import Span
-from lowering.symbolic import Const, EvalError, Expr, Sym, evaluate
+from lowering.symbolic import Const, EvalError, Expr, evaluate
 
 RANK_NAMES = ("my_rank", "rank", "local_rank", "ep_rank", "rank_id", "cur_rank", "self_rank")
 WORLD_NAMES = ("EP", "EP_WORLD_SIZE", "EP_SIZE", "WORLD_SIZE", "N_RANKS", "NRANKS", "NUM_RANKS")
@@ -163,7 +162,7 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
         nranks = max(1, evaluate(prog.ranks, env))
     except EvalError:
         nranks = 1
-    guards, derived, domains = read_guards(module, prog.notes, params.env, prog.scalars)
+    guards, derived, domains = read_guards(module, prog.notes, params.env)
     graph = ir.Graph(
         name=name,
         file=module.file,
@@ -196,6 +195,3 @@ def _check_names(graph: ir.Graph) -> None:
         kept = tuple(d for d in t.after if d.target in names)
         if len(kept) != len(t.after):
             t.after = kept
-
-
-_ = (Span, Sym)

@@ -15,9 +15,9 @@ Its parameters are the entry's runtime scalars of the same names.
 from __future__ import annotations
 
 import ast
-from dataclasses import fields
 
 from lowering import ir
+from lowering.pypto_reader.constants import last_in_range
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import Notes, span_of
@@ -40,14 +40,14 @@ class _GuardEval(Evaluator):
 
 
 def read_guards(
-    module: ModuleInfo, notes: Notes, env, scalars: dict[str, tuple[str, object]]
+    module: ModuleInfo, notes: Notes, env
 ) -> tuple[list, dict[str, ir.Scalar], dict[str, ir.Domain]]:
     """(guards, derived scalars, scalar domains) from the module's ``build_tensor_specs``."""
     func = next(
         (v for k, v in module.globals.items() if k in SPEC_FUNCTIONS and isinstance(v, FuncVal)),
         None,
     )
-    if func is None or not hasattr(ir, "Guard"):
+    if func is None:
         return [], {}, {}
     local: dict[str, Val] = {}
     for p in func.node.args.args:
@@ -57,7 +57,6 @@ def read_guards(
     derived: dict[str, ir.Scalar] = {}
     domains: dict[str, ir.Domain] = {}
     names_of: dict[str, Expr] = {}
-    has_refs = any(f.name == "refs" for f in fields(ir.Scalar))
     for stmt in ast.walk(ast.Module(body=func.node.body, type_ignores=[])):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             v = ev.eval(stmt.value)
@@ -70,15 +69,14 @@ def read_guards(
                         n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in local
                     )
                 )
-                extra = {"value": v.expr, "refs": refs} if has_refs else {}
-                derived[name] = ir.Scalar(name, "i32", None, span_of(module.file, stmt), **extra)
+                derived[name] = ir.Scalar(name, "i32", None, span_of(module.file, stmt), v.expr, refs)
         elif (
             isinstance(stmt, ast.If)
             and len(stmt.body) == 1
             and isinstance(stmt.body[0], ast.Raise)
             and not stmt.orelse
         ):
-            _guard(stmt, ev, local, derived, guards, domains, module)
+            _guard(stmt, ev, local, guards, domains, module)
     return guards, derived, domains
 
 
@@ -93,7 +91,7 @@ def _message(stmt: ast.If, ev: Evaluator) -> str | None:
     return None
 
 
-def _guard(stmt: ast.If, ev: Evaluator, local, derived, guards, domains, module: ModuleInfo) -> None:
+def _guard(stmt: ast.If, ev: Evaluator, local, guards, domains, module: ModuleInfo) -> None:
     test = stmt.test
     accept = test.operand if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not) else None
     dom = _domain(accept, test, ev)
@@ -149,9 +147,7 @@ def _domain(accept: ast.expr | None, test: ast.expr, ev: Evaluator) -> tuple[str
             if len(args) in (2, 3) and all(isinstance(a, int) for a in args):
                 step = args[2] if len(args) == 3 else 1
                 if isinstance(x, IntVal) and isinstance(x.expr, Sym) and x.expr.kind == SCALAR and step > 0:
-                    return x.expr.name, ir.Domain(
-                        args[0], args[0] + (args[1] - 1 - args[0]) // step * step, step
-                    )
+                    return x.expr.name, ir.Domain(args[0], last_in_range(args[0], args[1], step), step)
         if (
             isinstance(x, IntVal)
             and isinstance(x.expr, Sym)

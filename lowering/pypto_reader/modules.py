@@ -22,6 +22,7 @@ from lowering.pypto_reader.constants import (
     domain_of_assert,
     is_main_guard,
     main_rebindings,
+    range_domain,
 )
 from lowering.pypto_reader.exprs import Evaluator, dotted
 from lowering.pypto_reader.notes import Notes, span_of
@@ -360,12 +361,6 @@ def _argv_domains(module: ModuleInfo, loader: Loader, ev: ModuleEval) -> None:
         if isinstance(choices, tuple) and choices and all(isinstance(c, int) for c in choices):
             params.set_domain(name, sorted(set(choices)), None)
         elif isinstance(opt.choices, ast.Call) and dotted(opt.choices.func) == "range":
-            args = [ev.static(ev.eval(a)) for a in opt.choices.args]
-            if all(isinstance(a, int) for a in args) and 1 <= len(args) <= 3:
-                start, stop, step = (
-                    (0, args[0], 1)
-                    if len(args) == 1
-                    else (args[0], args[1], args[2] if len(args) == 3 else 1)
-                )
-                if step > 0 and stop > start:
-                    params.set_domain(name, None, (start, start + (stop - 1 - start) // step * step, step))
+            rng = range_domain([ev.static(ev.eval(a)) for a in opt.choices.args])
+            if rng is not None:
+                params.set_domain(name, None, rng)

@@ -3,11 +3,11 @@
 Each PyPTO op maps to the DSL op of the same meaning (``pl.add`` -> ``a + b``,
 ``pl.full(..., value=0)`` -> ``zeros``, ``pl.gather(x, mask_pattern=P0101)`` -> ``even_lanes``),
 so that a body read from PyPTO is the body the DSL front end would build and every rule
-that looks into bodies works on it. The unit of each op (cube, vector, none) gives the core
-kind of the task as the compiler's ExpandMixedKernel does: cube only -> AIC, vector or
-shared only -> AIV, both -> MIX. Loads, stores and tensor accesses are in
-``lowering.pypto_reader.kernel``; signals and remote data in ``signals``; sort chains and
-valid extents in ``sorting``.
+that looks into bodies works on it. Each handler marks the unit its op runs on (cube or
+vector; shape and scalar ops none), from which the task's core kind follows as the
+compiler's ExpandMixedKernel decides it: cube only -> AIC, vector or none -> AIV, both ->
+MIX. Loads, stores and tensor accesses are in ``accesses``; signals and remote data in
+``signals``; sort chains and valid extents in ``sorting``.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lowering import body as ir
-from lowering.pypto_reader.values import UNKNOWN, DtypeVal, IntVal, PlRef, PyVal, SeqVal, TileVal, Val
-from lowering.symbolic import Const, Expr, Sym, binop
+from lowering.ir import FLOAT_DTYPES, INT_DTYPES
+from lowering.pypto_reader.values import UNKNOWN, IntVal, PlRef, PyVal, TileVal, Val
+from lowering.symbolic import Const, Sym, binop
 
 if TYPE_CHECKING:
     from lowering.pypto_reader.kernel import KernelReader
@@ -26,15 +27,9 @@ if TYPE_CHECKING:
 Handler = Callable[["KernelReader", str, ast.Call, dict[str, ast.expr]], Val]
 OPS: dict[str, tuple[Handler, tuple[str, ...]]] = {}
 
-CUBE_OPS = frozenset(
-    {
-        "matmul", "matmul_acc", "matmul_bias", "batch_matmul", "batch_matmul_acc", "gemv", "gemv_acc",
-        "gemv_bias", "matmul_mx", "matmul_mx_acc", "matmul_mx_bias",
-    }
-)  # fmt: skip
-NO_UNIT_OPS = frozenset({"zeros", "full", "read", "valid", "create_tile", "min", "max", "cdiv", "reshape"})
+INTEGER_DTYPES = (*INT_DTYPES, "bool")  # a bool scalar indexes and counts like an integer
 CMP_TYPES = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge"}
-TILE_BINOPS = {
+TILE_BINOPS = {  # PyPTO elementwise op (tile or scalar operand) -> the IR binary op
     "add": "add",
     "sub": "sub",
     "mul": "mul",
@@ -47,6 +42,10 @@ TILE_BINOPS = {
     "or_": "or",
     "ands": "and",
     "ors": "or",
+    "rem": "mod",
+    "rems": "mod",
+    "fmod": "mod",
+    "fmods": "mod",
 }
 
 
@@ -87,69 +86,58 @@ def broadcast(a: ir.Value, b: ir.Value) -> ir.Type:
     if tb is not None:
         return tb
     da, db = dtype_of(a, "i32"), dtype_of(b, "i32")
-    floats = ("f32", "f16", "bf16")
-    return ir.ScalarType(da if da in floats or db not in floats else db)
+    return ir.ScalarType(da if da in FLOAT_DTYPES or db not in FLOAT_DTYPES else db)
 
 
-def unit_of(name: str) -> str:
-    if name in CUBE_OPS:
-        return "cube"
-    if name in NO_UNIT_OPS:
-        return "none"
-    return "vector"
+# ---------------------------------------------------------------- argument helpers
+
+
+def operands(k: KernelReader, b: dict[str, ast.expr], names: tuple[str, ...]) -> list[ir.Value] | None:
+    """The IR values of the arguments ``names``, evaluated in order; None if one is missing."""
+    if any(n not in b for n in names):
+        return None
+    return [k.value(k.eval(b[n])) for n in names]
+
+
+def first_operand(
+    b: dict[str, ast.expr], node: ast.Call, name: str, alias: str | None = None
+) -> ast.expr | None:
+    """The argument ``name`` (or its other spelling ``alias``), else the first positional one."""
+    for key in (name, alias):
+        if key is not None and key in b:
+            return b[key]
+    return node.args[0] if node.args else None
+
+
+def negative_float(magnitude: float) -> ir.CallV:
+    """``-magnitude`` as the IR writes a negative float literal: ``neg`` of a positive one."""
+    return ir.CallV("neg", (ir.FloatV(magnitude),), (), ir.ScalarType("f32"))
 
 
 # ---------------------------------------------------------------- handlers
 
 
-def _args(k: KernelReader, bound: dict[str, ast.expr], names: tuple[str, ...]) -> list[ir.Value]:
-    return [k.value(k.eval(bound[n])) for n in names if n in bound]
-
-
-@op(
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "adds",
-    "subs",
-    "muls",
-    "divs",
-    "and_",
-    "or_",
-    "ands",
-    "ors",
-    params=("lhs", "rhs"),
-)
+@op(*TILE_BINOPS, params=("lhs", "rhs"))
 def _binop(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "lhs" not in b or "rhs" not in b:
+    args = operands(k, b, ("lhs", "rhs"))
+    if args is None:
         return k.opaque_op(name, node)
-    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    x, y = args
     rtype = broadcast(x, y)
     if isinstance(rtype, ir.TileType):
         k.unit("vector")
     op_name = TILE_BINOPS[name]
-    if op_name == "div" and getattr(rtype, "dtype", "f32") not in ("f32", "f16", "bf16"):
+    if op_name == "div" and getattr(rtype, "dtype", "f32") not in FLOAT_DTYPES:
         op_name = "floordiv"  # integer tiles divide to an integer
     return TileVal(ir.BinV(op_name, x, y, rtype))
 
 
-@op("rem", "rems", "fmod", "fmods", params=("lhs", "rhs"))
-def _rem(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "lhs" not in b or "rhs" not in b:
-        return k.opaque_op(name, node)
-    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
-    rtype = broadcast(x, y)
-    if isinstance(rtype, ir.TileType):
-        k.unit("vector")
-    return TileVal(ir.BinV("mod", x, y, rtype))
-
-
 @op("cmp", "cmps", params=("lhs", "rhs", "cmp_type"))
 def _cmp(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "lhs" not in b or "rhs" not in b:
+    args = operands(k, b, ("lhs", "rhs"))
+    if args is None:
         return k.opaque_op(name, node)
-    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    x, y = args
     code = k.static(k.eval(b["cmp_type"])) if "cmp_type" in b else 0
     rtype = broadcast(x, y)
     k.unit("vector")
@@ -160,44 +148,41 @@ def _cmp(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
 
 @op("exp", "sqrt", "rsqrt", "recip", "log", "sin", "cos", "relu", "abs", "neg", "not_", params=("input",))
 def _unary(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    key = "input" if "input" in b else "tile"
-    if key not in b and node.args:
-        b = {key: node.args[0]}
-    if key not in b:
+    operand = first_operand(b, node, "input", "tile")
+    if operand is None:
         return k.opaque_op(name, node)
-    x = k.value(k.eval(b[key]))
+    x = k.value(k.eval(operand))
     k.unit("vector")
     return TileVal(ir.CallV(name, (x,), (), x.type))
 
 
 @op("maximum", "minimum", "maximums", "minimums", params=("lhs", "rhs"))
 def _minmax_tile(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "lhs" not in b or "rhs" not in b:
+    args = operands(k, b, ("lhs", "rhs"))
+    if args is None:
         return k.opaque_op(name, node)
-    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    x, y = args
     k.unit("vector")
     return TileVal(ir.CallV(name.rstrip("s") if name.endswith("ums") else name, (x, y), (), broadcast(x, y)))
 
 
-@op("row_sum", "row_max", "row_min", "row_prod", params=("input",))
-def _reduce_rows(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+@op(
+    "row_sum", "row_max", "row_min", "row_prod", "col_sum", "col_max", "col_min", "col_prod",
+    params=("input",),
+)  # fmt: skip
+def _reduce(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
+    """A row reduction keeps the rows (the last axis becomes 1), a column one the columns."""
     if "input" not in b:
         return k.opaque_op(name, node)
     x = k.value(k.eval(b["input"]))
     t = tile_type(x)
     k.unit("vector")
-    rtype = ir.TileType(t.dtype, (*t.shape[:-1], Const(1))) if t else ir.ScalarType(dtype_of(x))
-    return TileVal(ir.CallV(name, (x,), (), rtype))
-
-
-@op("col_sum", "col_max", "col_min", "col_prod", params=("input",))
-def _reduce_cols(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "input" not in b:
-        return k.opaque_op(name, node)
-    x = k.value(k.eval(b["input"]))
-    t = tile_type(x)
-    k.unit("vector")
-    rtype = ir.TileType(t.dtype, (Const(1), *t.shape[1:])) if t else ir.ScalarType(dtype_of(x))
+    if t is None:
+        rtype: ir.Type = ir.ScalarType(dtype_of(x))
+    elif name.startswith("row_"):
+        rtype = ir.TileType(t.dtype, (*t.shape[:-1], Const(1)))
+    else:
+        rtype = ir.TileType(t.dtype, (Const(1), *t.shape[1:]))
     return TileVal(ir.CallV(name, (x,), (), rtype))
 
 
@@ -208,9 +193,10 @@ def _reduce_cols(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.ex
     params=("lhs", "rhs"),
 )  # fmt: skip
 def _expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "lhs" not in b or "rhs" not in b:
+    args = operands(k, b, ("lhs", "rhs"))
+    if args is None:
         return k.opaque_op(name, node)
-    x, y = k.value(k.eval(b["lhs"])), k.value(k.eval(b["rhs"]))
+    x, y = args
     k.unit("vector")
     return TileVal(ir.CallV(name, (x, y), (), x.type))
 
@@ -220,8 +206,7 @@ def _cast(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
     if "input" not in b or "target_type" not in b:
         return k.opaque_op(name, node)
     x = k.value(k.eval(b["input"]))
-    d = k.eval(b["target_type"])
-    dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else dtype_of(x)
+    dtype = k.dtype_named(b["target_type"], dtype_of(x))
     t = tile_type(x)
     k.unit("vector")
     rtype = ir.TileType(dtype, t.shape) if t else ir.ScalarType(dtype)
@@ -260,15 +245,6 @@ def _matmul(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     return TileVal(ir.CallV(name, tuple(args), flags, rtype))
 
 
-def _shape_list(k: KernelReader, node: ast.expr) -> tuple[Expr, ...] | None:
-    v = k.eval(node)
-    if isinstance(v, SeqVal):
-        out = [k.int_expr(i) for i in v.items]
-        if all(e is not None for e in out):
-            return tuple(out)  # type: ignore[arg-type]
-    return None
-
-
 @op("full", "create_tile", "create", "expands", params=("shape", "dtype", "value"))
 def _full(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
     if name == "expands":
@@ -283,9 +259,8 @@ def _full(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
         return TileVal(
             ir.CallV("full", (ir.DtypeV(t.dtype), ir.ListV(t.shape, ir.ListType(len(t.shape))), fill), (), t)
         )
-    shape = _shape_list(k, b["shape"]) if "shape" in b else None
-    d = k.eval(b["dtype"]) if "dtype" in b else None
-    dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else "f32"
+    shape = k.int_seq(b.get("shape"))
+    dtype = k.dtype_named(b.get("dtype"), "f32")
     if shape is None:
         return k.opaque_op(name, node)
     rtype = ir.TileType(dtype, shape)
@@ -303,9 +278,10 @@ def _full(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
 def _select(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
     if name == "sels":
         b = k.arguments(node, ["mask", "lhs", "tmp", "rhs"])
-    if any(n not in b for n in ("mask", "lhs", "rhs")):
+    args = operands(k, b, ("mask", "lhs", "rhs"))
+    if args is None:
         return k.opaque_op(name, node)
-    m, x, y = (k.value(k.eval(b[n])) for n in ("mask", "lhs", "rhs"))
+    m, x, y = args
     k.unit("vector")
     return TileVal(ir.CallV("select", (m, x, y), (), broadcast(x, y)))
 
@@ -323,8 +299,7 @@ def _gather(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         lanes = {"P0101": "even_lanes", "P1010": "odd_lanes"}.get(which)
         if lanes is None or t is None:
             return k.opaque_op(name, node)
-        d = k.eval(b["output_dtype"]) if "output_dtype" in b else None
-        dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else t.dtype
+        dtype = k.dtype_named(b.get("output_dtype"), t.dtype)
         shape = (t.shape[0], binop("//", t.shape[1], Const(2)))
         return TileVal(ir.CallV(lanes, (x,), (), ir.TileType(dtype, shape)))
     if "index" in b:
@@ -337,9 +312,10 @@ def _gather(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
 
 @op("concat", params=("src0", "src1"))
 def _concat(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "src0" not in b or "src1" not in b:
+    args = operands(k, b, ("src0", "src1"))
+    if args is None:
         return k.opaque_op(name, node)
-    x, y = k.value(k.eval(b["src0"])), k.value(k.eval(b["src1"]))
+    x, y = args
     tx, ty = tile_type(x), tile_type(y)
     k.unit("vector")
     rtype = (
@@ -357,17 +333,17 @@ def _reshape(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
     src = k.eval(b["input"])
     if not isinstance(src, TileVal):
         return k.tensor_op(name, node)
-    shape = _shape_list(k, b["shape"]) if "shape" in b else None
+    shape = k.int_seq(b.get("shape"))
     rtype = ir.TileType(dtype_of(src.value), shape) if shape else src.type
     return TileVal(ir.CallV("reshape", (src.value,), (), rtype))
 
 
 @op("transpose", "transpose_view", params=("input",))
 def _transpose(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    key = "input" if "input" in b else None
-    x = k.value(k.eval(b[key] if key else node.args[0])) if (key or node.args) else None
-    if x is None:
+    operand = first_operand(b, node, "input")
+    if operand is None:
         return k.opaque_op(name, node)
+    x = k.value(k.eval(operand))
     t = tile_type(x)
     k.unit("vector")
     rtype = ir.TileType(t.dtype, tuple(reversed(t.shape))) if t and len(t.shape) == 2 else x.type
@@ -429,11 +405,3 @@ IGNORED = frozenset(
         "pl.prefetch.wait", "pld.system.get_comm_ctx", "pld.get_comm_ctx",
     }
 )  # fmt: skip
-
-
-def scalar_result(value: object) -> Val:
-    if isinstance(value, bool):
-        return PyVal(value)
-    if isinstance(value, int):
-        return IntVal(Const(value))
-    return PyVal(value)

@@ -3,25 +3,24 @@
 ``OrchestrationReader`` interprets an orchestration function statement by statement: names
 and frames (inline helpers are spliced in, with their arguments bound and their return
 values -- tensors, task ids, tuples -- flowing back), loops (unrolled when their bounds are
-static; a sequential loop sets R-seq for the tasks in it), ``if``s on static values,
-``pl.manual_scope``, ``pl.create_tensor`` / ``pl.reshape`` / slice views, task-id arrays,
-``pl.submit`` and host-side reads. The task scopes themselves are built by
-``lowering.pypto_reader.scopes.OrchReader``, which extends it. What cannot be modelled
-becomes a P001 note; no task is dropped silently.
+static; a sequential loop sets R-seq for the tasks in it), ``if``s on static values and
+``pl.manual_scope``. The ``pl.*`` calls (``pl.create_tensor`` / ``pl.reshape`` / slice views,
+task-id arrays, ``pl.submit``, host-side reads) are ``orchestration_calls``; the task scopes
+themselves are built by ``lowering.pypto_reader.scopes.OrchReader``, which extends it. What
+cannot be modelled becomes a P001 note; no task is dropped silently.
 """
 
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
-from lowering.ir import Task
-from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.directions import annotation_direction, tensor_param
 from lowering.pypto_reader.exprs import Evaluator, dotted
-from lowering.pypto_reader.modules import ModuleInfo
-from lowering.pypto_reader.notes import Notes, line_span, span_of
-from lowering.pypto_reader.tensors import TensorInfo, TensorTable
+from lowering.pypto_reader.modules import ModuleEval, ModuleInfo, function_val
+from lowering.pypto_reader.notes import line_span, span_of
+from lowering.pypto_reader.orchestration_calls import OrchestrationCalls
+from lowering.pypto_reader.program import Frame, Program, frame_for
+from lowering.pypto_reader.tensors import TensorInfo
 from lowering.pypto_reader.values import (
     UNKNOWN,
     ClassVal,
@@ -37,9 +36,9 @@ from lowering.pypto_reader.values import (
     TensorVal,
     Unknown,
     Val,
+    unpacked,
 )
-from lowering.source import Span
-from lowering.symbolic import DYNAMIC, Const, Expr, Sym, binop
+from lowering.symbolic import DYNAMIC, Const, Sym
 
 MAX_TASKS = 20000
 MAX_DEPTH = 48
@@ -52,37 +51,8 @@ class _Return(Exception):
         self.value = value
 
 
-@dataclass
-class Frame:
-    """Locals of one orchestration function activation."""
-
-    module: ModuleInfo
-    locals: dict[str, Val] = field(default_factory=dict)
-    self_val: Val | None = None
-
-
-@dataclass
-class Program:
-    """Everything read from one entry: tasks, tensors, scalars, ranks."""
-
-    notes: Notes
-    params: Params
-    tensors: TensorTable = field(default_factory=TensorTable)
-    tasks: list[Task] = field(default_factory=list)
-    scalars: dict[str, tuple[str, Span]] = field(default_factory=dict)
-    signal_tensors: set[str] = field(default_factory=set)
-    window_tensors: set[str] = field(default_factory=set)
-    task_names: set[str] = field(default_factory=set)
-    bases: dict[tuple, str] = field(default_factory=dict)
-    used_bases: set[str] = field(default_factory=set)
-    ranks: Expr = Const(1)
-    rank_params: frozenset[str] = frozenset()
-
-
-class OrchestrationReader(Evaluator):
+class OrchestrationReader(OrchestrationCalls, Evaluator):
     """Interprets orchestration functions; ``OrchReader`` adds the tasks."""
-
-    """Interprets orchestration functions, creating the tasks of one program."""
 
     def __init__(self, prog: Program, module: ModuleInfo):
         super().__init__(module.file, prog.notes, prog.params.env)
@@ -92,6 +62,13 @@ class OrchestrationReader(Evaluator):
         self.sequential = 0
         self.manual = 0
         self.depth = 0
+        self.pending_name: str | None = None  # the name a value is being assigned to
+
+    def loop_indices(self) -> list[object]:
+        """The values of the enclosing orchestration loops' variables, as ints where known."""
+        return [
+            v.expr.value if isinstance(v, IntVal) and isinstance(v.expr, Const) else v for _, v in self.loops
+        ]
 
     # ---------------------------------------------------------------- frames and names
     @property
@@ -134,11 +111,7 @@ class OrchestrationReader(Evaluator):
     def run_entry(self, func: FuncVal, rank_params: frozenset[str]) -> None:
         """Bind the entry's parameters to program tensors and scalars, then run its body."""
         self.use_module(func.module)
-        frame = Frame(func.module)
-        if func.owner is not None:
-            cls = func.module.globals.get(func.owner)
-            if isinstance(cls, ClassVal):
-                frame.self_val = SelfVal(cls)
+        frame = frame_for(func)
         self.frames = [frame]
         args = func.node.args
         params = [*args.posonlyargs, *args.args, *args.kwonlyargs]
@@ -208,11 +181,7 @@ class OrchestrationReader(Evaluator):
                 span_of(self.file, node), f"a call chain deeper than {MAX_DEPTH}", "the call is skipped"
             )
             return UNKNOWN
-        frame = Frame(func.module)
-        if func.owner is not None:
-            cls = func.module.globals.get(func.owner)
-            if isinstance(cls, ClassVal):
-                frame.self_val = SelfVal(cls)
+        frame = frame_for(func)
         self.bind_args(frame, func, node, skip_self=func.owner is not None)
         saved_file = self.file
         self.frames.append(frame)
@@ -300,8 +269,6 @@ class OrchestrationReader(Evaluator):
         elif isinstance(s, ast.Pass | ast.Assert | ast.Import | ast.ImportFrom | ast.Global | ast.Nonlocal):
             return
         elif isinstance(s, ast.FunctionDef):
-            from lowering.pypto_reader.modules import ModuleEval, function_val
-
             ev = ModuleEval(self.frame.module, self.notes, self.prog.params)
             self.frame.locals[s.name] = function_val(s, self.frame.module, ev)
         else:
@@ -315,15 +282,12 @@ class OrchestrationReader(Evaluator):
         if isinstance(target, ast.Name):
             self.frame.locals[target.id] = value
         elif isinstance(target, ast.Tuple | ast.List):
-            items = (
-                value.items if isinstance(value, SeqVal) and len(value.items) == len(target.elts) else None
-            )
-            for i, t in enumerate(target.elts):
-                self.assign(t, items[i] if items else UNKNOWN, stmt)
+            for t, item in zip(target.elts, unpacked(value, len(target.elts)), strict=True):
+                self.assign(t, item, stmt)
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             if isinstance(base, TaskArrayVal):
-                self.array_store(base, target.slice, value, target)
+                self.array_store(base, target.slice, value)
             elif isinstance(base, TensorVal):
                 self.notes.not_modelled(
                     span_of(self.file, target),
@@ -331,23 +295,10 @@ class OrchestrationReader(Evaluator):
                     "PyPTO rejects it (misplaced tensor op); it is not a task here",
                 )
 
-    def array_store(self, arr: TaskArrayVal, index: ast.expr, value: Val, node: ast.AST) -> None:
-        tasks = value.tasks if isinstance(value, TaskIdVal) else ()
-        if isinstance(value, TaskArrayVal):
-            tasks = value.all_tasks()
-        i = self.static(self.eval(index))
-        if isinstance(i, int):
-            arr.cells[i] = tasks
-        else:
-            arr.unknown = (*arr.unknown, *tasks)
-
     # ---------------------------------------------------------------- loops and branches
     def for_stmt(self, s: ast.For) -> None:
         it = s.iter
-        func = self.eval(it.func) if isinstance(it, ast.Call) else None
-        path = (
-            func.path if isinstance(func, PlRef) else (dotted(it.func) if isinstance(it, ast.Call) else None)
-        )
+        path = self.callee_path(it)
         if path == "pl.spmd":
             self.spmd_for(s)
             return
@@ -392,6 +343,13 @@ class OrchestrationReader(Evaluator):
             items = v.items if isinstance(v, SeqVal) else None
             for i, t in enumerate(target.elts):
                 self.bind_target(t, items[i] if items and i < len(items) else "*")
+
+    def callee_path(self, node: ast.expr) -> str | None:
+        """What ``node`` calls, when it is a call: a canonical ``pl`` path, or the dotted name."""
+        if not isinstance(node, ast.Call):
+            return None
+        func = self.eval(node.func)
+        return func.path if isinstance(func, PlRef) else dotted(node.func)
 
     def iteration_values(self, it: ast.expr, path: str | None) -> list | None:
         if isinstance(it, ast.Call) and path in SEQUENTIAL:
@@ -491,231 +449,6 @@ class OrchestrationReader(Evaluator):
             return True
         return truth
 
-    # ---------------------------------------------------------------- calls
-    def call_other(self, func: Val, node: ast.Call) -> Val:
-        if isinstance(func, FuncVal):
-            if func.kind in ("incore", "extern"):
-                name = self.kernel_task(node, func, Const(1), [], None, node)
-                return TaskIdVal((name,))
-            if func.kind == "host":
-                return UNKNOWN
-            return self.call_function(func, node)
-        if isinstance(func, ClassVal):
-            return PyVal(None)
-        name = ast.unparse(node.func)
-        if isinstance(func, Unknown) and name.split(".")[0] in (
-            "torch",
-            "golden",
-            "np",
-            "numpy",
-            "print",
-            "logging",
-        ):
-            return UNKNOWN
-        if name in ("print", "isinstance", "len", "range", "list", "tuple", "dict", "zip", "enumerate"):
-            return UNKNOWN
-        self.notes.not_modelled(
-            span_of(self.file, node),
-            f"a call to '{name}', which the reader cannot resolve",
-            "if it submits tasks, they are missing from the graph",
-        )
-        return UNKNOWN
-
-    def call_pl(self, path: str, node: ast.Call) -> Val:
-        if path in ("pl.create_tensor", "pl.tensor.create_tensor", "pl.tensor.create"):
-            return self.create_tensor(node)
-        if path in ("pl.array.create",):
-            b = self.arguments(node, ["extent", "dtype"])
-            d = self.eval(b["dtype"]) if "dtype" in b else None
-            size = self.int_expr(self.eval(b["extent"])) if "extent" in b else None
-            if isinstance(d, DtypeVal) and d.name == "TASK_ID":
-                return TaskArrayVal(size)
-            return UNKNOWN
-        if path == "pl.array.update_element":
-            b = self.arguments(node, ["array", "index", "value"])
-            arr = self.eval(b["array"]) if "array" in b else None
-            if isinstance(arr, TaskArrayVal) and "index" in b and "value" in b:
-                self.array_store(arr, b["index"], self.eval(b["value"]), node)
-            return arr or UNKNOWN
-        if path == "pl.array.get_element":
-            b = self.arguments(node, ["array", "index"])
-            arr = self.eval(b["array"]) if "array" in b else None
-            if isinstance(arr, TaskArrayVal):
-                i = self.static(self.eval(b["index"])) if "index" in b else None
-                return TaskIdVal(arr.cells.get(i, ()) if isinstance(i, int) else arr.all_tasks())
-            return UNKNOWN
-        if path == "pl.system.task_dummy":
-            name, base, index = self.task_name("task_dummy", (self.file, node.lineno, node.col_offset))
-            after = self.deps_of([node])
-            self.add_task(name, base, index, Const(0), None, (), node, after, False, False, None, False, None)
-            return TaskIdVal((name,))
-        if path == "pl.system.task_invalid":
-            return TaskIdVal(())
-        if path in ("pl.submit", "pl.spmd_submit"):
-            return self.submit(path, node)
-        if path in ("pl.reshape", "pl.tensor.reshape", "pl.tensor.view", "pl.reinterpret_view"):
-            return self.reshape(node)
-        if path in ("pl.slice", "pl.tensor.slice"):
-            return self.slice_view(node)
-        if path in ("pl.read", "pl.tensor.read", "pl.write", "pl.tensor.write"):
-            what = "read" if path.endswith("read") else "write"
-            self.notes.not_modelled(
-                span_of(self.file, node),
-                f"a host-side pl.{what} in orchestration (the orchestrator blocks until the tensor's "
-                + ("producer" if what == "read" else "producer and consumers")
-                + " complete)",
-                "this implicit ordering is not in the graph: findings it would rule out may be false positives",
-            )
-            return IntVal(Sym(f"host_{what}@{node.lineno}", DYNAMIC))
-        if path in ("pl.tensor.dim", "pl.dim"):
-            b = self.arguments(node, ["tensor", "axis"])
-            t = self.eval(b["tensor"]) if "tensor" in b else None
-            axis = self.static(self.eval(b["axis"])) if "axis" in b else None
-            if isinstance(t, TensorVal) and isinstance(axis, int):
-                shape = self.tensor_shape(t)
-                if isinstance(shape, SeqVal) and -len(shape.items) <= axis < len(shape.items):
-                    return shape.items[axis]
-            return IntVal(Sym(f"dim@{node.lineno}", DYNAMIC))
-        if path in ("pl.no_dep", "pl.tensor.no_dep"):
-            return self.eval(node.args[0]) if node.args else UNKNOWN
-        if path.startswith(("pld.system.", "pld.tensor.", "pld.tile.")) and path.endswith(
-            ("notify", "wait", "put", "remote_store")
-        ):
-            self.notes.not_modelled(
-                span_of(self.file, node),
-                f"{path} outside any kernel scope",
-                "PyPTO only allows it inside a kernel; it is not part of any task here",
-            )
-            return UNKNOWN
-        return self.scalar_pl(path, node)
-
-    def create_tensor(self, node: ast.Call) -> Val:
-        b = self.arguments(node, ["shape", "dtype", "layout", "manual_dep", "init_value"])
-        shape_v = self.eval(b["shape"]) if "shape" in b else UNKNOWN
-        shape = None
-        if isinstance(shape_v, SeqVal):
-            dims = [self.int_expr(i) for i in shape_v.items]
-            shape = tuple(dims) if all(d is not None for d in dims) else None  # type: ignore[arg-type]
-        d = self.eval(b["dtype"]) if "dtype" in b else None
-        dtype = d.dtype if isinstance(d, DtypeVal) and d.dtype else "f32"
-        manual = "manual_dep" in b and self.truth(self.eval(b["manual_dep"])) is True
-        name = self.pending_name or f"tensor_{node.lineno}"
-        for _, v in self.loops:
-            if isinstance(v, IntVal) and isinstance(v.expr, Const):
-                v = v.expr.value
-            name += f"[{v}]"
-        info = self.prog.tensors.add(
-            TensorInfo(name, dtype, shape, "scratch", manual, span_of(self.file, node))
-        )
-        return TensorVal(info.name)
-
-    pending_name: str | None = None
-
-    def eval_assign_value(self, target: ast.expr, value: ast.expr) -> Val:
-        self.pending_name = target.id if isinstance(target, ast.Name) else None
-        try:
-            return self.eval(value)
-        finally:
-            self.pending_name = None
-
-    def reshape(self, node: ast.Call) -> Val:
-        b = self.arguments(node, ["input", "shape"])
-        src = self.eval(b["input"]) if "input" in b else None
-        if not isinstance(src, TensorVal):
-            return UNKNOWN
-        shape_v = self.eval(b["shape"]) if "shape" in b else UNKNOWN
-        dims = [self.int_expr(i) for i in shape_v.items] if isinstance(shape_v, SeqVal) else []
-        shape = tuple(dims) if dims and all(d is not None for d in dims) else None
-        root = self.prog.tensors.get(src.root)
-        if root is None:
-            return UNKNOWN
-        name = self.pending_name or f"{src.root}_view"
-        info = self.prog.tensors.add(
-            TensorInfo(
-                name, root.dtype, shape, root.kind if root.kind != "output" else "output", root.manual_dep,
-                span_of(self.file, node), root.distributed, root.declared_inout, view_of=src.root,
-            )
-        )  # fmt: skip
-        return TensorVal(info.name)
-
-    def slice_view(self, node: ast.Call) -> Val:
-        b = self.arguments(node, ["input", "shape", "offset"])
-        src = self.eval(b["input"]) if "input" in b else None
-        if not isinstance(src, TensorVal):
-            return UNKNOWN
-        shape = _ints(self, b.get("shape"))
-        offs = _ints(self, b.get("offset"))
-        if shape is None or offs is None:
-            return src
-        return _view(src, offs, shape, ())
-
-    def subscript(self, base: Val, node: ast.Subscript) -> Val:
-        if isinstance(base, TaskArrayVal):
-            i = self.static(self.eval(node.slice))
-            return TaskIdVal(base.cells.get(i, ()) if isinstance(i, int) else base.all_tasks())
-        if isinstance(base, TensorVal):
-            shape_v = self.tensor_shape(base)
-            shape = [self.int_expr(i) for i in shape_v.items] if isinstance(shape_v, SeqVal) else None
-            elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-            if shape is None or len(elts) > len(shape):
-                return base
-            offs, ext, dropped = [], [], []
-            for i, dim in enumerate(shape):
-                e = elts[i] if i < len(elts) else None
-                if e is None:
-                    offs.append(Const(0))
-                    ext.append(dim)
-                elif isinstance(e, ast.Slice) and e.step is None:
-                    lo = self.int_expr(self.eval(e.lower)) if e.lower is not None else Const(0)
-                    hi = self.int_expr(self.eval(e.upper)) if e.upper is not None else dim
-                    if lo is None or hi is None:
-                        return base
-                    offs.append(lo)
-                    ext.append(binop("-", hi, lo))
-                else:
-                    idx = self.int_expr(self.eval(e)) if not isinstance(e, ast.Slice) else None
-                    if idx is None:
-                        return base
-                    offs.append(idx)
-                    ext.append(Const(1))
-                    dropped.append(i)
-            return _view(base, tuple(offs), tuple(ext), tuple(dropped))  # type: ignore[arg-type]
-        return UNKNOWN
-
-    def submit(self, path: str, node: ast.Call) -> Val:
-        if not node.args:
-            return UNKNOWN
-        callee = self.eval(node.args[0])
-        if not isinstance(callee, FuncVal):
-            self.notes.not_modelled(
-                span_of(self.file, node),
-                f"{path} of a kernel the reader cannot resolve",
-                "the task is missing",
-            )
-            return SeqVal((UNKNOWN, TaskIdVal(())))
-        grid: Expr = Const(1)
-        if path == "pl.spmd_submit":
-            g = self.kw(node, "core_num")
-            if g is not None:
-                e = self.int_expr(self.eval(g))
-                grid = e if e is not None else Const(1)
-        call = ast.Call(func=node.args[0], args=list(node.args[1:]), keywords=[])
-        ast.copy_location(call, node)
-        name = self.kernel_task(call, callee, grid, [], None, node, flags_call=node)
-        outs = tuple(v for v in self._last_outputs(callee, call))
-        out_val: Val = outs[0] if len(outs) == 1 else SeqVal(outs)
-        return SeqVal((out_val, TaskIdVal((name,))))
-
-    def _last_outputs(self, callee: FuncVal, call: ast.Call) -> list[Val]:
-        frame = Frame(callee.module)
-        bound = self.bind_args(frame, callee, call, skip_self=callee.owner is not None)
-        out = []
-        for p in callee.node.args.args:
-            d, _ = annotation_direction(self, p.annotation)
-            if d in ("out", "inout") and p.arg in bound:
-                out.append(frame.locals[p.arg])
-        return out
-
     # ---------------------------------------------------------------- task creation (scopes.py)
     def scope_task(self, stmt, at_call, spmd_call, as_name, body, block_var=None) -> None:
         raise NotImplementedError
@@ -731,13 +464,11 @@ class OrchestrationReader(Evaluator):
         scope_calls,
         as_name,
         stmt,
-        extra_deps=None,
         flags_call=None,
-        skip_first=False,
     ) -> str:
         raise NotImplementedError
 
-    def task_name(self, hint: str, site: tuple) -> tuple[str, str, int | None]:
+    def task_name(self, hint: str) -> tuple[str, str, int | None]:
         raise NotImplementedError
 
     def deps_of(self, calls) -> list:
@@ -754,39 +485,6 @@ def _unwrap_no_dep(node: ast.expr) -> ast.expr:
     if isinstance(node, ast.Call) and (dotted(node.func) or "").endswith("no_dep") and node.args:
         return node.args[0]
     return node
-
-
-def _ints(ev: Evaluator, node: ast.expr | None) -> tuple[Expr, ...] | None:
-    if node is None:
-        return None
-    v = ev.eval(node)
-    if not isinstance(v, SeqVal):
-        return None
-    out = [ev.int_expr(i) for i in v.items]
-    return tuple(out) if all(o is not None for o in out) else None  # type: ignore[arg-type]
-
-
-def _view(
-    base: TensorVal, offs: tuple[Expr, ...], ext: tuple[Expr, ...], dropped: tuple[int, ...]
-) -> TensorVal:
-    """A slice view of ``base``, composed onto its root."""
-    if base.offsets is not None:
-        full, it = [], iter(zip(offs, ext, strict=True))
-        new_off, new_ext = [], []
-        for dim, off in enumerate(base.offsets):
-            if dim in base.dropped:
-                new_off.append(off)
-                new_ext.append(Const(1))
-                continue
-            o, e = next(it, (Const(0), Const(1)))
-            new_off.append(binop("+", off, o))
-            new_ext.append(e)
-            full.append(dim)
-        kept = [d for d in range(len(base.offsets)) if d not in base.dropped]
-        newly = tuple(kept[i] for i in dropped if i < len(kept))
-        return TensorVal(base.root, tuple(new_off), tuple(new_ext), tuple(sorted(base.dropped + newly)))
-    shape = tuple(e for i, e in enumerate(ext) if i not in dropped)
-    return TensorVal(base.root, offs, shape, dropped)
 
 
 def _scalar_dtype(ev: Evaluator, node: ast.expr | None) -> str | None:

@@ -24,19 +24,18 @@ becomes a P001 note; no task is dropped silently.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from lowering import body as ir
 from lowering.ir import DepRef, Predicate, Task
 from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.kernel import KernelReader
+from lowering.pypto_reader.kernel_statements import assignment_counts
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
-from lowering.pypto_reader.orchestration import (
-    PRESET_CORES,
-    Frame,
-    OrchestrationReader,
-)
+from lowering.pypto_reader.orchestration import PRESET_CORES, OrchestrationReader
+from lowering.pypto_reader.program import Frame
 from lowering.pypto_reader.values import (
     FuncVal,
     IntVal,
@@ -86,15 +85,13 @@ class OrchReader(OrchestrationReader):
             return Const(1)
         return e
 
-    def task_name(self, hint: str, site: tuple) -> tuple[str, str, int | None]:
+    def task_name(self, hint: str) -> tuple[str, str, int | None]:
         """(name, base, index): the base is the name hint (one statement of the program, for
         R-prior), the name adds the indices of the enclosing orchestration loops."""
         base = hint
         index: int | None = None
         suffix = ""
-        for _, v in self.loops:
-            if isinstance(v, IntVal) and isinstance(v.expr, Const):
-                v = v.expr.value
+        for v in self.loop_indices():
             suffix += f"[{v}]" if isinstance(v, int) else "[*]"
             if isinstance(v, int):
                 index = v
@@ -179,13 +176,7 @@ class OrchReader(OrchestrationReader):
         if len(node.generators) != 1 or node.generators[0].ifs:
             return None
         gen = node.generators[0]
-        func = self.eval(gen.iter.func) if isinstance(gen.iter, ast.Call) else None
-        path = (
-            func.path
-            if isinstance(func, PlRef)
-            else (dotted(gen.iter.func) if isinstance(gen.iter, ast.Call) else None)
-        )
-        values = self.iteration_values(gen.iter, path)
+        values = self.iteration_values(gen.iter, self.callee_path(gen.iter))
         if values is None:
             return None
         out: list[str] = []
@@ -252,7 +243,7 @@ class OrchReader(OrchestrationReader):
                 return
         default = f"task_{stmt.lineno}"
         hint = self.hint_of(calls, as_name, default)
-        name, base, index = self.task_name(hint, (self.file, stmt.lineno, stmt.col_offset))
+        name, base, index = self.task_name(hint)
         after = self.deps_of(calls)
         early = any(self.flag(c, "allow_early_resolve") for c in calls)
         sync = any(self.flag(c, "sync_start") for c in calls)
@@ -289,18 +280,11 @@ class OrchReader(OrchestrationReader):
         return False
 
     def kernel_reader(self, name: str, grid: Expr, module: ModuleInfo | None = None) -> KernelReader:
-        if module is None:
-            outer = self.lookup
-        else:
-
-            def outer(n: str, node: ast.AST, _m: ModuleInfo = module) -> Val:
-                return _m.globals.get(n, Unknown(f"unknown name '{n}'"))
-
         return KernelReader(
             self.file,
             self.notes,
             self.prog.params.env,
-            outer,
+            self.lookup if module is None else _globals_of(module),
             self.prog.tensors,
             name,
             grid,
@@ -322,17 +306,10 @@ class OrchReader(OrchestrationReader):
             if kw.arg:
                 bound[kw.arg] = k.eval(kw.value)
         saved_outer, saved_file, saved_assigned = k.outer, k.file, k.assigned
-        module = func.module
-
-        def outer(n: str, node_: ast.AST) -> Val:
-            return module.globals.get(n, Unknown(f"unknown name '{n}'"))
-
-        k.outer, k.file = outer, module.file
+        k.outer, k.file = _globals_of(func.module), func.module.file
         k.scopes.append(bound)
         k.depth += 1
-        from lowering.pypto_reader.kernel import _assigned
-
-        k.assigned = saved_assigned + _assigned(func.node.body)
+        k.assigned = saved_assigned + assignment_counts(func.node.body)
         k.returned = None
         try:
             k.statements(func.node.body)
@@ -403,24 +380,18 @@ class OrchReader(OrchestrationReader):
         scope_calls: list[ast.Call | None],
         as_name: ast.expr | None,
         stmt: ast.AST,
-        extra_deps: list[DepRef] | None = None,
         flags_call: ast.Call | None = None,
-        skip_first: bool = False,
     ) -> str:
         """A call to an InCore/extern kernel from orchestration: one task, directions from annotations."""
         hint = self.hint_of([*scope_calls, flags_call], as_name, callee.node.name)
-        name, base, index = self.task_name(
-            hint, (self.file, getattr(stmt, "lineno", 0), getattr(stmt, "col_offset", 0))
-        )
+        name, base, index = self.task_name(hint)
         all_calls = [*scope_calls, flags_call]
-        after = self.deps_of(all_calls) + list(extra_deps or [])
+        after = self.deps_of(all_calls)
         early = any(self.flag(c, "allow_early_resolve") for c in all_calls)
         sync = any(self.flag(c, "sync_start") for c in all_calls)
         predicate = self.predicate_of(flags_call or next((c for c in scope_calls if c is not None), None))
         frame = Frame(callee.module)
-        bound_nodes = self.bind_args(
-            frame, callee, call if not skip_first else _drop_first(call), skip_self=callee.owner is not None
-        )
+        bound_nodes = self.bind_args(frame, callee, call, skip_self=callee.owner is not None)
         tags = call_tags(self, callee, frame, bound_nodes)
         for root, tag in list(tags.items()):
             info = self.prog.tensors.get(root)
@@ -432,7 +403,7 @@ class OrchReader(OrchestrationReader):
             reader = self.kernel_reader(name, grid, callee.module)
             for v in frame.locals.values():
                 if isinstance(v, TensorVal):
-                    region = reader.region_at(v, None, None, None)
+                    region = reader.region_at(v, None, None)
                     d = tags.get(v.root, "in")
                     if d in ("in", "inout"):
                         reader.record(v, region, "read", call)
@@ -455,7 +426,7 @@ class OrchReader(OrchestrationReader):
             body_ir = reader.read(callee.node.body, dict(frame.locals))
             self.add_task(
                 name, base, index, grid, reader, body_ir, stmt, after, early, sync, predicate, reader.dual_lanes,
-                tags or None, core=_incore_core(self, callee, reader),
+                tags or None, core=_incore_core(self, callee),
             )  # fmt: skip
         if isinstance(as_name, ast.Name):
             self.frame.locals[as_name.id] = TaskIdVal((name,))
@@ -463,6 +434,15 @@ class OrchReader(OrchestrationReader):
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _globals_of(module: ModuleInfo) -> Callable[[str, ast.AST], Val]:
+    """Name lookup in the globals of ``module``: what a kernel defined there sees outside itself."""
+
+    def lookup(name: str, node: ast.AST) -> Val:
+        return module.globals.get(name, Unknown(f"unknown name '{name}'"))
+
+    return lookup
 
 
 def _single_call(stmts: list[ast.stmt]) -> ast.Call | None:
@@ -477,11 +457,6 @@ def _single_call(stmts: list[ast.stmt]) -> ast.Call | None:
     return None
 
 
-def _drop_first(call: ast.Call) -> ast.Call:
-    new = ast.Call(func=call.func, args=list(call.args[1:]), keywords=call.keywords)
-    return ast.copy_location(new, call)
-
-
 def _extern_core(ev: OrchReader, func: FuncVal) -> str:
     d = func.decorator
     if isinstance(d, ast.Call):
@@ -494,7 +469,7 @@ def _extern_core(ev: OrchReader, func: FuncVal) -> str:
     return "aiv"
 
 
-def _incore_core(ev: OrchReader, func: FuncVal, reader: KernelReader) -> str | None:
+def _incore_core(ev: OrchReader, func: FuncVal) -> str | None:
     d = func.decorator
     if isinstance(d, ast.Call):
         for kw in d.keywords:

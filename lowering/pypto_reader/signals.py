@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from lowering import body as ir
 from lowering.ir import BarrierOp, SignalOp
 from lowering.pypto_reader.ops import op, tile_type
-from lowering.pypto_reader.values import UNKNOWN, IntVal, PlRef, PyVal, Val
+from lowering.pypto_reader.values import UNKNOWN, IntVal, PlRef, PyVal, TensorVal, Val
 from lowering.symbolic import Const, Expr, Sym
 
 if TYPE_CHECKING:
@@ -118,16 +118,12 @@ def _remote_store(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.e
     src_node = b.get(first) or b.get("src") or b.get("src_tile")
     target = k.tensor_of(b["target"]) if "target" in b else None
     peer = k.int_expr(k.eval(b["peer"])) if "peer" in b else None
-    offsets = k.int_list(b["offsets"]) if "offsets" in b else None
+    offsets = k.int_list(b.get("offsets"))
     if src_node is None or target is None or peer is None:
         return k.opaque_op(name, node, "a remote store whose target or peer the reader cannot evaluate")
     value = k.value(k.eval(src_node))
-    atomic = _enum(k, b.get("atomic")) == "Add"
-    region = k.region_at(target, offsets, tile_type(value), node)
-    k.window_tensors.add(target.root)
-    k.record(target, region, "atomic" if atomic else "write", node, peer=peer)
-    k.emit(ir.RemoteStoreS(target.root, k.root_region(target, region), peer, value, atomic, k.span(node)))
-    return PyVal(None)
+    region = k.region_at(target, offsets, tile_type(value))
+    return _remote_write(k, target, region, peer, value, b, node)
 
 
 @op("pld.tensor.put", "pld.tile.put")
@@ -137,21 +133,32 @@ def _put(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
     peer = k.int_expr(k.eval(b["peer"])) if "peer" in b else None
     if dst is None or peer is None or "src" not in b:
         return k.opaque_op(name, node, "a put whose destination or peer the reader cannot evaluate")
-    shape = k.int_list(b["shape"]) if "shape" in b else None
+    shape = k.int_list(b.get("shape"))
     src = k.tensor_of(b["src"])
     if src is not None:
-        src_region = k.region_at(
-            src, k.int_list(b["src_offsets"]) if "src_offsets" in b else None, shape, node
-        )
+        src_region = k.region_at(src, k.int_list(b.get("src_offsets")), shape)
         k.record(src, src_region, "read", node)
         value: ir.Value = ir.LoadV(src.root, k.root_region(src, src_region), k.region_type(src, src_region))
     else:
         value = k.value(k.eval(b["src"]))
-    dst_region = k.region_at(dst, k.int_list(b["dst_offsets"]) if "dst_offsets" in b else None, shape, node)
+    dst_region = k.region_at(dst, k.int_list(b.get("dst_offsets")), shape)
+    return _remote_write(k, dst, dst_region, peer, value, b, node)
+
+
+def _remote_write(
+    k: KernelReader,
+    window: TensorVal,
+    region: tuple[ir.Range, ...],
+    peer: Expr,
+    value: ir.Value,
+    b: dict[str, ast.expr],
+    node: ast.Call,
+) -> Val:
+    """Write ``value`` into ``window[region]`` on rank ``peer`` (atomic with ``atomic=Add``)."""
     atomic = _enum(k, b.get("atomic")) == "Add"
-    k.window_tensors.add(dst.root)
-    k.record(dst, dst_region, "atomic" if atomic else "write", node, peer=peer)
-    k.emit(ir.RemoteStoreS(dst.root, k.root_region(dst, dst_region), peer, value, atomic, k.span(node)))
+    k.window_tensors.add(window.root)
+    k.record(window, region, "atomic" if atomic else "write", node, peer=peer)
+    k.emit(ir.RemoteStoreS(window.root, k.root_region(window, region), peer, value, atomic, k.span(node)))
     return PyVal(None)
 
 
@@ -160,27 +167,21 @@ def _remote_read(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.ex
     if name.endswith("remote_load"):
         b = k.arguments(node, ["target", "peer", "offsets", "shape", "valid_shape"])
         win = k.tensor_of(b["target"]) if "target" in b else None
-        shape = k.int_list(b["shape"]) if "shape" in b else None
+        shape = k.int_list(b.get("shape"))
         if win is None:
             return k.opaque_op(name, node)
-        region = k.region_at(win, k.int_list(b["offsets"]) if "offsets" in b else None, shape, node)
+        region = k.region_at(win, k.int_list(b.get("offsets")), shape)
         peer = k.int_expr(k.eval(b["peer"])) if "peer" in b else None
         k.record(win, region, "read", node, peer=peer)
         return k.load_value(win, region)
     b = k.arguments(node, ["dst", "peer", "src", "dst_offsets", "src_offsets", "shape"])
     dst, src = (k.tensor_of(b[n]) if n in b else None for n in ("dst", "src"))
-    shape = k.int_list(b["shape"]) if "shape" in b else None
+    shape = k.int_list(b.get("shape"))
     peer = k.int_expr(k.eval(b["peer"])) if "peer" in b else None
     if src is not None:
-        k.record(
-            src,
-            k.region_at(src, k.int_list(b.get("src_offsets")) if "src_offsets" in b else None, shape, node),
-            "read",
-            node,
-            peer=peer,
-        )
+        k.record(src, k.region_at(src, k.int_list(b.get("src_offsets")), shape), "read", node, peer=peer)
     if dst is not None:
-        region = k.region_at(dst, k.int_list(b["dst_offsets"]) if "dst_offsets" in b else None, shape, node)
+        region = k.region_at(dst, k.int_list(b.get("dst_offsets")), shape)
         k.record(dst, region, "write", node)
     return PyVal(None)
 
@@ -214,5 +215,5 @@ def collective(k: KernelReader, path: str, node: ast.Call) -> Val:
     for arg in node.args:
         t = k.tensor_of(arg)
         if t is not None:
-            k.record(t, k.region_at(t, None, None, node), "read", node)
+            k.record(t, k.region_at(t, None, None), "read", node)
     return UNKNOWN

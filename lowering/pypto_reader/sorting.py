@@ -17,7 +17,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from lowering import body as ir
-from lowering.pypto_reader.ops import _shape_list, dtype_of, op, tile_type
+from lowering.pypto_reader.ops import dtype_of, first_operand, negative_float, op, operands, tile_type
 from lowering.pypto_reader.values import PlRef, TileVal, Val
 from lowering.symbolic import Bin, Const, Expr, binop
 
@@ -25,14 +25,14 @@ if TYPE_CHECKING:
     from lowering.pypto_reader.kernel import KernelReader
 
 SORTED_OPS = frozenset({"sort32", "mrgsort"})
-_PAD = {"min": "-inf", "max": "inf", "zero": "0"}
 
 
 @op("sort32", params=("src", "idx"))
 def _sort32(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    if "src" not in b or "idx" not in b:
+    pair = operands(k, b, ("src", "idx"))
+    if pair is None:
         return k.opaque_op(name, node)
-    src, idx = k.value(k.eval(b["src"])), k.value(k.eval(b["idx"]))
+    src, idx = pair
     t = tile_type(src)
     k.unit("vector")
     rtype = ir.TileType("f32", (t.shape[0], binop("*", Const(2), t.shape[-1]))) if t else src.type
@@ -73,12 +73,11 @@ def _mrgsort(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
 
 @op("arange", "ci", params=("start", "shape", "dtype", "descending"))
 def _arange(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    shape = _shape_list(k, b["shape"]) if "shape" in b else None
+    shape = k.int_seq(b.get("shape"))
     start = k.int_expr(k.eval(b["start"])) if "start" in b else Const(0)
     if shape is None or start is None:
         return k.opaque_op(name, node)
-    d = k.eval(b["dtype"]) if "dtype" in b else None
-    dtype = getattr(d, "dtype", None) or "i32"
+    dtype = k.dtype_named(b.get("dtype"), "i32")
     descending = "descending" in b and k.truth(k.eval(b["descending"])) is True
     rtype = ir.TileType(dtype, shape)
     k.unit("vector")
@@ -115,12 +114,14 @@ def _set_validshape(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast
 
 
 def _pad_value(k: KernelReader, node: ast.expr | None) -> ir.Value | None:
+    """The pad value of ``pad_value=pl.PadValue.min|max|zero|null`` (-inf, inf, 0, 0); None
+    for one the reader does not understand."""
     if node is None:
         return ir.FloatV(0.0)
     v = k.eval(node)
     which = v.path.rsplit(".", 1)[-1] if isinstance(v, PlRef) else None
     if which == "min":
-        return ir.CallV("neg", (ir.FloatV(float("inf")),), (), ir.ScalarType("f32"))
+        return negative_float(float("inf"))
     if which == "max":
         return ir.FloatV(float("inf"))
     if which in ("zero", "null"):
@@ -139,12 +140,10 @@ def _unvalid(x: ir.Value) -> tuple[ir.Value, Expr | None]:
 
 @op("fillpad", "fillpad_inplace", params=("value", "pad_value"))
 def _fillpad(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    key = "value" if "value" in b else "tile"
-    if key not in b and node.args:
-        b = {**b, key: node.args[0]}
-    if key not in b:
+    operand = first_operand(b, node, "value", "tile")
+    if operand is None:
         return k.opaque_op(name, node)
-    x = k.value(k.eval(b[key]))
+    x = k.value(k.eval(operand))
     pad = _pad_value(k, b.get("pad_value"))
     inner, cols = _unvalid(x)
     t = tile_type(x)
@@ -158,13 +157,11 @@ def _fillpad(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
 
 @op("fillpad_expand", params=("value", "shape", "pad_value"))
 def _fillpad_expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
-    key = "value" if "value" in b else "tile"
-    if key not in b and node.args:
-        b = {**b, key: node.args[0]}
-    if key not in b or "shape" not in b:
+    operand = first_operand(b, node, "value", "tile")
+    if operand is None or "shape" not in b:
         return k.opaque_op(name, node)
-    x = k.value(k.eval(b[key]))
-    shape = _shape_list(k, b["shape"])
+    x = k.value(k.eval(operand))
+    shape = k.int_seq(b["shape"])
     pad = _pad_value(k, b.get("pad_value"))
     inner, cols = _unvalid(x)
     k.unit("vector")
@@ -203,6 +200,3 @@ def readout(k: KernelReader, base: TileVal, node: ast.Subscript) -> Val | None:
     k.unit("vector")
     k.ops.add("topk_pairs")
     return TileVal(ir.CallV("topk_pairs", (base.value, ir.IntV(count)), (), rtype))
-
-
-_ = _PAD  # documents the pad values the reader understands

@@ -160,3 +160,11 @@ class Unknown(Val):
 
 
 UNKNOWN = Unknown()
+
+
+def unpacked(value: Val, count: int) -> list[Val]:
+    """The items of ``value`` assigned to ``count`` targets (``a, b = value``): unknown unless
+    it is a sequence of exactly that length."""
+    if isinstance(value, SeqVal) and len(value.items) == count:
+        return list(value.items)
+    return [UNKNOWN] * count

@@ -11,10 +11,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from models.deepseek_v4_flash.golden import hc_post as _golden
+from models.deepseek_v4_flash.golden._common import tolerance_specs
 
 HC_MULT = 4
 
-TOLERANCES = {name: {"comparator": tol.comparator, **tol.kwargs} for name, tol in _golden.TOLERANCES.items()}
+TOLERANCES = tolerance_specs(_golden.TOLERANCES)
 
 
 def config(params: Mapping[str, int]) -> _golden.HcPostConfig:

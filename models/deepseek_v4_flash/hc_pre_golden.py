@@ -20,10 +20,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from models.deepseek_v4_flash.golden import hc_pre as _golden
+from models.deepseek_v4_flash.golden._common import tolerance_specs
 
 HC_MULT = 4
 
-TOLERANCES = {name: {"comparator": tol.comparator, **tol.kwargs} for name, tol in _golden.TOLERANCES.items()}
+TOLERANCES = tolerance_specs(_golden.TOLERANCES)
 
 #: The trees ``reference`` sums with (rule N203 reads this literal): the linear partials are
 #: cube folds (k_group = 4) added in ascending split order; the RMS is one fp32 fold over the
@@ -65,21 +66,13 @@ def make_inputs(params: Mapping[str, int], seed: int, ranks: int = 1) -> dict[st
 def reference(inputs: Mapping[str, np.ndarray], params: Mapping[str, int], rms_splits: int = 1) -> dict:
     """The golden's outputs at the layer's tree, named as the layer's outputs."""
     cfg = config(params, rms_splits)
-    out = _golden.hc_pre_golden(
-        np.asarray(inputs["x"]).reshape(cfg.T, HC_MULT, cfg.D),
-        inputs["hc_fn"],
-        np.asarray(inputs["hc_scale"]).reshape(-1),
-        np.asarray(inputs["hc_base"]).reshape(-1),
-        splits=cfg.splits,
-        k_group=cfg.k_group,
-        rms_chunk=cfg.rms_chunk,
-        rms_splits=cfg.rms_splits,
-        sinkhorn_iters=cfg.sinkhorn_iters,
-        norm_eps=cfg.norm_eps,
-        hc_eps=cfg.hc_eps,
-        colsum=cfg.colsum,
-    )
-    return {"x_mixed": out.x_mixed, "post": out.post, "comb": out.comb}
+    golden_inputs = {
+        "x": np.asarray(inputs["x"]).reshape(cfg.T, HC_MULT, cfg.D),
+        "hc_fn": inputs["hc_fn"],
+        "hc_scale": np.asarray(inputs["hc_scale"]).reshape(-1),
+        "hc_base": np.asarray(inputs["hc_base"]).reshape(-1),
+    }
+    return _golden.golden(golden_inputs, cfg)
 
 
 def golden(inputs: list[dict], params: Mapping[str, int]) -> dict[str, np.ndarray]:

@@ -37,7 +37,20 @@ def test_run_reports_a_mismatch_with_exit_1(tmp_path, capsys):
 
 
 def test_run_exits_3_on_deadlock_and_names_the_cycle(capsys):
-    code = main(["run", str(RUN / "handshake_pre.dsl"), "--policy", "adversarial", "--cores", "1", "--rounds", "3", "--seed", "2"])
+    code = main(
+        [
+            "run",
+            str(RUN / "handshake_pre.dsl"),
+            "--policy",
+            "adversarial",
+            "--cores",
+            "1",
+            "--rounds",
+            "3",
+            "--seed",
+            "2",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 3
     assert "deadlock in program 'handshake'" in out and "parked in pending slot" in out
@@ -59,6 +72,9 @@ def test_run_rejects_bad_options_without_traceback(capsys):
 
 
 def test_compile_writes_the_numpy_module(tmp_path):
-    assert main(["compile", str(RUN / "splitk_ordered.dsl"), "--target", "numpy", "-o", str(tmp_path / "out")]) == 0
+    assert (
+        main(["compile", str(RUN / "splitk_ordered.dsl"), "--target", "numpy", "-o", str(tmp_path / "out")])
+        == 0
+    )
     text = (tmp_path / "out" / "splitk_ordered.py").read_text()
     assert "PROGRAM = Program(" in text and "def kernel_0(ctx):" in text

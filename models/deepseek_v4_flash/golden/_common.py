@@ -182,6 +182,35 @@ def hadamard(n: int) -> np.ndarray:
     return bf16(f32(h * n**-0.5))
 
 
+# ----------------------------------------------------------------- prefill chunks (§6, §7)
+
+
+class PrefillChunk:
+    """Sizes of one prefill chunk that the indexer and the CSA configs share (a mixin of their
+    frozen dataclasses, which hold `T`, `compress_ratio`, `idx_topk` and `num_tokens`)."""
+
+    @property
+    def n_active(self) -> int:
+        """The tokens of the chunk that are real (`num_tokens`, all `T` when None)."""
+        return self.T if self.num_tokens is None else self.num_tokens
+
+    @property
+    def score_cap(self) -> int:
+        """INDEXER_SCORE_CAP = 2 * T / COMPRESS_RATIO: the current chunk plus one chunk of history."""
+        return 2 * max(1, self.T // self.compress_ratio)
+
+    @property
+    def topk_cap(self) -> int:
+        """INDEXER_TOPK_CAP: the top-k columns the indexer can emit."""
+        return min(self.idx_topk, self.score_cap)
+
+
+def paged_row(index: np.ndarray, table: np.ndarray, page: int) -> np.ndarray:
+    """Flat row of logical index(es) through a paged block table: table[i // page] * page + i % page."""
+    index = np.asarray(index, np.int64)
+    return np.asarray(table, np.int64)[index // page] * page + index % page
+
+
 # --------------------------------------------------------------------------- tolerances
 
 
@@ -215,3 +244,8 @@ class Tolerance:
                 vals = compare.paired_values(context["scores"], actual)
             return fn(actual, expected, vals, **kwargs)
         return fn(actual, expected, **kwargs)
+
+
+def tolerance_specs(tolerances: Mapping[str, Tolerance]) -> dict[str, dict[str, Any]]:
+    """The comparators as a layer's golden adapter states them: ``{"comparator": name, **kwargs}``."""
+    return {name: {"comparator": tol.comparator, **tol.kwargs} for name, tol in tolerances.items()}

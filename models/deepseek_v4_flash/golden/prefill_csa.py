@@ -24,13 +24,25 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._common import FP32_NEG_INF, Tolerance, bf16, f32, imm, int8_quant, mm, rope_rotate, rope_tables
+from ._common import (
+    FP32_NEG_INF,
+    PrefillChunk,
+    Tolerance,
+    bf16,
+    f32,
+    imm,
+    int8_quant,
+    mm,
+    paged_row,
+    rope_rotate,
+    rope_tables,
+)
 
 _F32 = np.float32
 
 
 @dataclass(frozen=True)
-class CsaConfig:
+class CsaConfig(PrefillChunk):
     """Sparse-attention sizes (dspark, T = 512) and the standalone test's defaults."""
 
     T: int = 512
@@ -50,10 +62,6 @@ class CsaConfig:
     cmp_block_num: int = 256
     start_pos: int = 0
     num_tokens: int | None = None  # None: T
-
-    @property
-    def n_active(self) -> int:
-        return self.T if self.num_tokens is None else self.num_tokens
 
     @property
     def nope_dim(self) -> int:
@@ -86,14 +94,6 @@ class CsaConfig:
     @property
     def cmp_max_blocks(self) -> int:
         return self.max_pos // self.compress_ratio // self.block_size
-
-    @property
-    def score_cap(self) -> int:
-        return 2 * max(1, self.T // self.compress_ratio)
-
-    @property
-    def topk_cap(self) -> int:
-        return min(self.idx_topk, self.score_cap)
 
     def max_sparse_rows(self) -> int:
         """Packed rows a token can need: WIN plus what the indexer *emits* (post-fix, rule C401)."""
@@ -153,7 +153,7 @@ def window_indices(
     p = pos[:, None] - w[:, None] + 1 + col
     valid = (col < w[:, None]) & (np.arange(pos.size) < n)[:, None]
     if block_table is not None:
-        p = np.asarray(block_table, np.int64)[np.maximum(p, 0) // 32] * 32 + np.maximum(p, 0) % 32
+        p = paged_row(np.maximum(p, 0), block_table, 32)
     return np.where(valid, p, -1).astype(np.int32)
 
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ._common import (
     FP32_NEG_INF,
+    PrefillChunk,
     Tolerance,
     bf16,
     f32,
@@ -30,6 +31,7 @@ from ._common import (
     imm,
     int8_quant,
     mm,
+    paged_row,
     random_int8_weight,
     rmsnorm,
     rope_rotate,
@@ -40,7 +42,7 @@ _F32 = np.float32
 
 
 @dataclass(frozen=True)
-class IndexerConfig:
+class IndexerConfig(PrefillChunk):
     """Prefill indexer sizes (dspark, T = PREFILL_SEQ = 512) and the test's start/num_tokens."""
 
     T: int = 512
@@ -58,18 +60,6 @@ class IndexerConfig:
     start_pos: int = 0
     num_tokens: int | None = None  # None: T
     norm_eps: float = 1e-6
-
-    @property
-    def n_active(self) -> int:
-        return self.T if self.num_tokens is None else self.num_tokens
-
-    @property
-    def score_cap(self) -> int:
-        return 2 * max(1, self.T // self.compress_ratio)
-
-    @property
-    def topk_cap(self) -> int:
-        return min(self.idx_topk, self.score_cap)
 
     @property
     def max_cmp_writes(self) -> int:
@@ -132,16 +122,8 @@ TOLERANCES = {
 }
 
 
-def state_row(pos: np.ndarray, table: np.ndarray, page: int) -> np.ndarray:
-    """Flat compress-state row of absolute position(s) through the paged block table."""
-    pos = np.asarray(pos, np.int64)
-    return np.asarray(table, np.int64)[pos // page] * page + pos % page
-
-
-def cache_row(slot: np.ndarray, table: np.ndarray, block_size: int) -> np.ndarray:
-    """Flat cache row of logical compressed slot(s) through the paged block table."""
-    slot = np.asarray(slot, np.int64)
-    return np.asarray(table, np.int64)[slot // block_size] * block_size + slot % block_size
+state_row = paged_row  # compress-state row of absolute position(s), pages of STATE_PAGE
+cache_row = paged_row  # index-KV cache row of compressed slot(s), pages of BLOCK_SIZE
 
 
 def make_inputs(cfg: IndexerConfig = CONFIG, seed: int = 0) -> dict[str, np.ndarray | int]:

@@ -1,0 +1,389 @@
+"""The statements of a task body: assignments, stores, loops, branches and scopes -> IR statements.
+
+The statement half of ``KernelReader`` (``lowering.pypto_reader.kernel``), which evaluates the
+expressions in them: an integer assigned once is inlined as a symbolic expression, other
+values become ``let``/assignments of locals; ``t[a:b, :] = v`` and ``t[...] += v`` are
+stores; kernel loops (``pl.range``/``pl.pipeline``/``pl.unroll``/``range``/``pl.split_aiv``)
+and ``if``s keep their symbolic bounds and conditions, and every access and signal inside
+them records those. What the reader cannot model is a P001 note, never a dropped statement.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import Counter
+
+from lowering import body as ir
+from lowering.ir import Condition, Loop
+from lowering.pypto_reader import sorting as _sorting
+from lowering.pypto_reader.notes import line_span
+from lowering.pypto_reader.ops import INTEGER_DTYPES, short_name
+from lowering.pypto_reader.values import (
+    FuncVal,
+    IntVal,
+    PlRef,
+    PyVal,
+    SeqVal,
+    TensorVal,
+    TileVal,
+    Unknown,
+    Val,
+    unpacked,
+)
+from lowering.symbolic import DYNAMIC, LOOP, Const, Sym, binop
+
+LOOP_KINDS = {
+    "pl.range": "range",
+    "pl.parallel": "parallel",
+    "pl.pipeline": "pipeline",
+    "pl.unroll": "range",
+    "range": "range",
+    "pl.split_aiv": "range",
+}
+
+
+class StatementMixin:
+    """The statement half of ``KernelReader`` (it provides eval, values, accesses and scopes)."""
+
+    # ---------------------------------------------------------------- statements
+    def statements(self, stmts: list[ast.stmt]) -> bool:
+        """Read ``stmts``; False when a ``return`` ended the block."""
+        for s in stmts:
+            if isinstance(s, ast.Return):
+                if s.value is not None:
+                    self.returned = self.eval(s.value)
+                return False
+            self.current, self.last_read = s, None
+            try:
+                self.statement(s)
+            except RecursionError:
+                raise
+            except Exception as err:  # noqa: BLE001 - the reader never crashes on one statement
+                self.notes.add(
+                    "P004",
+                    self.span(s),
+                    f"the reader failed on this statement of task {self.task} ({type(err).__name__}: {err})",
+                )
+        return True
+
+    def statement(self, s: ast.stmt) -> None:
+        if isinstance(s, ast.Expr):
+            self.expr_statement(s)
+        elif isinstance(s, ast.Assign):
+            value = self.assign_value(s.value, s.targets)
+            for target in s.targets:
+                self.assign(target, value, s)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self.assign(s.target, self.assign_value(s.value, [s.target]), s)
+        elif isinstance(s, ast.AugAssign):
+            self.aug_assign(s)
+        elif isinstance(s, ast.For):
+            self.for_loop(s)
+        elif isinstance(s, ast.If):
+            self.if_stmt(s)
+        elif isinstance(s, ast.With):
+            self.with_stmt(s)
+        elif isinstance(s, ast.While):
+            self.notes.not_modelled(
+                self.span(s),
+                f"a while loop inside task {self.task}",
+                "its body was read once, as if it ran a single iteration; counts of signals in it are wrong",
+            )
+            self.statements(s.body)
+        elif isinstance(s, ast.Pass | ast.Assert | ast.FunctionDef | ast.Import | ast.ImportFrom):
+            return
+        else:
+            self.notes.not_modelled(
+                self.span(s),
+                f"a {type(s).__name__} statement inside task {self.task}",
+                "it is skipped; accesses or signals in it are not seen",
+            )
+
+    def expr_statement(self, s: ast.Expr) -> None:
+        node = s.value
+        if isinstance(node, ast.Constant):
+            return  # a docstring
+        if isinstance(node, ast.Call):
+            func = self.eval(node.func)
+            if isinstance(func, PlRef) and short_name(func.path) == "read":
+                self.anchor_next = True
+                v = self.eval(node)
+                self.anchor_next = False
+                if isinstance(v, TileVal):
+                    self.emit(ir.EvalS(v.value, self.span(s)))
+                return
+            if isinstance(func, PlRef) and func.path == "pl.yield_":
+                self.yield_values(node, s)
+                return
+        v = self.eval(node)
+        if isinstance(v, TileVal) and isinstance(v.value, ir.CallV) and v.value.op != "opaque":
+            self.emit(ir.EvalS(v.value, self.span(s)))
+
+    def assign_value(self, node: ast.expr, targets: list[ast.expr]) -> Val:
+        if (
+            isinstance(node, ast.Call)
+            and len(targets) == 1
+            and isinstance(targets[0], ast.Name | ast.Tuple)
+            and isinstance(self.eval(node.func), PlRef)
+            and self.eval(node.func).path == "pl.yield_"  # type: ignore[union-attr]
+        ):
+            return self.yield_values(node, node)
+        return self.eval(node)
+
+    def assign(self, target: ast.expr, value: Val, stmt: ast.stmt) -> None:
+        if isinstance(target, ast.Name):
+            self.assign_name(target.id, value, stmt)
+        elif isinstance(target, ast.Tuple | ast.List):
+            for t, item in zip(target.elts, unpacked(value, len(target.elts)), strict=True):
+                self.assign(t, item, stmt)
+        elif isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            if isinstance(base, TensorVal):
+                region = self.region_sub(base, target) or self.region_at(base, None, None)
+                v = self.value(value)
+                self.record(base, region, "write", target)
+                self.emit(ir.StoreS(base.root, self.root_region(base, region), v, "write", self.span(stmt)))
+            else:
+                self.notes.not_modelled(
+                    self.span(target),
+                    "an element or slice assignment into a local tile",
+                    "the tile's content after it is unknown to the sort and capacity rules",
+                )
+
+    def assign_name(self, name: str, value: Val, stmt: ast.stmt) -> None:
+        if isinstance(value, IntVal) and self.assigned[name] <= 1 and not self.is_local(name):
+            self.bind(name, value)  # an integer let: inlined, as in the DSL
+            return
+        if isinstance(value, TensorVal | PlRef | FuncVal | Unknown) or (
+            isinstance(value, PyVal) and not isinstance(value.value, float | bool)
+        ):
+            self.bind(name, value)
+            return
+        if isinstance(value, SeqVal):
+            self.bind(name, value)
+            return
+        v = self.value(value)
+        existing = next((s[name] for s in reversed(self.scopes) if name in s), None)
+        declared = (
+            isinstance(existing, TileVal)
+            and isinstance(existing.value, ir.LocalV)
+            and existing.value.name == name
+        )
+        declared = declared or (isinstance(existing, IntVal) and existing.expr == Sym(name, DYNAMIC))
+        self.emit((ir.AssignS if declared else ir.LetS)(name, v, self.span(stmt)))
+        if not declared and isinstance(v, ir.CallV) and v.op == "read" and self.last_read is not None:
+            self.read_lets[name] = self.last_read
+        if isinstance(v, ir.CallV) and v.op in _sorting.SORTED_OPS:
+            self.sorted_locals.add(name)
+        vt = v.type
+        if isinstance(vt, ir.ScalarType) and vt.dtype in INTEGER_DTYPES:
+            self.bind_declared(name, IntVal(Sym(name, DYNAMIC)))
+        else:
+            self.bind_declared(name, TileVal(ir.LocalV(name, vt)))
+
+    def bind_declared(self, name: str, value: Val) -> None:
+        for scope in reversed(self.scopes):
+            if name in scope:
+                scope[name] = value
+                return
+        self.scopes[-1][name] = value
+
+    def aug_assign(self, s: ast.AugAssign) -> None:
+        if isinstance(s.target, ast.Subscript):
+            base = self.eval(s.target.value)
+            if isinstance(base, TensorVal):
+                region = self.region_sub(base, s.target) or self.region_at(base, None, None)
+                v = self.value(self.eval(s.value))
+                self.record(base, region, "read", s.target)
+                self.record(base, region, "write", s.target)
+                self.emit(ir.StoreS(base.root, self.root_region(base, region), v, "accumulate", self.span(s)))
+                return
+        if isinstance(s.target, ast.Name):
+            old = self.lookup(s.target.id, s.target)
+            new = self.binary(s.op, old, self.eval(s.value), s)
+            self.assigned[s.target.id] += 1
+            self.assign_name(s.target.id, new, s)
+            return
+        self.notes.not_modelled(self.span(s), "this augmented assignment", "it is skipped")
+
+    def yield_values(self, node: ast.Call, stmt: ast.AST) -> Val:
+        values = [self.eval(a) for a in node.args]
+        if self.carried:
+            for name, v in zip(self.carried[-1], values, strict=False):
+                self.assign_name(name, v, stmt)  # type: ignore[arg-type]
+        return SeqVal(tuple(values)) if len(values) != 1 else values[0]
+
+    def for_loop(self, s: ast.For) -> None:
+        it = s.iter
+        func = self.eval(it.func) if isinstance(it, ast.Call) else None
+        path = (
+            func.path
+            if isinstance(func, PlRef)
+            else (it.func.id if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) else None)
+        )
+        kind = LOOP_KINDS.get(path or "")
+        target = s.target
+        carried: list[str] = []
+        if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name):
+            rest = target.elts[1:]
+            if len(rest) == 1 and isinstance(rest[0], ast.Tuple):
+                rest = list(rest[0].elts)
+            carried = [t.id for t in rest if isinstance(t, ast.Name)]
+            target = target.elts[0]
+        if kind is None or not isinstance(target, ast.Name) or not isinstance(it, ast.Call):
+            self.notes.not_modelled(
+                self.span(s),
+                f"a loop over '{ast.unparse(it)}' inside task {self.task}",
+                "its body was read once with an unknown index",
+            )
+            self.scopes.append({})
+            if isinstance(target, ast.Name):
+                self.bind(target.id, IntVal(Sym(target.id, DYNAMIC)))
+            self.statements(s.body)
+            self.scopes.pop()
+            return
+        pos = [a for a in it.args if not isinstance(a, ast.Starred)]
+        kws = {kw.arg: kw.value for kw in it.keywords if kw.arg}
+        if path == "pl.split_aiv":
+            self.dual_lanes = True
+            start, stop, step = Const(0), self.int_expr(self.eval(pos[0])) if pos else Const(2), Const(1)
+        else:
+            bounds = [self.int_expr(self.eval(a)) for a in pos]
+            if not 1 <= len(bounds) <= 3 or any(b is None for b in bounds):
+                self.notes.not_modelled(
+                    self.span(it),
+                    f"loop bounds the reader cannot evaluate inside task {self.task}",
+                    "accesses in the loop are taken over the whole tensor extent",
+                )
+                bounds = [Const(0), Sym(f"data@{s.lineno}:{s.col_offset + 1}", DYNAMIC)]
+            if len(bounds) == 1:
+                start, stop, step = Const(0), bounds[0], Const(1)
+            else:
+                start, stop = bounds[0], bounds[1]
+                step = bounds[2] if len(bounds) == 3 else Const(1)
+        if stop is None:
+            stop = Const(2)
+        stages = 1
+        if kind == "pipeline" and "stage" in kws:
+            sv = self.static(self.eval(kws["stage"]))
+            stages = sv if isinstance(sv, int) and sv > 0 else 1
+        if carried and "init_values" in kws:
+            inits = self.eval(kws["init_values"])
+            items = inits.items if isinstance(inits, SeqVal) else (inits,)
+            for name, v in zip(carried, items, strict=False):
+                self.assigned[name] += 1
+                self.assign_name(name, v, s)
+        var = target.id
+        loop = Loop(var, start, stop, step, kind, self.span(s))
+        self.loops.append(loop)
+        self.scopes.append({var: IntVal(Sym(var, LOOP))})
+        self.blocks.append([])
+        if carried:
+            self.carried.append(carried)
+        try:
+            self.statements(s.body)
+        finally:
+            body = self.blocks.pop()
+            self.scopes.pop()
+            self.loops.pop()
+            if carried:
+                self.carried.pop()
+        self.emit(ir.ForS(var, start, stop, step, kind, stages, tuple(body), self.span(s)))
+
+    def if_stmt(self, s: ast.If) -> None:
+        cond_val = self.eval(s.test)
+        expr = self.int_expr(cond_val) if not isinstance(cond_val, PyVal) else None
+        if expr is None:
+            truth = self.truth(cond_val)
+            if truth is not None:
+                self.statements(s.body if truth else s.orelse)
+                return
+            expr = Sym(f"data@{s.test.lineno}:{s.test.col_offset + 1}", DYNAMIC)
+            cond_ir: ir.Value = self.value(cond_val) if isinstance(cond_val, TileVal) else ir.IntV(expr)
+        else:
+            cond_ir = ir.IntV(expr, ir.ScalarType("bool"))
+        span = self.span(s.test)
+        then = self.branch(Condition(expr, span), s.body)
+        orelse = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
+        self.emit(ir.IfS(cond_ir, then, orelse, self.span(s)))
+
+    def branch(self, cond: Condition, stmts: list[ast.stmt]) -> tuple[ir.Stmt, ...]:
+        """One arm of an ``if``: its own block and scope, its accesses under ``cond``."""
+        self.conds.append(cond)
+        self.blocks.append([])
+        self.scopes.append({})
+        try:
+            self.statements(stmts)
+        finally:
+            body = self.blocks.pop()
+            self.scopes.pop()
+            self.conds.pop()
+        return tuple(body)
+
+    def with_stmt(self, s: ast.With) -> None:
+        for item in s.items:
+            ctx = item.context_expr
+            func = self.eval(ctx.func) if isinstance(ctx, ast.Call) else self.eval(ctx)
+            path = func.path if isinstance(func, PlRef) else ""
+            if path in ("pl.at", "pl.spmd", "pl.cluster"):
+                self.notes.not_modelled(
+                    line_span(self.file, s),
+                    f"a {path} scope nested inside task {self.task}",
+                    "its body is read as part of the enclosing task, not as a task of its own",
+                )
+            elif path not in ("pl.scope", "pl.manual_scope", "pl.split_aiv"):
+                self.notes.not_modelled(
+                    line_span(self.file, s),
+                    f"the context manager '{ast.unparse(ctx)}' inside a kernel",
+                    "its body is read as is",
+                )
+        self.statements(s.body)
+
+
+def assignment_counts(stmts: list[ast.stmt]) -> Counter[str]:
+    """How often each name is assigned in ``stmts`` (loop targets count once per loop).
+
+    Only statements are walked (assignment targets sit there), not every expression node.
+    """
+    out: Counter[str] = Counter()
+
+    def target(t: ast.expr) -> None:
+        if isinstance(t, ast.Name):
+            out[t.id] += 1
+        elif isinstance(t, ast.Tuple | ast.List):
+            for e in t.elts:
+                target(e)
+        elif isinstance(t, ast.Starred):
+            target(t.value)
+
+    def walk(body: list[ast.stmt]) -> None:
+        for s in body:
+            if isinstance(s, ast.Assign):
+                for t in s.targets:
+                    target(t)
+            elif isinstance(s, ast.AnnAssign | ast.AugAssign):
+                target(s.target)
+                if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
+                    out[s.target.id] += 1
+            elif isinstance(s, ast.For | ast.AsyncFor):
+                target(s.target)
+                walk(s.body)
+                walk(s.orelse)
+            elif isinstance(s, ast.While | ast.If):
+                walk(s.body)
+                walk(s.orelse)
+            elif isinstance(s, ast.With | ast.AsyncWith):
+                for item in s.items:
+                    if item.optional_vars is not None:
+                        target(item.optional_vars)
+                walk(s.body)
+            elif isinstance(s, ast.Try):
+                walk(s.body)
+                walk(s.orelse)
+                walk(s.finalbody)
+                for h in s.handlers:
+                    walk(h.body)
+
+    walk(list(stmts))
+    return out

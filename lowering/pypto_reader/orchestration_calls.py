@@ -1,0 +1,286 @@
+"""What ``pl.*`` calls mean in orchestration code: tensors and views, task-id arrays, submissions.
+
+``pl.create_tensor`` allocates a scratch tensor (``manual_dep=`` kept), ``pl.reshape`` /
+``pl.slice`` / a subscript make views that accesses are translated back onto their root;
+``pl.array.*`` of ``pl.TASK_ID`` hold task ids for ``deps=``; ``pl.submit`` /
+``pl.spmd_submit`` and a call to an InCore or extern kernel are tasks; ``pl.system.task_dummy``
+is a zero-block join. A host-side ``pl.read``/``pl.write`` or a cross-rank op outside any
+kernel is a P001 note. The mixin relies on ``OrchestrationReader`` for evaluation, frames and
+the task creation of ``scopes.OrchReader``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lowering.pypto_reader.directions import annotation_direction
+from lowering.pypto_reader.notes import span_of
+from lowering.pypto_reader.program import Frame
+from lowering.pypto_reader.tensors import TensorInfo
+from lowering.pypto_reader.values import (
+    UNKNOWN,
+    ClassVal,
+    DtypeVal,
+    FuncVal,
+    IntVal,
+    PyVal,
+    SeqVal,
+    TaskArrayVal,
+    TaskIdVal,
+    TensorVal,
+    Unknown,
+    Val,
+)
+from lowering.symbolic import DYNAMIC, Const, Expr, Sym, binop
+
+
+class OrchestrationCalls:
+    """The ``pl.*`` calls of ``OrchestrationReader`` (a mixin: it provides eval and the frames)."""
+
+    def call_other(self, func: Val, node: ast.Call) -> Val:
+        if isinstance(func, FuncVal):
+            if func.kind in ("incore", "extern"):
+                name = self.kernel_task(node, func, Const(1), [], None, node)
+                return TaskIdVal((name,))
+            if func.kind == "host":
+                return UNKNOWN
+            return self.call_function(func, node)
+        if isinstance(func, ClassVal):
+            return PyVal(None)
+        name = ast.unparse(node.func)
+        if isinstance(func, Unknown) and name.split(".")[0] in (
+            "torch",
+            "golden",
+            "np",
+            "numpy",
+            "print",
+            "logging",
+        ):
+            return UNKNOWN
+        if name in ("print", "isinstance", "len", "range", "list", "tuple", "dict", "zip", "enumerate"):
+            return UNKNOWN
+        self.notes.not_modelled(
+            span_of(self.file, node),
+            f"a call to '{name}', which the reader cannot resolve",
+            "if it submits tasks, they are missing from the graph",
+        )
+        return UNKNOWN
+
+    def call_pl(self, path: str, node: ast.Call) -> Val:
+        if path in ("pl.create_tensor", "pl.tensor.create_tensor", "pl.tensor.create"):
+            return self.create_tensor(node)
+        if path in ("pl.array.create",):
+            b = self.arguments(node, ["extent", "dtype"])
+            d = self.eval(b["dtype"]) if "dtype" in b else None
+            size = self.int_expr(self.eval(b["extent"])) if "extent" in b else None
+            if isinstance(d, DtypeVal) and d.name == "TASK_ID":
+                return TaskArrayVal(size)
+            return UNKNOWN
+        if path == "pl.array.update_element":
+            b = self.arguments(node, ["array", "index", "value"])
+            arr = self.eval(b["array"]) if "array" in b else None
+            if isinstance(arr, TaskArrayVal) and "index" in b and "value" in b:
+                self.array_store(arr, b["index"], self.eval(b["value"]))
+            return arr or UNKNOWN
+        if path == "pl.array.get_element":
+            b = self.arguments(node, ["array", "index"])
+            arr = self.eval(b["array"]) if "array" in b else None
+            if isinstance(arr, TaskArrayVal):
+                i = self.static(self.eval(b["index"])) if "index" in b else None
+                return TaskIdVal(arr.cells.get(i, ()) if isinstance(i, int) else arr.all_tasks())
+            return UNKNOWN
+        if path == "pl.system.task_dummy":
+            name, base, index = self.task_name("task_dummy")
+            after = self.deps_of([node])
+            self.add_task(name, base, index, Const(0), None, (), node, after, False, False, None, False, None)
+            return TaskIdVal((name,))
+        if path == "pl.system.task_invalid":
+            return TaskIdVal(())
+        if path in ("pl.submit", "pl.spmd_submit"):
+            return self.submit(path, node)
+        if path in ("pl.reshape", "pl.tensor.reshape", "pl.tensor.view", "pl.reinterpret_view"):
+            return self.reshape(node)
+        if path in ("pl.slice", "pl.tensor.slice"):
+            return self.slice_view(node)
+        if path in ("pl.read", "pl.tensor.read", "pl.write", "pl.tensor.write"):
+            what = "read" if path.endswith("read") else "write"
+            self.notes.not_modelled(
+                span_of(self.file, node),
+                f"a host-side pl.{what} in orchestration (the orchestrator blocks until the tensor's "
+                + ("producer" if what == "read" else "producer and consumers")
+                + " complete)",
+                "this implicit ordering is not in the graph: findings it would rule out may be false positives",
+            )
+            return IntVal(Sym(f"host_{what}@{node.lineno}", DYNAMIC))
+        if path in ("pl.tensor.dim", "pl.dim"):
+            b = self.arguments(node, ["tensor", "axis"])
+            t = self.eval(b["tensor"]) if "tensor" in b else None
+            axis = self.static(self.eval(b["axis"])) if "axis" in b else None
+            if isinstance(t, TensorVal) and isinstance(axis, int):
+                shape = self.tensor_shape(t)
+                if isinstance(shape, SeqVal) and -len(shape.items) <= axis < len(shape.items):
+                    return shape.items[axis]
+            return IntVal(Sym(f"dim@{node.lineno}", DYNAMIC))
+        if path in ("pl.no_dep", "pl.tensor.no_dep"):
+            return self.eval(node.args[0]) if node.args else UNKNOWN
+        if path.startswith(("pld.system.", "pld.tensor.", "pld.tile.")) and path.endswith(
+            ("notify", "wait", "put", "remote_store")
+        ):
+            self.notes.not_modelled(
+                span_of(self.file, node),
+                f"{path} outside any kernel scope",
+                "PyPTO only allows it inside a kernel; it is not part of any task here",
+            )
+            return UNKNOWN
+        return self.scalar_pl(path, node)
+
+    def array_store(self, arr: TaskArrayVal, index: ast.expr, value: Val) -> None:
+        tasks = value.tasks if isinstance(value, TaskIdVal) else ()
+        if isinstance(value, TaskArrayVal):
+            tasks = value.all_tasks()
+        i = self.static(self.eval(index))
+        if isinstance(i, int):
+            arr.cells[i] = tasks
+        else:
+            arr.unknown = (*arr.unknown, *tasks)
+
+    def eval_assign_value(self, target: ast.expr, value: ast.expr) -> Val:
+        self.pending_name = target.id if isinstance(target, ast.Name) else None
+        try:
+            return self.eval(value)
+        finally:
+            self.pending_name = None
+
+    def create_tensor(self, node: ast.Call) -> Val:
+        b = self.arguments(node, ["shape", "dtype", "layout", "manual_dep", "init_value"])
+        shape = self.int_seq(b.get("shape"))
+        dtype = self.dtype_named(b.get("dtype"), "f32")
+        manual = "manual_dep" in b and self.truth(self.eval(b["manual_dep"])) is True
+        name = self.pending_name or f"tensor_{node.lineno}"
+        name += "".join(f"[{v}]" for v in self.loop_indices())
+        info = self.prog.tensors.add(
+            TensorInfo(name, dtype, shape, "scratch", manual, span_of(self.file, node))
+        )
+        return TensorVal(info.name)
+
+    def reshape(self, node: ast.Call) -> Val:
+        b = self.arguments(node, ["input", "shape"])
+        src = self.eval(b["input"]) if "input" in b else None
+        if not isinstance(src, TensorVal):
+            return UNKNOWN
+        shape = self.int_seq(b.get("shape")) or None  # an empty shape is no shape
+        root = self.prog.tensors.get(src.root)
+        if root is None:
+            return UNKNOWN
+        name = self.pending_name or f"{src.root}_view"
+        info = self.prog.tensors.add(
+            TensorInfo(
+                name, root.dtype, shape, root.kind if root.kind != "output" else "output", root.manual_dep,
+                span_of(self.file, node), root.distributed, root.declared_inout, view_of=src.root,
+            )
+        )  # fmt: skip
+        return TensorVal(info.name)
+
+    def slice_view(self, node: ast.Call) -> Val:
+        b = self.arguments(node, ["input", "shape", "offset"])
+        src = self.eval(b["input"]) if "input" in b else None
+        if not isinstance(src, TensorVal):
+            return UNKNOWN
+        shape = self.int_seq(b.get("shape"))
+        offs = self.int_seq(b.get("offset"))
+        if shape is None or offs is None:
+            return src
+        return _view(src, offs, shape, ())
+
+    def subscript(self, base: Val, node: ast.Subscript) -> Val:
+        if isinstance(base, TaskArrayVal):
+            i = self.static(self.eval(node.slice))
+            return TaskIdVal(base.cells.get(i, ()) if isinstance(i, int) else base.all_tasks())
+        if isinstance(base, TensorVal):
+            shape_v = self.tensor_shape(base)
+            shape = [self.int_expr(i) for i in shape_v.items] if isinstance(shape_v, SeqVal) else None
+            elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if shape is None or len(elts) > len(shape):
+                return base
+            offs, ext, dropped = [], [], []
+            for i, dim in enumerate(shape):
+                e = elts[i] if i < len(elts) else None
+                if e is None:
+                    offs.append(Const(0))
+                    ext.append(dim)
+                elif isinstance(e, ast.Slice) and e.step is None:
+                    lo = self.int_expr(self.eval(e.lower)) if e.lower is not None else Const(0)
+                    hi = self.int_expr(self.eval(e.upper)) if e.upper is not None else dim
+                    if lo is None or hi is None:
+                        return base
+                    offs.append(lo)
+                    ext.append(binop("-", hi, lo))
+                else:
+                    idx = self.int_expr(self.eval(e)) if not isinstance(e, ast.Slice) else None
+                    if idx is None:
+                        return base
+                    offs.append(idx)
+                    ext.append(Const(1))
+                    dropped.append(i)
+            return _view(base, tuple(offs), tuple(ext), tuple(dropped))  # type: ignore[arg-type]
+        return UNKNOWN
+
+    def submit(self, path: str, node: ast.Call) -> Val:
+        if not node.args:
+            return UNKNOWN
+        callee = self.eval(node.args[0])
+        if not isinstance(callee, FuncVal):
+            self.notes.not_modelled(
+                span_of(self.file, node),
+                f"{path} of a kernel the reader cannot resolve",
+                "the task is missing",
+            )
+            return SeqVal((UNKNOWN, TaskIdVal(())))
+        grid: Expr = Const(1)
+        if path == "pl.spmd_submit":
+            g = self.kw(node, "core_num")
+            if g is not None:
+                e = self.int_expr(self.eval(g))
+                grid = e if e is not None else Const(1)
+        call = ast.Call(func=node.args[0], args=list(node.args[1:]), keywords=[])
+        ast.copy_location(call, node)
+        name = self.kernel_task(call, callee, grid, [], None, node, flags_call=node)
+        outs = tuple(v for v in self._last_outputs(callee, call))
+        out_val: Val = outs[0] if len(outs) == 1 else SeqVal(outs)
+        return SeqVal((out_val, TaskIdVal((name,))))
+
+    def _last_outputs(self, callee: FuncVal, call: ast.Call) -> list[Val]:
+        frame = Frame(callee.module)
+        bound = self.bind_args(frame, callee, call, skip_self=callee.owner is not None)
+        out = []
+        for p in callee.node.args.args:
+            d, _ = annotation_direction(self, p.annotation)
+            if d in ("out", "inout") and p.arg in bound:
+                out.append(frame.locals[p.arg])
+        return out
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _view(
+    base: TensorVal, offs: tuple[Expr, ...], ext: tuple[Expr, ...], dropped: tuple[int, ...]
+) -> TensorVal:
+    """A slice view of ``base``, composed onto its root."""
+    if base.offsets is not None:
+        full, it = [], iter(zip(offs, ext, strict=True))
+        new_off, new_ext = [], []
+        for dim, off in enumerate(base.offsets):
+            if dim in base.dropped:
+                new_off.append(off)
+                new_ext.append(Const(1))
+                continue
+            o, e = next(it, (Const(0), Const(1)))
+            new_off.append(binop("+", off, o))
+            new_ext.append(e)
+            full.append(dim)
+        kept = [d for d in range(len(base.offsets)) if d not in base.dropped]
+        newly = tuple(kept[i] for i in dropped if i < len(kept))
+        return TensorVal(base.root, tuple(new_off), tuple(new_ext), tuple(sorted(base.dropped + newly)))
+    shape = tuple(e for i, e in enumerate(ext) if i not in dropped)
+    return TensorVal(base.root, offs, shape, dropped)
