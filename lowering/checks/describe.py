@@ -14,11 +14,23 @@ def grid(task: Task) -> str:
 
 def incoming(graph: Graph, task: Task) -> str:
     """What orders ``task`` today: 'no incoming edge', 'only edge: anchor read of `x` (from g)'."""
-    edges = [e for e in graph.edges if e.dst == task.name]
+    edges = _incoming(graph).get(task.name, [])
     if not edges:
         return "it has no incoming edge"
     parts = [edge(e) for e in edges]
     return ("only edge: " if len(parts) == 1 else "edges: ") + "; ".join(parts)
+
+
+def _incoming(graph: Graph) -> dict[str, list[Edge]]:
+    """The edges into each task, in edge order (cached on the graph)."""
+    key = (id(graph.edges), len(graph.edges))
+    cached = graph.__dict__.get("_incoming_edges")
+    if cached is None or cached[0] != key:
+        index: dict[str, list[Edge]] = {}
+        for e in graph.edges:
+            index.setdefault(e.dst, []).append(e)
+        cached = graph.__dict__["_incoming_edges"] = (key, index)
+    return cached[1]
 
 
 def edge(e: Edge) -> str:

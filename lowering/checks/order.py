@@ -2,20 +2,58 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Set
+
+from lowering.checks.reach import Reach
 from lowering.checks.rule import CheckContext
-from lowering.ir import Graph
+from lowering.ir import Edge, Graph
 
 
-def descendants(graph: Graph, ctx: CheckContext) -> dict[str, frozenset[str]]:
-    """Transitive successors of each task."""
+class DescendantSet(Set):
+    """The descendants of one task, as a read-only set backed by :class:`Reach`."""
+
+    __slots__ = ("_reach", "_name")
+
+    def __init__(self, r: Reach, name: str):
+        self._reach = r
+        self._name = name
+
+    def __contains__(self, other: object) -> bool:
+        r = self._reach
+        return isinstance(other, str) and other in r.position and r.before(self._name, other)
+
+    def __iter__(self) -> Iterator[str]:
+        return self._reach.descendants_of(self._name)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    @classmethod
+    def _from_iterable(cls, it) -> frozenset[str]:
+        return frozenset(it)
+
+
+class Descendants(Mapping):
+    def __init__(self, r: Reach):
+        self._reach = r
+
+    def __getitem__(self, name: str) -> DescendantSet:
+        if name not in self._reach.position:
+            raise KeyError(name)
+        return DescendantSet(self._reach, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._reach.names)
+
+    def __len__(self) -> int:
+        return len(self._reach.names)
+
+
+def descendants(graph: Graph, ctx: CheckContext) -> Mapping[str, Set[str]]:
+    """Transitive successors of each task (membership is O(1); iteration walks the successors)."""
     cached = ctx.cache.get("descendants")
     if cached is None:
-        acc: dict[str, set[str]] = {t.name: set() for t in graph.tasks}
-        for t in graph.tasks:
-            for a in ctx.ancestors[t.name]:
-                acc[a].add(t.name)
-        cached = {k: frozenset(v) for k, v in acc.items()}
-        ctx.cache["descendants"] = cached
+        cached = ctx.cache["descendants"] = Descendants(ctx.reach)
     return cached
 
 
@@ -27,6 +65,27 @@ def predecessors(graph: Graph, ctx: CheckContext) -> dict[str, set[str]]:
     return cached
 
 
+def successors(graph: Graph, ctx: CheckContext) -> dict[str, list[str]]:
+    """Direct consumers of each task (every in-round edge), in submission order."""
+    cached = ctx.cache.get("successors")
+    if cached is None:
+        r = ctx.reach
+        cached = ctx.cache["successors"] = {
+            name: [r.names[s] for s in r.succs[i]] for i, name in enumerate(r.names)
+        }
+    return cached
+
+
+def incoming(graph: Graph, ctx: CheckContext) -> dict[str, list[Edge]]:
+    """The in-round edges into each task, in the graph's edge order."""
+    cached = ctx.cache.get("incoming")
+    if cached is None:
+        cached = ctx.cache["incoming"] = {}
+        for e in graph.edges:
+            cached.setdefault(e.dst, []).append(e)
+    return cached
+
+
 def unordered(ctx: CheckContext, a: str, b: str) -> bool:
     """Neither task is an ancestor of the other."""
-    return a != b and a not in ctx.ancestors[b] and b not in ctx.ancestors[a]
+    return a != b and not ctx.reach.ordered(a, b)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from types import ModuleType
 
+from lowering.checks.reach import Ancestors, Reach, reach
 from lowering.ir import Graph
 from lowering.source import Diagnostic, Severity, Span
 
@@ -65,9 +66,15 @@ class CheckContext:
         aic, aiv = PRESETS[self.preset]
         return {"aic": aic, "aiv": aiv, "mix": aic}
 
+    @property
+    def reach(self) -> Reach:
+        """Reachability between the graph's tasks (built once, shared by every rule)."""
+        return reach(self.graph, self.cache)
+
     @cached_property
-    def ancestors(self) -> dict[str, frozenset[str]]:
-        return self.graph.ancestors()
+    def ancestors(self) -> Ancestors:
+        """``ancestors[name]``: the transitive predecessors of each task, as a read-only set."""
+        return Ancestors(self.reach)
 
 
 def finding(

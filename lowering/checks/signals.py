@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from lowering.checks.index import notifiers
 from lowering.ir import Graph, Loop, SignalOp, Task
 from lowering.symbolic import EvalError, Expr, evaluate
 
@@ -33,31 +34,49 @@ class Instance:
         return dict(self.env)
 
 
-def _iterate(loops: tuple[Loop, ...], env: dict[str, int], budget: list[int]) -> Iterator[dict[str, int]]:
-    if not loops:
+_UNSET = object()
+
+
+def _iterate(
+    loops: tuple[Loop, ...], env: dict[str, int], budget: list[int], depth: int = 0
+) -> Iterator[dict[str, int]]:
+    """``env`` with the loop variables bound, once per iteration (updated in place and
+    restored when the loops are done: each yielded environment is valid until the next)."""
+    if depth == len(loops):
         budget[0] -= 1
         if budget[0] < 0:
             raise NotCountable("too many instances to enumerate")
         yield env
         return
-    loop, rest = loops[0], loops[1:]
+    loop = loops[depth]
     try:
         start, stop, step = (evaluate(e, env) for e in (loop.start, loop.stop, loop.step))
     except EvalError as err:
         raise NotCountable(f"loop '{loop.var}' has bounds that depend on data ({err})") from None
-    for v in range(start, stop, max(step, 1)):
-        yield from _iterate(rest, {**env, loop.var: v}, budget)
+    saved = env.get(loop.var, _UNSET)
+    try:
+        for v in range(start, stop, max(step, 1)):
+            env[loop.var] = v
+            yield from _iterate(loops, env, budget, depth + 1)
+    finally:
+        if saved is _UNSET:
+            env.pop(loop.var, None)
+        else:
+            env[loop.var] = saved
 
 
 def instances(
     graph: Graph, task: Task, op: SignalOp, env: dict[str, int]
 ) -> Iterator[tuple[dict[str, int], int]]:
-    """(environment, rank) for every execution of ``op`` whose conditions hold."""
+    """(environment, rank) for every execution of ``op`` whose conditions hold; the
+    environment is one dict updated in place: read it before asking for the next."""
     nranks = evaluate(graph.ranks, env)
     budget = [MAX_INSTANCES]
+    base = {**env, "nranks": nranks}
     for rank in range(nranks):
+        base["rank"] = rank
         for block in range(evaluate(task.grid, env)):
-            base = {**env, "rank": rank, "nranks": nranks, "block": block}
+            base["block"] = block
             for scoped in _iterate(op.loops, base, budget):
                 try:
                     if all(evaluate(c.expr, scoped) for c in op.conds):
@@ -73,8 +92,29 @@ def _cell(op: SignalOp, env: dict[str, int]) -> tuple[int, ...]:
         raise NotCountable(f"the cell index depends on data ({err})") from None
 
 
+def _cached(graph: Graph, kind: str, task: Task, op: SignalOp, env: dict[str, int], build):
+    """``build()``, once per (task, op, point) of a graph; NotCountable is cached too."""
+    cache = graph.__dict__.setdefault("_signal_instances", {})
+    key = (kind, task.name, op.order, tuple(sorted(env.items())))
+    hit = cache.get(key)
+    if hit is None or hit[0] is not op:  # (a task replaced since: recompute)
+        try:
+            result = build()
+        except NotCountable as err:
+            result = err
+        hit = cache[key] = (op, result)
+    if isinstance(hit[1], NotCountable):
+        raise hit[1]
+    return hit[1]
+
+
 def notify_counts(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> Counter:
-    """Counter of (source rank, destination rank, cell) -> total value deposited per epoch."""
+    """Counter of (source rank, destination rank, cell) -> total value deposited per epoch
+    (shared between callers: do not modify it)."""
+    return _cached(graph, "notify", task, op, env, lambda: _notify_counts(graph, task, op, env))
+
+
+def _notify_counts(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> Counter:
     out: Counter = Counter()
     for scoped, rank in instances(graph, task, op, env):
         try:
@@ -89,7 +129,14 @@ def notify_counts(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -
 def waited_cells(
     graph: Graph, task: Task, op: SignalOp, env: dict[str, int]
 ) -> dict[tuple[int, tuple], Expr]:
-    """(rank, cell) -> expected threshold expression (may involve ``epoch``)."""
+    """(rank, cell) -> expected threshold expression (may involve ``epoch``); shared between
+    callers: do not modify it."""
+    return _cached(graph, "wait", task, op, env, lambda: _waited_cells(graph, task, op, env))
+
+
+def _waited_cells(
+    graph: Graph, task: Task, op: SignalOp, env: dict[str, int]
+) -> dict[tuple[int, tuple], Expr]:
     out: dict[tuple[int, tuple], Expr] = {}
     for scoped, rank in instances(graph, task, op, env):
         out[(rank, _cell(op, scoped))] = op.expected
@@ -97,4 +144,4 @@ def waited_cells(
 
 
 def notifiers_of(graph: Graph, signal: str) -> list[tuple[Task, SignalOp]]:
-    return [(t, op) for t in graph.tasks for op in t.notifies if op.signal == signal]
+    return list(notifiers(graph, signal))

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from lowering import body as ir
+from lowering.checks.bodies import summary
 from lowering.checks.extents import named_value, narrow
 from lowering.ir import Condition, Graph, Loop, Task
 from lowering.source import Span
@@ -385,17 +386,52 @@ def _join(a: Abs | None, b: Abs | None) -> Abs:
 
 
 def analyse(
-    graph: Graph, point: Mapping[str, int], scalars: Mapping[str, tuple[int, int]]
+    graph: Graph,
+    point: Mapping[str, int],
+    scalars: Mapping[str, tuple[int, int]],
+    only: set[str] | None = None,
 ) -> dict[str, TaskFacts]:
     """Facts of every task at one parameter point (tasks in program order, so a consumer sees
-    what its producers stored)."""
+    what its producers stored). With ``only``, just the tasks named there are interpreted
+    (the others get empty facts): ``only`` must hold every task that stores into a tensor
+    an interpreted task loads (:func:`closure`), so that what they load is what the full
+    analysis would see."""
     tensors: dict[str, _TensorFinite] = {}
     out: dict[str, TaskFacts] = {}
     for task in graph.tasks:
+        if only is not None and task.name not in only:
+            out[task.name] = _NO_FACTS
+            continue
         try:
             out[task.name] = Interpreter(graph, task, point, scalars, tensors).run()
         except EvalError:
             out[task.name] = TaskFacts()
+    return out
+
+
+_NO_FACTS = TaskFacts()
+
+
+def closure(graph: Graph, seeds: set[str]) -> set[str]:
+    """``seeds`` and every task whose stores can reach what they load: a task's facts depend
+    on the tensors it loads, whose state comes from the stores of earlier tasks, whose stored
+    values depend on what those load in turn."""
+    stored_by: dict[str, list[str]] = {}
+    for t in graph.tasks:
+        for tensor in summary(graph, t).stores:
+            stored_by.setdefault(tensor, []).append(t.name)
+    out = set(seeds)
+    pending = [tensor for name in seeds for tensor in summary(graph, graph.task(name)).loads]
+    seen: set[str] = set()
+    while pending:
+        tensor = pending.pop()
+        if tensor in seen:
+            continue
+        seen.add(tensor)
+        for name in stored_by.get(tensor, ()):
+            if name not in out:
+                out.add(name)
+                pending.extend(summary(graph, graph.task(name)).loads)
     return out
 
 
@@ -441,4 +477,32 @@ def facts_at(ctx, point: Mapping[str, int]) -> dict[str, TaskFacts]:
     if key not in ctx.cache:
         space = space_at(ctx, point)
         ctx.cache[key] = analyse(ctx.graph, point, space.intervals())
+    return ctx.cache[key]
+
+
+# What each kind of partial analysis is for: the tasks whose facts it must get right.
+_SEED_OPS = {
+    "sort": frozenset({"sort32"}),  # sort chains start at a sort32 (SortEvents)
+    "valid": frozenset({*ir.VALID_OPS, "mask_tail"}),  # stores of marked valid extents
+}
+
+
+def facts_for(ctx, point: Mapping[str, int], kind: str) -> dict[str, TaskFacts]:
+    """:func:`facts_at`, exact for the tasks that call one of the ops of ``kind`` (``sort``:
+    their sort events; ``valid``: their stores with declared valid extents) and empty for
+    the tasks that cannot influence those; the full analysis when it is already cached."""
+    point_key = tuple(sorted(point.items()))
+    full = ctx.cache.get(("validity", point_key))
+    if full is not None:
+        return full
+    key = ("validity", kind, point_key)
+    if key not in ctx.cache:
+        graph = ctx.graph
+        only = ctx.cache.get(("validity.only", kind))
+        if only is None:
+            ops = _SEED_OPS[kind]
+            seeds = {t.name for t in graph.tasks if summary(graph, t).calls & ops}
+            only = ctx.cache[("validity.only", kind)] = closure(graph, seeds)
+        space = space_at(ctx, point)
+        ctx.cache[key] = analyse(graph, point, space.intervals(), only)
     return ctx.cache[key]

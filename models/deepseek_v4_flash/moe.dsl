@@ -5,7 +5,7 @@
 #           --shared expert----------------------------------> sh
 #           --dispatch (meta, push, wait, gather)--> compact received rows per local expert
 #           --routed experts (W8A8 SwiGLU, routing weight folded in)--> recv_y
-#           --combine (scatter, wait, shared_routed)---------> ffn_out = bf16(sh + y0 + ... + y5)
+#           --combine (scatter, wait, shared_routed, ffn_round)--> ffn_out = bf16(sh + y0 + ... + y5)
 #   clear_signals: the forward ends by retiring the signal credits it received.
 #
 # hc_pre (which produces x_mixed) and hc_post (which consumes ffn_out) are separate layers.
@@ -20,7 +20,7 @@
 #   the biased sqrtsoftplus scores.
 #
 # Signals, epochs and clearing (RETIRE). A signal cell is an INT32 counter that only notifies
-# change. `--rounds R` runs the layer R times back to back on persistent memory with
+# change; each is credited once per peer and forward. `--rounds R` runs the layer R times back to back on persistent memory with
 # `epoch` = round number; every round is one forward (one decode step) and is ordered after
 # the previous forward of its rank by `fwd_token` (the end of forward N produces what the
 # first task of forward N + 1 reads, like the ordering token the host threads through comm

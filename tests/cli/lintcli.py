@@ -65,6 +65,7 @@ def pin_rules(monkeypatch, codes: frozenset[str] = frozenset({"D101"})) -> None:
     import dsl.cli
 
     real = dsl.cli.run_rules
+
     def pinned(graph, ctx, selected=None):
         chosen = set(codes) if selected is None else set(codes) & set(selected)
         return real(graph, ctx, chosen)

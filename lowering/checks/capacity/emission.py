@@ -31,6 +31,7 @@ from lowering.checks.extents import (
     snarrow,
     vbounds,
 )
+from lowering.checks.index import accesses_of
 from lowering.checks.validity import StoreFact, TaskFacts, facts_at, space_at
 from lowering.ir import Access, Graph, Loop, Task
 from lowering.symbolic import Const, EvalError, Expr, Sym, binop, free_symbols
@@ -101,23 +102,22 @@ def cuts(graph: Graph, ctx, point: Mapping[str, int], emitted: list[Emission]) -
     out = []
     for em in emitted:
         tensor = graph.tensors[em.store.tensor]
-        for task in graph.tasks:
+        for task, acc in accesses_of(graph, tensor.name):  # in submission and program order
             if task.name == em.producer.name:
                 continue
-            for acc in task.accesses:
-                if acc.tensor != tensor.name or acc.mode != "read" or not acc.region:
-                    continue
-                env = task_env(graph, task, point, space)
-                try:
-                    runs = bind_loops(env, acc.loops)
-                    narrow(env, acc.conds)
-                    runs = runs & nonempty(env, ["block", *(lp.var for lp in acc.loops)])
-                    _, stop = vbounds(acc.region[-1].stop, env)
-                except EvalError:
-                    continue
-                stop = _full(stop, space.size)
-                truncates = em.runs & _full(runs, space.size) & (em.end > stop)
-                out.append(Cut(acc, task, em, stop, truncates))
+            if acc.mode != "read" or not acc.region:
+                continue
+            env = task_env(graph, task, point, space)
+            try:
+                runs = bind_loops(env, acc.loops)
+                narrow(env, acc.conds)
+                runs = runs & nonempty(env, ["block", *(lp.var for lp in acc.loops)])
+                _, stop = vbounds(acc.region[-1].stop, env)
+            except EvalError:
+                continue
+            stop = _full(stop, space.size)
+            truncates = em.runs & _full(runs, space.size) & (em.end > stop)
+            out.append(Cut(acc, task, em, stop, truncates))
     return out
 
 

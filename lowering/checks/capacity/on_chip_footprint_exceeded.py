@@ -123,29 +123,24 @@ def _uses(stmts) -> tuple[set[str], set[str]]:
 
 
 class _Footprint:
-    def __init__(self, task: Task, env: dict):
+    def __init__(self, task: Task, env: dict, uses: tuple[set[str], set[str]] | None = None):
         self.env = env
-        self.mat, self.acc = _uses(task.body)
+        self.mat, self.acc = uses if uses is not None else _uses(task.body)
 
-    def size(self, t) -> int | None:
+    def measure(self, t) -> tuple[int, str] | None:
+        """(bytes, ``dtype[d0, d1]``) of a tile type at the upper bounds of its extents."""
         if not isinstance(t, ir.TileType):
             return None
         n = DTYPE_BYTES.get(t.dtype, 4)
-        for d in t.shape:
-            try:
-                n *= int(bounds(d, self.env)[1])
-            except EvalError:
-                return None
-        return n
-
-    def text(self, t: ir.TileType) -> str:
         dims = []
         for d in t.shape:
             try:
-                dims.append(str(int(bounds(d, self.env)[1])))
+                dim = int(bounds(d, self.env)[1])
             except EvalError:
-                dims.append(str(d))
-        return f"{t.dtype}[{', '.join(dims)}]"
+                return None
+            n *= dim
+            dims.append(str(dim))
+        return n, f"{t.dtype}[{', '.join(dims)}]"
 
     def space_of(self, name: str) -> str:
         return "Mat" if name in self.mat else "Acc" if name in self.acc else "Vec"
@@ -153,12 +148,10 @@ class _Footprint:
     def temporaries(self, v, out: list, copies: int, pipes, operand: bool = False) -> None:
         """Tensor regions loaded inside an expression (each a tile for the statement)."""
         if isinstance(v, ir.LoadV) and not v.local:
-            size = self.size(v.type)
-            if size is not None:
+            m = self.measure(v.type)
+            if m is not None:
                 space = "Mat" if operand else "Vec"
-                out.append(
-                    (space, Buffer(f"{v.tensor}[...]", self.text(v.type), copies, pipes, size * copies))
-                )
+                out.append((space, Buffer(f"{v.tensor}[...]", m[1], copies, pipes, m[0] * copies)))
         elif isinstance(v, ir.CallV):
             first = 1 if v.op == "matmul_acc" else 0
             for i, a in enumerate(v.args):
@@ -186,14 +179,11 @@ class _Footprint:
         for s in stmts:
             temps: list = []
             if isinstance(s, ir.LetS):
-                size = self.size(s.value.type)
-                if size is not None:
+                m = self.measure(s.value.type)
+                if m is not None:
                     space = self.space_of(s.name)
-                    own[space] += size * copies
-                    items[space] = [
-                        *items[space],
-                        Buffer(s.name, self.text(s.value.type), copies, pipes, size * copies),
-                    ]
+                    own[space] += m[0] * copies
+                    items[space] = [*items[space], Buffer(s.name, m[1], copies, pipes, m[0] * copies)]
                 if not isinstance(s.value, ir.LoadV):
                     self.temporaries(s.value, temps, copies, pipes)
             elif isinstance(s, ir.AssignS | ir.EvalS):
@@ -203,11 +193,10 @@ class _Footprint:
                 if isinstance(s.value, ir.LoadV) and not s.value.local:
                     continue  # tensor-to-tensor copy: a DMA, no tile
                 if isinstance(s.value, ir.CallV | ir.BinV):
-                    size = self.size(s.value.type)
-                    if size is not None:
+                    m = self.measure(s.value.type)
+                    if m is not None:
                         space = "Acc" if isinstance(s.value, ir.CallV) and s.value.op in _CUBE else "Vec"
-                        text = self.text(s.value.type)
-                        temps.append((space, Buffer("(stored value)", text, copies, pipes, size * copies)))
+                        temps.append((space, Buffer("(stored value)", m[1], copies, pipes, m[0] * copies)))
                 self.temporaries(s.value, temps, copies, pipes)
             elif isinstance(s, ir.ForS):
                 inner = copies * (s.stages if s.kind == "pipeline" else 1)
@@ -236,8 +225,48 @@ class _Footprint:
         return peak, peak_items
 
 
+class _Recording(dict):
+    """An environment that remembers which names were looked up in it."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.read: set[str] = set()
+
+    def __getitem__(self, key):
+        self.read.add(key)
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        self.read.add(key)
+        return dict.get(self, key, default)
+
+    def __contains__(self, key) -> bool:
+        self.read.add(key)
+        return dict.__contains__(self, key)
+
+
+_ABSENT = object()
+
+
+def _footprint(task: Task, env: dict, uses, memo: dict) -> tuple[dict, dict]:
+    """``_Footprint(task, env).block(task.body)``, reused from an earlier parameter point when
+    every name the computation looked up has the same value here (then it runs identically)."""
+    seen = memo.get(task.name)
+    if seen is not None:
+        names, values, result = seen
+        if tuple(env.get(n, _ABSENT) for n in names) == values:
+            return result
+    recording = _Recording(env)
+    result = _Footprint(task, recording, uses).block(task.body, 1, ())
+    names = tuple(sorted(recording.read))
+    memo[task.name] = (names, tuple(env.get(n, _ABSENT) for n in names), result)
+    return result
+
+
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     fails: dict[tuple[str, str], list] = {}
+    uses: dict[str, tuple[set[str], set[str]]] = {}  # per task, the same at every point
+    memo: dict[str, tuple[tuple, tuple, tuple[dict, dict]]] = {}
     for point in graph.admissible_points(limit=MAX_POINTS):
         scalars = space_at(ctx, point).intervals()
         for task in graph.tasks:
@@ -248,7 +277,9 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 continue
             env = {**point, **scalars, "block": (0, max(blocks - 1, 0)), "rank": (0, max(nranks - 1, 0))}
             env["nranks"] = nranks
-            peak, items = _Footprint(task, env).block(task.body, 1, ())
+            if task.name not in uses:
+                uses[task.name] = _uses(task.body)
+            peak, items = _footprint(task, env, uses[task.name], memo)
             for space, total in peak.items():
                 if total > CAPACITY[space]:
                     fails.setdefault((task.name, space), []).append((point, total, items[space], task))

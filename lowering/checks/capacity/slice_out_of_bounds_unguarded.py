@@ -42,7 +42,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from lowering.body import valid_regions
+from lowering.body import VALID_OPS, valid_regions
+from lowering.checks.bodies import summary
 from lowering.checks.capacity.emission import task_env
 from lowering.checks.extents import (
     bind_loops,
@@ -55,10 +56,10 @@ from lowering.checks.extents import (
     vbounds,
 )
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import facts_at, space_at
-from lowering.ir import Graph
+from lowering.checks.validity import facts_for, space_at
+from lowering.ir import Access, Graph, Tensor
 from lowering.source import Diagnostic
-from lowering.symbolic import Const, EvalError, binop
+from lowering.symbolic import SCALAR, Bin, Const, EvalError, Sym, binop
 
 CODE = "C402"
 NAME = "slice_out_of_bounds_unguarded"
@@ -71,31 +72,93 @@ _VERB = {"read": "read", "anchor": "read", "write": "write", "atomic": "atomic a
 
 def _limits(graph: Graph, ctx: CheckContext, point, task) -> dict:
     out = dict(valid_regions(task.body))
-    for sf in facts_at(ctx, point)[task.name].stores:
+    for sf in facts_for(ctx, point, "valid")[task.name].stores:
         marked = sf.rows is not None or (sf.finite is not None and sf.finite != Const(0))
         if marked:
             out.setdefault((sf.tensor, sf.region), (sf.rows, sf.finite))
     return out
 
 
+def _marks_valid(graph: Graph, task) -> bool:
+    """Whether the task's body can store a tile with a declared valid extent (``valid``,
+    ``fillpad`` or topk's ``mask_tail``): only then do its store facts add limits."""
+    return bool(summary(graph, task).calls & _MARKING)
+
+
+_MARKING = frozenset({*VALID_OPS, "mask_tail"})
+
+
+def _scalar_dep(e) -> bool:
+    """``depends_on_scalars(e)`` without building the set of free symbols."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Bin):
+            stack.append(x.a)
+            stack.append(x.b)
+        elif isinstance(x, Sym) and x.kind == SCALAR:
+            return True
+    return False
+
+
+def _candidates(graph: Graph, task, shapes: dict[str, bool]) -> list[tuple[Access, Tensor, object]]:
+    """The accesses of ``task`` that may depend on runtime scalars at some point, each with
+    its valid extents when they do not depend on the point (``_AT_POINT`` when they do).
+
+    The limits of an access are ``valid_regions`` of the body, else the marked store facts
+    at the point (``_limits``); only a body that marks valid extents has the latter.
+    """
+    static = valid_regions(task.body)
+    marks = None
+    out = []
+    for acc in task.accesses:
+        tensor = graph.tensors[acc.tensor]
+        if tensor.kind == "signal":
+            continue
+        if acc.tensor not in shapes:
+            shapes[acc.tensor] = any(_scalar_dep(e) for e in tensor.shape)
+        exprs = [e for r in acc.region for e in (r.start, r.stop)]
+        key = (acc.tensor, acc.region)
+        if key in static:
+            valid = static[key]
+        else:
+            if marks is None:
+                marks = _marks_valid(graph, task)
+            if marks:
+                out.append((acc, tensor, _AT_POINT))
+                continue
+            valid = None
+        exprs += [e for e in valid or () if e is not None]
+        if shapes[acc.tensor] or any(_scalar_dep(e) for e in exprs):
+            out.append((acc, tensor, valid))
+    return out
+
+
+_AT_POINT = object()
+
+
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     ranged = any(p.domain is not None for p in graph.params.values())
+    plan = None  # per task, the accesses worth looking at (the same at every point)
     for point in graph.admissible_points():
+        if plan is None:
+            shapes: dict[str, bool] = {}
+            plan = [(task, found) for task in graph.tasks if (found := _candidates(graph, task, shapes))]
         space = None
-        for task in graph.tasks:
+        for task, candidates in plan:
             limits = None
-            for acc in task.accesses:
-                tensor = graph.tensors[acc.tensor]
-                if acc.span in reported or tensor.kind == "signal":
+            for acc, tensor, valid in candidates:
+                if acc.span in reported:
                     continue
-                exprs = [e for r in acc.region for e in (r.start, r.stop)] + list(tensor.shape)
-                if limits is None:
-                    limits = _limits(graph, ctx, point, task)
-                valid = limits.get((acc.tensor, acc.region))
-                exprs += [e for e in valid or () if e is not None]
-                if not any(depends_on_scalars(e) for e in exprs):
-                    continue  # compile-time: the front end's E305
+                if valid is _AT_POINT:
+                    exprs = [e for r in acc.region for e in (r.start, r.stop)] + list(tensor.shape)
+                    if limits is None:
+                        limits = _limits(graph, ctx, point, task)
+                    valid = limits.get((acc.tensor, acc.region))
+                    exprs += [e for e in valid or () if e is not None]
+                    if not any(depends_on_scalars(e) for e in exprs):
+                        continue  # compile-time: the front end's E305
                 space = space or space_at(ctx, point)
                 d = _check_access(graph, task, acc, tensor, valid, point, space, ranged)
                 if d is not None:

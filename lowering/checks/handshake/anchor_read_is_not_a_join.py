@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from lowering.body import region_text
 from lowering.checks import describe
 from lowering.checks.handshake.need import same_epoch_notifiers, waiters
+from lowering.checks.order import incoming
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Edge, Graph, Task
 from lowering.source import Diagnostic
@@ -64,7 +65,7 @@ def _join_target(tasks: list[Task]) -> str:
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     env = graph.env()
     for waiter in waiters(graph):
-        anchors = [e for e in graph.edges if e.dst == waiter.name and e.anchor]
+        anchors = [e for e in incoming(graph, ctx).get(waiter.name, ()) if e.anchor]
         if not anchors:
             continue
         ancestors = ctx.ancestors[waiter.name]

@@ -40,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks.access_instances import Hit, Region, distinct, hits, region_text
+from lowering.checks.index import BoxIndex, accesses_of
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Access, Graph, Task
 from lowering.source import Diagnostic
@@ -92,29 +93,38 @@ def _block(h: Hit) -> tuple[int, int]:
 
 def _orders_before(ctx: CheckContext, task: Task, atomic: Access, h: Hit, seed_task: Task, s: Hit) -> bool:
     if seed_task.name != task.name:
-        return seed_task.name in ctx.ancestors[task.name]
+        return ctx.reach.before(seed_task.name, task.name)
     if s.phase < h.phase:
         return True
     return s.block == h.block and s.access.order < atomic.order and task.blocks == 1
 
 
+def _seeds(graph: Graph, tensor: str, cache: dict) -> tuple[list, list, BoxIndex]:
+    """The plain writes of ``tensor``, their certain hits and an overlap index of those hits."""
+    if tensor not in cache:
+        writes = [(t, w) for t, w in accesses_of(graph, tensor) if w.mode == "write"]
+        seed_hits = [
+            (t, s)
+            for t, w in writes
+            for s in distinct(hits(graph, t, w), key=_block)
+            if s.exact and not s.maybe
+        ]
+        cache[tensor] = (writes, seed_hits, BoxIndex([s.region for _t, s in seed_hits]))
+    return cache[tensor]
+
+
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    cache: dict = {}
     for task in graph.tasks:
         for a in task.accesses:
             tensor = graph.tensors[a.tensor]
             if a.mode != "atomic" or a.peer is not None or tensor.kind not in _SEEDED_KINDS:
                 continue
-            writes = [
-                (t, w) for t in graph.tasks for w in t.accesses if w.tensor == a.tensor and w.mode == "write"
-            ]
-            seed_hits = [
-                (t, s)
-                for t, w in writes
-                for s in distinct(hits(graph, t, w), key=_block)
-                if s.exact and not s.maybe
-            ]
+            writes, seed_hits, index = _seeds(graph, a.tensor, cache)
             for h in distinct(hits(graph, task, a), key=_block):
-                ordered = [s.region for t, s in seed_hits if _orders_before(ctx, task, a, h, t, s)]
+                # a seed whose box misses h's cannot cover any of it: only the ones that meet count
+                near = [seed_hits[i] for i in index.query(h.region)]
+                ordered = [s.region for t, s in near if _orders_before(ctx, task, a, h, t, s)]
                 missing = _uncovered(h.region, ordered)
                 if missing:
                     yield _finding(graph, ctx, task, a, h, missing[0], writes)

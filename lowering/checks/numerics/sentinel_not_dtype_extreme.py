@@ -92,24 +92,77 @@ def _context(node, outer: str) -> str:
 
 
 def literals(graph: Graph, stmts) -> Iterator[tuple[ir.FloatV, str]]:
-    """Every float literal with a span, with the dtype it is used with."""
-    stack: list[tuple[object, str]] = [(s, "f32") for s in reversed(stmts)]
-    while stack:
-        node, dtype = stack.pop()
-        if isinstance(node, ir.FloatV):
-            if node.span is not None:
-                yield node, dtype
-            continue
-        if isinstance(node, tuple | list):
-            stack.extend((x, dtype) for x in reversed(node))
-            continue
-        if isinstance(node, Expr | Span) or not is_dataclass(node):
-            continue
-        if isinstance(node, ir.StoreS | ir.RemoteStoreS) and node.tensor in graph.tensors:
-            inner = _float_dtype(graph.tensors[node.tensor]) or dtype
-        else:
-            inner = _context(node, dtype)
-        stack.extend((getattr(node, f.name), inner) for f in reversed(fields(node)))
+    """Every float literal with a span, with the dtype it is used with (in program order)."""
+    out: list[tuple[ir.FloatV, str]] = []
+    for s in stmts:
+        _visit(graph, s, "f32", out)
+    return iter(out)
+
+
+# Body node classes that hold no value (only names, expressions, types and spans): no literal.
+_NO_LITERALS = (
+    ir.IntV, ir.DtypeV, ir.ListV, ir.LocalV, ir.LoadV, ir.NotifyS, ir.WaitS, ir.BarrierS,
+    ir.ScalarType, ir.TileType, ir.ListType, ir.DtypeType, ir.Range,
+)  # fmt: skip
+
+
+def _visit(graph: Graph, node, dtype: str, out: list) -> None:
+    """Depth-first, fields in declaration order (what a walk over every dataclass field
+    visits, minus the subtrees that cannot hold a float literal)."""
+    cls = type(node)
+    if cls is ir.FloatV:
+        if node.span is not None:
+            out.append((node, dtype))
+    elif cls is tuple or cls is list:
+        for x in node:
+            _visit(graph, x, dtype, out)
+    elif cls in _NO_LITERALS:
+        return
+    elif cls is ir.CallV:
+        inner = _context(node, dtype)
+        for a in node.args:
+            _visit(graph, a, inner, out)
+        for attr in node.attrs:
+            _visit(graph, attr, inner, out)
+    elif cls is ir.BinV:
+        inner = _context(node, dtype)
+        _visit(graph, node.a, inner, out)
+        _visit(graph, node.b, inner, out)
+    elif cls is ir.StoreS or cls is ir.RemoteStoreS:
+        tensor = graph.tensors.get(node.tensor)
+        inner = (_float_dtype(tensor) or dtype) if tensor is not None else _context(node, dtype)
+        _visit(graph, node.value, inner, out)
+    elif cls is ir.LetS or cls is ir.AssignS or cls is ir.EvalS:
+        _visit(graph, node.value, _context(node, dtype), out)
+    elif cls is ir.ForS:
+        _visit(graph, node.body, _context(node, dtype), out)
+    elif cls is ir.IfS:
+        inner = _context(node, dtype)
+        _visit(graph, node.cond, inner, out)
+        _visit(graph, node.then, inner, out)
+        _visit(graph, node.orelse, inner, out)
+    else:
+        _visit_any(graph, node, dtype, out)
+
+
+def _visit_any(graph: Graph, node, dtype: str, out: list) -> None:
+    """Any other node: every field of a dataclass (expressions and spans aside)."""
+    if isinstance(node, ir.FloatV):
+        if node.span is not None:
+            out.append((node, dtype))
+        return
+    if isinstance(node, tuple | list):
+        for x in node:
+            _visit(graph, x, dtype, out)
+        return
+    if isinstance(node, Expr | Span) or not is_dataclass(node):
+        return
+    if isinstance(node, ir.StoreS | ir.RemoteStoreS) and node.tensor in graph.tensors:
+        inner = _float_dtype(graph.tensors[node.tensor]) or dtype
+    else:
+        inner = _context(node, dtype)
+    for f in fields(node):
+        _visit(graph, getattr(node, f.name), inner, out)
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from lowering.body import CallV, FloatV, ForS, IfS, IntV, RemoteStoreS, Stmt
+from lowering.checks.index import notifiers
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable
 from lowering.ir import Access, Condition, Graph, Loop, SignalOp, Task
@@ -81,25 +82,40 @@ def point_label(graph: Graph, env: dict[str, int]) -> str:
 # ------------------------------------------------------------------ instances
 
 
+_UNSET = object()
+
+
 def _loops(
-    loops: tuple[Loop, ...], env: dict[str, int], budget: list[int], lenient: bool
+    loops: tuple[Loop, ...], env: dict[str, int], budget: list[int], lenient: bool, depth: int = 0
 ) -> Iterator[dict[str, int]]:
-    if not loops:
+    """``env`` with the loop variables bound, once per iteration. ``env`` is updated in place
+    (and restored when the loops are done): each yielded environment is valid until the next."""
+    if depth == len(loops):
         budget[0] -= 1
         if budget[0] < 0:
             raise Uncountable("too many instances to enumerate")
         yield env
         return
-    loop, rest = loops[0], loops[1:]
+    loop = loops[depth]
     try:
         start, stop, step = (evaluate(e, env) for e in (loop.start, loop.stop, loop.step))
     except EvalError:
         if not lenient:
             raise Uncountable(f"the trip count of loop '{loop.var}' depends on data") from None
-        yield from _loops(rest, env, budget, lenient)  # may run: assume one iteration, var unbound
+        yield from _loops(
+            loops, env, budget, lenient, depth + 1
+        )  # may run: assume one iteration, var unbound
         return
-    for v in range(start, stop, max(step, 1)):
-        yield from _loops(rest, {**env, loop.var: v}, budget, lenient)
+    saved = env.get(loop.var, _UNSET)
+    try:
+        for v in range(start, stop, max(step, 1)):
+            env[loop.var] = v
+            yield from _loops(loops, env, budget, lenient, depth + 1)
+    finally:
+        if saved is _UNSET:
+            env.pop(loop.var, None)
+        else:
+            env[loop.var] = saved
 
 
 def _holds(conds: tuple[Condition, ...], env: dict[str, int], lenient: bool) -> bool:
@@ -126,7 +142,8 @@ def run(
 
     ``lenient``: what depends on data is assumed to happen (a condition holds, a loop runs);
     otherwise it raises :class:`Uncountable`. ``ignore_predicate``: count the executions
-    of a predicated task as if it runs (the predicate retires every block alike).
+    of a predicated task as if it runs (the predicate retires every block alike). The scoped
+    environment is one dict updated in place: read it before asking for the next execution.
     """
     if task.predicate is not None and not lenient and not ignore_predicate:
         raise Uncountable(
@@ -134,9 +151,11 @@ def run(
         )
     nranks = evaluate(graph.ranks, env)
     budget = [MAX_INSTANCES]
+    base = {**env, "nranks": nranks}
     for rank in range(nranks):
+        base["rank"] = rank
         for block in range(evaluate(task.grid, env)):
-            base = {**env, "rank": rank, "nranks": nranks, "block": block}
+            base["block"] = block
             for scoped in _loops(loops, base, budget, lenient):
                 if _holds(conds, scoped, lenient):
                     yield scoped, rank, block
@@ -158,9 +177,11 @@ def executors(
     nranks = evaluate(graph.ranks, env)
     out: set[tuple[int, int]] = set()
     budget = [MAX_INSTANCES]
+    base = {**env, "nranks": nranks}
     for rank in range(nranks):
+        base["rank"] = rank
         for block in range(evaluate(task.grid, env)):
-            base = {**env, "rank": rank, "nranks": nranks, "block": block}
+            base["block"] = block
             for scoped in _loops(loops, base, budget, lenient):
                 if _holds(conds, scoped, lenient):
                     out.add((rank, block))
@@ -222,25 +243,24 @@ def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) 
 
     def build() -> list[Deposit]:
         out: list[Deposit] = []
-        for task in graph.tasks:
-            for op in task.notifies:
-                if op.signal != signal or op.op != "add":
-                    continue
-                try:
-                    for scoped, rank, block in run(graph, task, op.loops, op.conds, env):
-                        out.append(
-                            Deposit(
-                                task.name,
-                                op,
-                                rank,
-                                evaluate_or_raise(op.peer, scoped, "peer"),
-                                tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index),
-                                evaluate_or_raise(op.value, scoped, "value") if op.value is not None else 1,
-                                block,
-                            )
+        for task, op in notifiers(graph, signal):
+            if op.op != "add":
+                continue
+            try:
+                for scoped, rank, block in run(graph, task, op.loops, op.conds, env):
+                    out.append(
+                        Deposit(
+                            task.name,
+                            op,
+                            rank,
+                            evaluate_or_raise(op.peer, scoped, "peer"),
+                            tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index),
+                            evaluate_or_raise(op.value, scoped, "value") if op.value is not None else 1,
+                            block,
                         )
-                except Uncountable as err:
-                    raise Uncountable(err.reason, task.name, op.span) from None
+                    )
+            except Uncountable as err:
+                raise Uncountable(err.reason, task.name, op.span) from None
         return out
 
     return _cached(ctx, ("protocol.deposits", signal, _key(env)), build)
@@ -251,17 +271,16 @@ def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]
 
     def build() -> list[SetWrite]:
         out: list[SetWrite] = []
-        for task in graph.tasks:
-            for op in task.notifies:
-                if op.signal != signal or op.op != "set":
-                    continue
-                try:
-                    for scoped, rank, _block in run(graph, task, op.loops, op.conds, env, lenient=True):
-                        peer = evaluate_or_raise(op.peer, scoped, "peer")
-                        cell = tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index)
-                        out.append(SetWrite(task.name, op, rank, peer, cell, is_clear(op)))
-                except Uncountable as err:
-                    raise Uncountable(err.reason, task.name, op.span) from None
+        for task, op in notifiers(graph, signal):
+            if op.op != "set":
+                continue
+            try:
+                for scoped, rank, _block in run(graph, task, op.loops, op.conds, env, lenient=True):
+                    peer = evaluate_or_raise(op.peer, scoped, "peer")
+                    cell = tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index)
+                    out.append(SetWrite(task.name, op, rank, peer, cell, is_clear(op)))
+            except Uncountable as err:
+                raise Uncountable(err.reason, task.name, op.span) from None
         return out
 
     return _cached(ctx, ("protocol.sets", signal, _key(env)), build)
@@ -434,9 +453,7 @@ def feeders(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: di
             d.task for d in deposits(graph, ctx, wait.signal, env) if d.value > 0 and (d.dst, d.cell) in cells
         }
     except Uncountable:
-        return {
-            t.name for t in graph.tasks for op in t.notifies if op.signal == wait.signal and op.op == "add"
-        }
+        return {t.name for t, op in notifiers(graph, wait.signal) if op.op == "add"}
 
 
 def cell_text(signal: str, cell: tuple[int, ...]) -> str:

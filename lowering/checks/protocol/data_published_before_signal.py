@@ -52,7 +52,8 @@ does not fence the AIC and AIV lanes against each other, and #975 ran into exact
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from lowering.body import LoadV, ScalarType
@@ -250,18 +251,37 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             ]
         return feeder_cache[key]
 
+    reach = ctx.reach
+    waiting = [i for i, t in enumerate(graph.tasks) if t.waits]  # submission indices
+    by_name = sorted(graph.tasks[i].name for i in waiting)
+
+    def nearest_guards(consumer: Task) -> Iterator[tuple[Task, SignalOp]]:
+        """The waits ordered before ``consumer``: its own, then its waiting ancestors, closest first."""
+        yield from ((consumer, w) for w in consumer.waits)
+        for j in reversed(waiting[: bisect_left(waiting, reach.position[consumer.name])]):
+            t = graph.tasks[j]
+            if reach.before(t.name, consumer.name):
+                yield from ((t, w) for w in t.waits)
+
+    def published(writer: Task, store: Access, live: Iterable[tuple[Task, SignalOp]]) -> bool:
+        """Some guarding wait is fed by a notify ordered after the store (the common case)."""
+        for wait_task, wait in live:
+            fed = feeders_of(wait_task, wait)
+            if fed and _verdict(graph, ctx, writer, store, fed, env).status == OK:
+                return True
+        return False
+
     reported: set = set()
     for consumer in graph.tasks:
-        guards = [(consumer, w) for w in consumer.waits]
-        guards += [(graph.task(a), w) for a in sorted(anc[consumer.name]) for w in graph.task(a).waits]
-        if not guards:
+        reads = [a for a in consumer.accesses if a.mode == "read" and a.tensor in writers]
+        if not reads:
             continue
-        for read in consumer.accesses:
-            if read.mode != "read" or read.tensor not in writers:
-                continue
-            live = [(t, w) for t, w in guards if t.name != consumer.name or w.order < read.order]
-            if not live:
-                continue
+        guards: list[tuple[Task, SignalOp]] | None = None
+        for read in reads:
+
+            def is_live(tw: tuple[Task, SignalOp], read: Access = read, name: str = consumer.name) -> bool:
+                return tw[0].name != name or tw[1].order < read.order
+
             for writer, store in writers[read.tensor]:
                 if (
                     store.span in reported
@@ -269,6 +289,16 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     or consumer.name in anc[writer.name]
                 ):
                     continue
+                if published(writer, store, filter(is_live, nearest_guards(consumer))):
+                    continue  # a verdict of OK wins over every other guard
+                if guards is None:
+                    guards = [(consumer, w) for w in consumer.waits]
+                    guards += [
+                        (graph.task(a), w)
+                        for a in reach.ancestors_among(consumer.name, by_name)
+                        for w in graph.task(a).waits
+                    ]
+                live = [tw for tw in guards if is_live(tw)]
                 best: tuple[_Verdict, Task, SignalOp] | None = None
                 for wait_task, wait in live:
                     fed = feeders_of(wait_task, wait)

@@ -50,6 +50,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.body import StoreS
+from lowering.checks.index import graph_index, waits_on
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Unchecked, Uncountable
 from lowering.checks.rule import CheckContext, finding
@@ -133,16 +134,15 @@ def _full_observers(
 ) -> list[tuple[Task, SignalOp]]:
     """Waits on ``(rank, cell)`` ordered before ``before`` whose threshold covers every credit."""
     out = []
-    for task in graph.tasks:
-        for wait in task.waits:
-            if wait.signal != signal or not _ordered_before(ctx, task.name, wait.order, *before):
-                continue
-            try:
-                cells = counting.analyse_wait(graph, ctx, task, wait, env)
-            except (Uncountable, Unchecked):
-                continue
-            if any(c.rank == rank and c.cell == cell and c.f1 >= c.credits for c in cells):
-                out.append((task, wait))
+    for task, wait in waits_on(graph, signal):
+        if not _ordered_before(ctx, task.name, wait.order, *before):
+            continue
+        try:
+            cells = counting.analyse_wait(graph, ctx, task, wait, env)
+        except (Uncountable, Unchecked):
+            continue
+        if any(c.rank == rank and c.cell == cell and c.f1 >= c.credits for c in cells):
+            out.append((task, wait))
     return out
 
 
@@ -201,6 +201,8 @@ def _window_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         for a in t.accesses:
             if a.peer is not None and a.writes:
                 remote_writers.setdefault(a.tensor, set()).add(t.name)
+    adders = [(t, op) for ops in graph_index(graph).notifies.values() for t, op in ops if op.op == "add"]
+    publishing_of: dict[frozenset[str], set[str]] = {}
     reported: set = set()
     for task in graph.tasks:
         for stmt in counting.walk(task.body):
@@ -220,26 +222,23 @@ def _window_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 ),
                 10**9,
             )
-            publishing = {
-                op.signal
-                for t in graph.tasks
-                for op in t.notifies
-                if op.op == "add" and any(w == t.name or w in anc[t.name] for w in writers)
-            }
+            key = frozenset(writers)
+            if key not in publishing_of:  # signals notified by (or after) a writer
+                publishing_of[key] = {
+                    op.signal for t, op in adders if any(w == t.name or w in anc[t.name] for w in writers)
+                }
+            publishing = publishing_of[key]
             observed = False
             for signal in sorted(publishing):
-                for wt in graph.tasks:
-                    for wait in wt.waits:
-                        if wait.signal != signal or not _ordered_before(
-                            ctx, wt.name, wait.order, task.name, order
-                        ):
-                            continue
-                        try:
-                            cells = counting.analyse_wait(graph, ctx, wt, wait, env)
-                        except (Uncountable, Unchecked):
-                            continue
-                        if cells and all(c.f1 >= c.credits for c in cells):
-                            observed = True
+                for wt, wait in waits_on(graph, signal):
+                    if not _ordered_before(ctx, wt.name, wait.order, task.name, order):
+                        continue
+                    try:
+                        cells = counting.analyse_wait(graph, ctx, wt, wait, env)
+                    except (Uncountable, Unchecked):
+                        continue
+                    if cells and all(c.f1 >= c.credits for c in cells):
+                        observed = True
             if observed:
                 continue
             reported.add(stmt.span)

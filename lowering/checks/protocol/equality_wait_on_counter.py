@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lowering.checks.index import notifiers
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
@@ -54,7 +55,7 @@ def _adders(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: di
             return None
         return sorted({d.task for d in adds})
     except Uncountable:
-        ops = [(t.name, op) for t in graph.tasks for op in t.notifies if op.signal == wait.signal]
+        ops = [(t.name, op) for t, op in notifiers(graph, wait.signal)]
         if any(op.op == "set" and not counting.is_clear(op) for _, op in ops):
             return None
         names = sorted({name for name, op in ops if op.op == "add"})

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lowering.checks.index import waits_on
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
@@ -66,13 +67,10 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             deps = [d for d in counting.deposits(graph, ctx, signal, env) if d.value > 0]
             waited: dict[tuple, set[str]] = {}
             first_wait: dict[str, tuple] = {}
-            for t in graph.tasks:
-                for w in t.waits:
-                    if w.signal != signal:
-                        continue
-                    first_wait.setdefault(t.name, (t, w))
-                    for rank, cell, _s, _b in counting.wait_cells(graph, t, w, env):
-                        waited.setdefault((rank, cell), set()).add(t.name)
+            for t, w in waits_on(graph, signal):
+                first_wait.setdefault(t.name, (t, w))
+                for rank, cell, _s, _b in counting.wait_cells(graph, t, w, env):
+                    waited.setdefault((rank, cell), set()).add(t.name)
         except Uncountable:
             continue  # D103 reports it
         per_task: dict[str, dict[tuple, list]] = {}

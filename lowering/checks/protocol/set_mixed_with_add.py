@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lowering.checks.index import notifiers
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
@@ -48,9 +49,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     signals = sorted({op.signal for t in graph.tasks for op in t.notifies if op.op == "set"})
     for signal in signals:
-        add_ops = [
-            (t, op) for t in graph.tasks for op in t.notifies if op.signal == signal and op.op == "add"
-        ]
+        add_ops = [(t, op) for t, op in notifiers(graph, signal) if op.op == "add"]
         if not add_ops:
             continue
         try:
@@ -66,9 +65,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             first_add = add_ops[0][0].name
             hits = [
                 (counting.SetWrite(t.name, op, 0, 0, (), False), first_add)
-                for t in graph.tasks
-                for op in t.notifies
-                if op.signal == signal and op.op == "set" and not counting.is_clear(op)
+                for t, op in notifiers(graph, signal)
+                if op.op == "set" and not counting.is_clear(op)
             ]
             exact = False
         for s, adder in hits:

@@ -16,6 +16,7 @@ zero-seed question of N202.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
 
 from lowering.checks.access_instances import (
@@ -23,14 +24,15 @@ from lowering.checks.access_instances import (
     distinct,
     first_overlap,
     hits,
-    hull,
     hulls_meet,
     intersection_text,
     local_tensor,
 )
+from lowering.checks.index import accesses_of
 from lowering.checks.rule import CheckContext
 from lowering.edges import OUTPUT_EXISTING, argument_tags
 from lowering.ir import Access, Graph, Task
+from lowering.symbolic import EvalError, bounds
 
 # Why no edge orders the pair.
 WAR = "war"  # reader then writer: the runtime never adds WAR edges
@@ -67,11 +69,7 @@ def _find(graph: Graph, ctx: CheckContext):
     for name, tensor in graph.tensors.items():
         if not local_tensor(tensor):
             continue
-        users: list[tuple[Task, list[Access]]] = []
-        for task in graph.tasks:
-            accs = [a for a in task.accesses if a.tensor == name and a.mode != "anchor"]
-            if accs:
-                users.append((task, accs))
+        users = users_of(graph, name)
         for i, j in _candidates(graph, users):
             (t1, accs1), (t2, accs2) = users[i], users[j]
             if t1.name in anc[t2.name]:
@@ -86,12 +84,29 @@ def _find(graph: Graph, ctx: CheckContext):
             yield Conflict(name, t1, t2, a, b, kind, cause, where, reader)
 
 
+def users_of(graph: Graph, tensor: str) -> list[tuple[Task, list[Access]]]:
+    """The tasks that access ``tensor`` (anchors aside), with those accesses, in submission order."""
+    users: list[tuple[Task, list[Access]]] = []
+    for task, a in accesses_of(graph, tensor):
+        if a.mode == "anchor":
+            continue
+        if users and users[-1][0] is task:
+            users[-1][1].append(a)
+        else:
+            users.append((task, [a]))
+    return users
+
+
 def _candidates(graph: Graph, users: list[tuple[Task, list[Access]]]) -> list[tuple[int, int]]:
     """Pairs of users (i < j) whose footprints' bounding boxes meet and one of which writes.
 
     A sweep over the boxes' first dimension, so that many tasks touching disjoint slices
-    of one tensor (task arrays of experts, tiles) cost n log n, not n squared.
+    of one tensor (task arrays of experts, tiles) cost n log n, not n squared; a read is only
+    compared with the writes open at its start, so many readers of one region (a weight
+    every task reads) cost no more than its writers do.
     """
+    if not any(a.writes for _task, accs in users for a in accs):
+        return []
     boxes = []
     for i, (task, accs) in enumerate(users):
         for a in accs:
@@ -100,13 +115,20 @@ def _candidates(graph: Graph, users: list[tuple[Task, list[Access]]]) -> list[tu
                 boxes.append((box, i, a.writes))
     boxes.sort(key=lambda x: x[0][0][0])
     out: set[tuple[int, int]] = set()
-    active: list[tuple[tuple[tuple[int, int], ...], int, bool]] = []
-    for box, i, writes in boxes:
-        active = [x for x in active if x[0][0][1] > box[0][0]]
-        for other, j, other_writes in active:
-            if j != i and (writes or other_writes) and hulls_meet(box, other):
-                out.add((min(i, j), max(i, j)))
-        active.append((box, i, writes))
+    # open boxes per kind (reads, writes): id -> (box, user); a heap of (stop, id) expires them
+    active: tuple[dict[int, tuple], dict[int, tuple]] = ({}, {})
+    expiry: list[tuple[int, int, bool]] = []
+    for n, (box, i, writes) in enumerate(boxes):
+        start = box[0][0]
+        while expiry and expiry[0][0] <= start:
+            _stop, k, w = heapq.heappop(expiry)
+            del active[w][k]
+        for side in (0, 1) if writes else (1,):
+            for other, j in active[side].values():
+                if j != i and hulls_meet(box, other):
+                    out.add((min(i, j), max(i, j)))
+        active[writes][n] = (box, i)
+        heapq.heappush(expiry, (box[0][1], n, writes))
     return sorted(out)
 
 
@@ -135,11 +157,52 @@ def _hits(graph: Graph, task: Task, access: Access):
 
 
 def _hull(graph: Graph, task: Task, access: Access):
-    cache = graph.__dict__.setdefault("_access_hulls", {})
+    """A box that contains every element the access touches (None: it never runs).
+
+    Only a filter (pairs whose boxes miss each other cannot conflict; the others are compared
+    execution by execution), so it is bounded over the intervals of block, rank, loop indices
+    and runtime scalars instead of enumerating the executions, and ignores conditions.
+    """
+    cache = graph.__dict__.setdefault("_access_boxes", {})
     key = (task.name, access.order)
     if key not in cache:
-        cache[key] = hull(_hits(graph, task, access))
+        cache[key] = _box(graph, task, access)
     return cache[key]
+
+
+def _box(graph: Graph, task: Task, access: Access) -> tuple[tuple[int, int], ...] | None:
+    if task.blocks < 1:
+        return None
+    cache = graph.__dict__.setdefault("_access_boxes", {})
+    base = cache.get(None)  # the environment shared by every access
+    if base is None:
+        nranks = max(graph.nranks, 1)
+        base = cache[None] = {**graph.env(), "rank": (0, nranks - 1), "nranks": graph.nranks}
+        base.update(graph.scalar_ranges())
+    env: dict = {**base, "block": (0, task.blocks - 1)}
+    for loop in access.loops:
+        try:
+            lo, _ = bounds(loop.start, env)
+            _, hi = bounds(loop.stop, env)
+        except EvalError:
+            env.pop(loop.var, None)  # unknown trip count: the index stays unknown
+            continue
+        if hi - 1 < lo:
+            return None  # the loop never runs
+        env[loop.var] = (lo, hi - 1)
+    box = []
+    for rng, extent in zip(access.region, graph.tensors[access.tensor].dims, strict=True):
+        top = extent if extent is not None else 1 << 40
+        try:
+            lo, _ = bounds(rng.start, env)
+            _, hi = bounds(rng.stop, env)
+        except EvalError:
+            lo, hi = 0, top
+        lo, hi = max(lo, 0), min(hi, top)
+        if hi <= lo:
+            return None
+        box.append((lo, hi))
+    return tuple(box)
 
 
 def _cause(kind: str, manual_dep: bool, t1: Task, t2: Task, tag: str | None) -> str:

@@ -39,7 +39,7 @@ from collections.abc import Iterator
 
 from lowering.checks.extents import point_text, points_text
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import facts_at
+from lowering.checks.validity import facts_for
 from lowering.ir import Graph
 from lowering.source import Diagnostic
 
@@ -55,7 +55,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         return
     fails: dict[tuple, list] = defaultdict(list)
     for point in graph.admissible_points():
-        facts = facts_at(ctx, point)
+        facts = facts_for(ctx, point, "sort")
         for task in graph.tasks:
             for ev in facts[task.name].sorts:
                 if ev.kind in ("isa", "order"):

@@ -48,7 +48,7 @@ from collections.abc import Iterator
 
 from lowering.checks.extents import point_text, points_text
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import facts_at, needed_stages
+from lowering.checks.validity import facts_for, needed_stages
 from lowering.ir import Graph
 from lowering.source import Diagnostic
 
@@ -73,7 +73,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     passes: dict[tuple, list] = defaultdict(list)
     order: list[tuple] = []
     for point in graph.admissible_points():
-        facts = facts_at(ctx, point)
+        facts = facts_for(ctx, point, "sort")
         for task in graph.tasks:
             for ev in facts[task.name].sorts:
                 if ev.kind not in ("readout", "row") or ev.chain.broken:

@@ -9,7 +9,9 @@ it must be flagged and itself staged. Not a rule module (no ``CODE``).
 
 from __future__ import annotations
 
-from lowering.checks.order import descendants, predecessors
+import heapq
+
+from lowering.checks.order import descendants, predecessors, successors
 from lowering.checks.points import blocks
 from lowering.checks.rule import CheckContext
 from lowering.ir import Graph, Task
@@ -24,19 +26,33 @@ def cone(graph: Graph, ctx: CheckContext, root: Task, unflagged: frozenset[str] 
     """
     below = descendants(graph, ctx)[root.name]
     preds = predecessors(graph, ctx)
+    succs = successors(graph, ctx)
+    position = ctx.reach.position
     staged = {root.name}
 
     def flagged(name: str) -> bool:
         return graph.task(name).early_resolve and name not in unflagged
 
+    # A staged task has a staged predecessor (its path from the root), so only successors of
+    # staged tasks are candidates; they are decided in submission order, as a scan would.
     out = []
-    for t in graph.tasks:
-        if t.name not in below or t.predicate is not None:
+    frontier = [position[s] for s in succs[root.name]]
+    heapq.heapify(frontier)
+    decided: set[int] = set()
+    while frontier:
+        i = heapq.heappop(frontier)
+        if i in decided:
+            continue
+        decided.add(i)
+        t = graph.tasks[i]
+        if t.predicate is not None:
             continue
         incomplete = [p for p in preds[t.name] if p == root.name or p in below]
         if all(p in staged and flagged(p) for p in incomplete):
             staged.add(t.name)
             out.append(t)
+            for s in succs[t.name]:
+                heapq.heappush(frontier, position[s])
     return out
 
 

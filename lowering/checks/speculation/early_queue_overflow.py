@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks import describe
-from lowering.checks.order import descendants, predecessors
+from lowering.checks.order import descendants, predecessors, successors
 from lowering.checks.points import admissible_envs, blocks
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, Task
@@ -50,8 +50,9 @@ def candidates(graph: Graph, ctx: CheckContext, producer: Task) -> list[Task]:
     preds = predecessors(graph, ctx)
     below = descendants(graph, ctx)[producer.name]
     out = []
-    for t in graph.tasks:
-        if producer.name not in preds[t.name] or t.predicate is not None:
+    for name in successors(graph, ctx)[producer.name]:  # in submission order
+        t = graph.task(name)
+        if t.predicate is not None:
             continue
         if all(p == producer.name or p not in below or graph.task(p).early_resolve for p in preds[t.name]):
             out.append(t)

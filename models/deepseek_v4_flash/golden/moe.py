@@ -265,12 +265,17 @@ def moe_golden(inputs: dict, cfg: MoeConfig = CONFIG, via_buffers: bool = True) 
 
 
 def moe_ffn_golden(
-    x_mixed: np.ndarray, inputs: dict, cfg: MoeConfig = CONFIG, via_buffers: bool = True
+    x_mixed: np.ndarray,
+    inputs: dict,
+    cfg: MoeConfig = CONFIG,
+    via_buffers: bool = True,
+    keep_recv: bool = True,
 ) -> dict[str, np.ndarray]:
     """The MoE between hc_pre and hc_post, all ranks: x_mixed [EP, T, D] (bf16) -> ffn_out.
 
     gate -> shared expert -> dispatch -> routed experts -> combine -> ordered reduce; returns
     ffn_out [EP, T, D] and the intermediates (`moe_golden` adds hc_pre and hc_post around it).
+    `keep_recv=False` leaves out recv_y/recv_count, [EP, NL, RECV_MAX, D] at EP16 (8.6 GB).
     """
     ep, t, tk = cfg.ep, cfg.T, cfg.topk
     n = min(max(int(inputs["num_tokens"]), 0), t)
@@ -340,7 +345,7 @@ def moe_ffn_golden(
         "indices": indices,
         "weights": weights,
     }
-    if via_buffers:
+    if via_buffers and keep_recv:
         out["recv_y"] = np.stack(recv_y_all)
         out["recv_count"] = np.stack(recv_count_all)
     return out
