@@ -1,0 +1,113 @@
+"""The shared structures that keep the lint near-linear give the answers of the naive ones:
+reachability (compressed ancestor sets), the compiled evaluator and the box index."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+import pytest
+
+from lowering.checks.fasteval import compiled
+from lowering.checks.index import BoxIndex
+from lowering.checks.reach import Ancestors, Reach
+from lowering.symbolic import LOOP, Bin, Const, EvalError, Sym, evaluate
+
+
+def _graph(n: int, edges: list[tuple[int, int]]):
+    tasks = [SimpleNamespace(name=f"t{i}") for i in range(n)]
+    return SimpleNamespace(tasks=tasks, edges=[SimpleNamespace(src=f"t{a}", dst=f"t{b}") for a, b in edges])
+
+
+def _naive(n: int, edges: list[tuple[int, int]]) -> list[set[int]]:
+    preds: list[set[int]] = [set() for _ in range(n)]
+    for a, b in edges:
+        preds[b].add(a)
+    anc: list[set[int]] = [set() for _ in range(n)]
+    for i in range(n):
+        for p in preds[i]:
+            anc[i] |= anc[p] | {p}
+    return anc
+
+
+def _shapes(rng: random.Random):
+    n = 300
+    yield n, [(i - 1, i) for i in range(1, n)]  # a chain
+    yield n, [(i - 2, i) for i in range(2, n)]  # two interleaved chains
+    yield n, [(i, n - 1) for i in range(n - 1)]  # independent tasks, one join
+    yield n, [(i - 1, i) for i in range(2, n - 1)] + [(0, n - 1), (n - 2, n - 1)]  # seed read at the end
+    for _ in range(60):
+        n = rng.randint(1, 80)
+        density = rng.random() * 0.3
+        yield n, [(a, b) for b in range(n) for a in range(b) if rng.random() < density]
+
+
+def test_reach_matches_the_transitive_closure():
+    rng = random.Random(7)
+    for n, edges in _shapes(rng):
+        r = Reach(_graph(n, edges))
+        anc = _naive(n, edges)
+        for b in range(n):
+            assert {int(x[1:]) for x in r.ancestors(f"t{b}")} == anc[b]
+            assert r.ancestor_count(f"t{b}") == len(anc[b])
+            assert [int(x[1:]) for x in r.descendants_of(f"t{b}")] == [x for x in range(n) if b in anc[x]]
+            for a in range(n):
+                assert r.before(f"t{a}", f"t{b}") == (a in anc[b])
+                assert r.ordered(f"t{a}", f"t{b}") == (a in anc[b] or b in anc[a])
+
+
+def test_ancestor_sets_behave_like_frozensets():
+    edges = [(0, 1), (1, 2), (0, 3)]
+    ancestors = Ancestors(Reach(_graph(4, edges)))
+    assert set(ancestors) == {"t0", "t1", "t2", "t3"}
+    assert "t0" in ancestors["t2"] and "t3" not in ancestors["t2"] and 5 not in ancestors["t2"]
+    assert len(ancestors["t2"]) == 2
+    assert sorted(ancestors["t2"]) == ["t0", "t1"]
+    assert {"t2"} | ancestors["t2"] == {"t0", "t1", "t2"}
+    assert ancestors["t2"] == frozenset({"t0", "t1"})
+    with pytest.raises(KeyError):
+        ancestors["nope"]
+
+
+def _expr(rng: random.Random, depth: int):
+    if depth == 0 or rng.random() < 0.25:
+        if rng.random() < 0.5:
+            return Const(rng.randint(-6, 6))
+        return Sym(rng.choice("abcz"), LOOP)  # z is never bound
+    op = rng.choice(["+", "-", "*", "//", "%", "cdiv", "min", "max", "==", "!=", "<", "<=", ">", ">=", "and", "or"])
+    return Bin(op, _expr(rng, depth - 1), _expr(rng, depth - 1))
+
+
+def _outcome(f, *args):
+    try:
+        return f(*args)
+    except EvalError as err:
+        return ("EvalError", str(err))
+
+
+def test_compiled_expressions_evaluate_like_evaluate():
+    rng = random.Random(3)
+    for _ in range(3000):
+        e = _expr(rng, 4)
+        env = {"a": rng.randint(-5, 5), "b": rng.randint(-5, 5), "c": rng.randint(0, 3)}
+        assert _outcome(compiled(e), env) == _outcome(evaluate, e, env), e
+
+
+def test_box_index_finds_exactly_the_boxes_that_meet():
+    rng = random.Random(11)
+    for _ in range(50):
+        boxes = []
+        for _ in range(rng.randint(0, 60)):
+            r0 = rng.randint(0, 200)
+            c0 = rng.randint(0, 20)
+            boxes.append(((r0, r0 + rng.choice([1, 2, 3, 8, 40, 200]), 1), (c0, c0 + rng.randint(1, 8), 1)))
+        index = BoxIndex(boxes)
+        for _ in range(20):
+            r0, c0 = rng.randint(0, 220), rng.randint(0, 25)
+            q = ((r0, r0 + rng.randint(1, 50), 1), (c0, c0 + rng.randint(1, 6), 1))
+            want = [
+                i
+                for i, b in enumerate(boxes)
+                if all(min(x[1], y[1]) > max(x[0], y[0]) for x, y in zip(q, b, strict=True))
+            ]
+            assert index.query(q) == want
