@@ -74,7 +74,9 @@ def _expr(rng: random.Random, depth: int):
         if rng.random() < 0.5:
             return Const(rng.randint(-6, 6))
         return Sym(rng.choice("abcz"), LOOP)  # z is never bound
-    op = rng.choice(["+", "-", "*", "//", "%", "cdiv", "min", "max", "==", "!=", "<", "<=", ">", ">=", "and", "or"])
+    op = rng.choice(
+        ["+", "-", "*", "//", "%", "cdiv", "min", "max", "==", "!=", "<", "<=", ">", ">=", "and", "or"]
+    )
     return Bin(op, _expr(rng, depth - 1), _expr(rng, depth - 1))
 
 
