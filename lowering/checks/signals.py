@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.ir import Graph, Loop, SignalOp, Task
 from lowering.symbolic import EvalError, Expr, evaluate
@@ -38,7 +39,10 @@ _UNSET = object()
 
 
 def _iterate(
-    loops: tuple[Loop, ...], env: dict[str, int], budget: list[int], depth: int = 0
+    loops: list[tuple[Loop, Compiled, Compiled, Compiled]],
+    env: dict[str, int],
+    budget: list[int],
+    depth: int = 0,
 ) -> Iterator[dict[str, int]]:
     """``env`` with the loop variables bound, once per iteration (updated in place and
     restored when the loops are done: each yielded environment is valid until the next)."""
@@ -48,9 +52,9 @@ def _iterate(
             raise NotCountable("too many instances to enumerate")
         yield env
         return
-    loop = loops[depth]
+    loop, start_f, stop_f, step_f = loops[depth]
     try:
-        start, stop, step = (evaluate(e, env) for e in (loop.start, loop.stop, loop.step))
+        start, stop, step = start_f(env), stop_f(env), step_f(env)
     except EvalError as err:
         raise NotCountable(f"loop '{loop.var}' has bounds that depend on data ({err})") from None
     saved = env.get(loop.var, _UNSET)
@@ -73,21 +77,23 @@ def instances(
     nranks = evaluate(graph.ranks, env)
     budget = [MAX_INSTANCES]
     base = {**env, "nranks": nranks}
+    loops = [(lp, compiled(lp.start), compiled(lp.stop), compiled(lp.step)) for lp in op.loops]
+    tests = [compiled(c.expr) for c in op.conds]
     for rank in range(nranks):
         base["rank"] = rank
         for block in range(evaluate(task.grid, env)):
             base["block"] = block
-            for scoped in _iterate(op.loops, base, budget):
+            for scoped in _iterate(loops, base, budget):
                 try:
-                    if all(evaluate(c.expr, scoped) for c in op.conds):
+                    if all(test(scoped) for test in tests):
                         yield scoped, rank
                 except EvalError as err:
                     raise NotCountable(f"a condition depends on data ({err})") from None
 
 
-def _cell(op: SignalOp, env: dict[str, int]) -> tuple[int, ...]:
+def _cell(index: list[Compiled], env: dict[str, int]) -> tuple[int, ...]:
     try:
-        return tuple(evaluate(i, env) for i in op.index)
+        return tuple(f(env) for f in index)
     except EvalError as err:
         raise NotCountable(f"the cell index depends on data ({err})") from None
 
@@ -116,13 +122,15 @@ def notify_counts(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -
 
 def _notify_counts(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> Counter:
     out: Counter = Counter()
+    peer_f, value_f = compiled(op.peer), compiled(op.value) if op.value is not None else None
+    index = [compiled(i) for i in op.index]
     for scoped, rank in instances(graph, task, op, env):
         try:
-            peer = evaluate(op.peer, scoped)
-            value = evaluate(op.value, scoped) if op.value is not None else 1
+            peer = peer_f(scoped)
+            value = value_f(scoped) if value_f is not None else 1
         except EvalError as err:
             raise NotCountable(f"peer or value depends on data ({err})") from None
-        out[(rank, peer, _cell(op, scoped))] += value
+        out[(rank, peer, _cell(index, scoped))] += value
     return out
 
 
@@ -138,8 +146,9 @@ def _waited_cells(
     graph: Graph, task: Task, op: SignalOp, env: dict[str, int]
 ) -> dict[tuple[int, tuple], Expr]:
     out: dict[tuple[int, tuple], Expr] = {}
+    index = [compiled(i) for i in op.index]
     for scoped, rank in instances(graph, task, op, env):
-        out[(rank, _cell(op, scoped))] = op.expected
+        out[(rank, _cell(index, scoped))] = op.expected
     return out
 
 

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from lowering.body import CallV, FloatV, ForS, IfS, IntV, RemoteStoreS, Stmt
+from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable
@@ -85,8 +86,16 @@ def point_label(graph: Graph, env: dict[str, int]) -> str:
 _UNSET = object()
 
 
+def _prepared(loops: tuple[Loop, ...]) -> list[tuple[Loop, Compiled, Compiled, Compiled]]:
+    return [(loop, compiled(loop.start), compiled(loop.stop), compiled(loop.step)) for loop in loops]
+
+
 def _loops(
-    loops: tuple[Loop, ...], env: dict[str, int], budget: list[int], lenient: bool, depth: int = 0
+    loops: list[tuple[Loop, Compiled, Compiled, Compiled]],
+    env: dict[str, int],
+    budget: list[int],
+    lenient: bool,
+    depth: int = 0,
 ) -> Iterator[dict[str, int]]:
     """``env`` with the loop variables bound, once per iteration. ``env`` is updated in place
     (and restored when the loops are done): each yielded environment is valid until the next."""
@@ -96,9 +105,9 @@ def _loops(
             raise Uncountable("too many instances to enumerate")
         yield env
         return
-    loop = loops[depth]
+    loop, start_f, stop_f, step_f = loops[depth]
     try:
-        start, stop, step = (evaluate(e, env) for e in (loop.start, loop.stop, loop.step))
+        start, stop, step = start_f(env), stop_f(env), step_f(env)
     except EvalError:
         if not lenient:
             raise Uncountable(f"the trip count of loop '{loop.var}' depends on data") from None
@@ -118,10 +127,10 @@ def _loops(
             env[loop.var] = saved
 
 
-def _holds(conds: tuple[Condition, ...], env: dict[str, int], lenient: bool) -> bool:
-    for c in conds:
+def _holds(conds: list[tuple[Condition, Compiled]], env: dict[str, int], lenient: bool) -> bool:
+    for c, holds in conds:
         try:
-            if not evaluate(c.expr, env):
+            if not holds(env):
                 return False
         except EvalError:
             if not lenient:
@@ -152,12 +161,14 @@ def run(
     nranks = evaluate(graph.ranks, env)
     budget = [MAX_INSTANCES]
     base = {**env, "nranks": nranks}
+    prepared = _prepared(loops)
+    tests = [(c, compiled(c.expr)) for c in conds]
     for rank in range(nranks):
         base["rank"] = rank
         for block in range(evaluate(task.grid, env)):
             base["block"] = block
-            for scoped in _loops(loops, base, budget, lenient):
-                if _holds(conds, scoped, lenient):
+            for scoped in _loops(prepared, base, budget, lenient):
+                if _holds(tests, scoped, lenient):
                     yield scoped, rank, block
 
 
@@ -178,20 +189,26 @@ def executors(
     out: set[tuple[int, int]] = set()
     budget = [MAX_INSTANCES]
     base = {**env, "nranks": nranks}
+    prepared = _prepared(loops)
+    tests = [(c, compiled(c.expr)) for c in conds]
     for rank in range(nranks):
         base["rank"] = rank
         for block in range(evaluate(task.grid, env)):
             base["block"] = block
-            for scoped in _loops(loops, base, budget, lenient):
-                if _holds(conds, scoped, lenient):
+            for scoped in _loops(prepared, base, budget, lenient):
+                if _holds(tests, scoped, lenient):
                     out.add((rank, block))
                     break
     return out
 
 
 def evaluate_or_raise(expr: Expr, env: dict[str, int], what: str) -> int:
+    return _value(compiled(expr), env, what)
+
+
+def _value(fn: Compiled, env: dict[str, int], what: str) -> int:
     try:
-        return evaluate(expr, env)
+        return fn(env)
     except EvalError:
         raise Uncountable(f"the {what} depends on data") from None
 
@@ -246,6 +263,8 @@ def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) 
         for task, op in notifiers(graph, signal):
             if op.op != "add":
                 continue
+            peer_f, value_f = compiled(op.peer), compiled(op.value) if op.value is not None else None
+            index_f = [compiled(i) for i in op.index]
             try:
                 for scoped, rank, block in run(graph, task, op.loops, op.conds, env):
                     out.append(
@@ -253,9 +272,9 @@ def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) 
                             task.name,
                             op,
                             rank,
-                            evaluate_or_raise(op.peer, scoped, "peer"),
-                            tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index),
-                            evaluate_or_raise(op.value, scoped, "value") if op.value is not None else 1,
+                            _value(peer_f, scoped, "peer"),
+                            tuple(_value(f, scoped, "cell index") for f in index_f),
+                            _value(value_f, scoped, "value") if value_f is not None else 1,
                             block,
                         )
                     )
@@ -274,10 +293,11 @@ def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]
         for task, op in notifiers(graph, signal):
             if op.op != "set":
                 continue
+            peer_f, index_f = compiled(op.peer), [compiled(i) for i in op.index]
             try:
                 for scoped, rank, _block in run(graph, task, op.loops, op.conds, env, lenient=True):
-                    peer = evaluate_or_raise(op.peer, scoped, "peer")
-                    cell = tuple(evaluate_or_raise(i, scoped, "cell index") for i in op.index)
+                    peer = _value(peer_f, scoped, "peer")
+                    cell = tuple(_value(f, scoped, "cell index") for f in index_f)
                     out.append(SetWrite(task.name, op, rank, peer, cell, is_clear(op)))
             except Uncountable as err:
                 raise Uncountable(err.reason, task.name, op.span) from None
@@ -290,9 +310,10 @@ def wait_cells(
     graph: Graph, task: Task, wait: SignalOp, env: dict[str, int]
 ) -> Iterator[tuple[int, tuple[int, ...], dict[str, int], int]]:
     """(rank, cell, scoped environment, block) of every wait instance that may run."""
+    index_f = [compiled(i) for i in wait.index]
     try:
         for scoped, rank, block in run(graph, task, wait.loops, wait.conds, env, lenient=True):
-            yield rank, tuple(evaluate_or_raise(i, scoped, "cell index") for i in wait.index), scoped, block
+            yield rank, tuple(_value(f, scoped, "cell index") for f in index_f), scoped, block
     except Uncountable as err:
         raise Uncountable(err.reason, task.name, wait.span) from None
 
