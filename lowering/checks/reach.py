@@ -99,6 +99,14 @@ class Reach:
         na, nb = self.num[self.position[a]], self.num[self.position[b]]
         return self._in(na, nb) or self._in(nb, na)
 
+    def number(self, name: str) -> int:
+        """The task's number in the post-order (for :meth:`before_number`)."""
+        return self.num[self.position[name]]
+
+    def before_number(self, x: int, k: int) -> bool:
+        """:meth:`before` on numbers: is task number ``x`` an ancestor of task number ``k``?"""
+        return self._in(x, k)
+
     def _in(self, x: int, k: int) -> bool:
         lo, hi, base, m = self._sets[k]
         if lo <= x < hi:

@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks import describe
-from lowering.checks.handshake.need import need, parkable_behind, shares_cores, waiters
+from lowering.checks.handshake.need import need, shares_cores, waiters
 from lowering.checks.order import unordered
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, Task
@@ -49,12 +49,26 @@ SEVERITY = "warning"
 SUMMARY = "unordered spinning waiters of one core shape, where one can park a task the other needs"
 
 
+def _needed(graph: Graph, ctx: CheckContext, waiter: Task) -> list[tuple[Task, int]]:
+    """Need(waiter) in submission order, each task with its reachability number (cached)."""
+    key = ("D109.need", waiter.name)
+    if key not in ctx.cache:
+        r = ctx.reach
+        tasks = sorted((graph.task(n) for n in need(graph, ctx, waiter)), key=lambda t: t.order)
+        ctx.cache[key] = [(t, r.number(t.name)) for t in tasks]
+    return ctx.cache[key]
+
+
 def _hazard(graph: Graph, ctx: CheckContext, w1: Task, w2: Task) -> list[Task]:
-    """Tasks of Need(w1) that w2 blocks: w2 itself, or tasks parkable behind w2."""
+    """Tasks of Need(w1) that w2 blocks: w2 itself, or tasks parkable behind w2 (unordered
+    with it, on cores it can hold: ``parkable_behind``, with the order tests on numbers)."""
+    r = ctx.reach
+    k2 = r.number(w2.name)
     out = []
-    for name in sorted(need(graph, ctx, w1), key=lambda n: graph.task(n).order):
-        task = graph.task(name)
-        if name == w2.name or parkable_behind(ctx, task, w2):
+    for task, k in _needed(graph, ctx, w1):
+        if task.name == w2.name:
+            out.append(task)
+        elif shares_cores(task, w2) and not r.before_number(k, k2) and not r.before_number(k2, k):
             out.append(task)
     return out
 
