@@ -16,7 +16,6 @@ from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate_exprs import INT_OPS
 from dsl.elaborate_tasks import TaskElaboration, emitted_in
-from dsl.perf import paused_gc
 from lowering import ir
 from lowering.checks.capacity.derived import (
     EMITTED,
@@ -25,6 +24,7 @@ from lowering.checks.capacity.derived import (
     derive_capacities,
     emitted_name,
 )
+from lowering.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
 from lowering.symbolic import PARAM, SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
 

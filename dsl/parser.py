@@ -19,7 +19,7 @@ from lark import Token, Transformer
 
 from dsl import ast
 from dsl.codes import diag
-from dsl.perf import paused_gc
+from lowering.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")

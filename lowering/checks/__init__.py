@@ -6,16 +6,14 @@ Rules are found by walking this package: every module that defines ``CODE`` and
 
 from __future__ import annotations
 
-import gc
 import importlib
 import pkgutil
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 
 from lowering.checks.rule import CheckContext, Rule
 from lowering.ir import Graph
+from lowering.perf import paused_gc
 from lowering.source import Diagnostic
 
 
@@ -30,23 +28,6 @@ def all_rules() -> dict[str, Rule]:
                 raise ValueError(f"rule code {rule.code} is defined twice")
             rules[rule.code] = rule
     return dict(sorted(rules.items()))
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """Suspend the cyclic garbage collector while the rules run (as ``dsl.perf.paused_gc`` does
-    for the front end): the rules allocate millions of small objects that stay alive in their
-    caches, and every full collection would rescan them and the whole IR. Reference counting
-    still frees what is not cyclic."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.freeze()  # what was allocated meanwhile goes straight to the oldest generation
-            gc.unfreeze()
-            gc.enable()
 
 
 def run_rules(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Set
 
-from lowering.checks.reach import Reach
+from lowering.checks.reach import Reach, ReachMap
 from lowering.checks.rule import CheckContext
 from lowering.ir import Edge, Graph
 
@@ -33,27 +33,11 @@ class DescendantSet(Set):
         return frozenset(it)
 
 
-class Descendants(Mapping):
-    def __init__(self, r: Reach):
-        self._reach = r
-
-    def __getitem__(self, name: str) -> DescendantSet:
-        if name not in self._reach.position:
-            raise KeyError(name)
-        return DescendantSet(self._reach, name)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._reach.names)
-
-    def __len__(self) -> int:
-        return len(self._reach.names)
-
-
 def descendants(graph: Graph, ctx: CheckContext) -> Mapping[str, Set[str]]:
     """Transitive successors of each task (membership is O(1); iteration walks the successors)."""
     cached = ctx.cache.get("descendants")
     if cached is None:
-        cached = ctx.cache["descendants"] = Descendants(ctx.reach)
+        cached = ctx.cache["descendants"] = ReachMap(ctx.reach, DescendantSet)
     return cached
 
 

@@ -21,7 +21,7 @@ as with explicit sets; the worst case (no useful numbering) degrades to plain bi
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Set
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 
 from lowering.ir import Graph
 
@@ -235,19 +235,25 @@ class AncestorSet(Set):
         return frozenset(it)
 
 
-class Ancestors(Mapping):
-    """``ancestors[name]``: the transitive predecessors of each task, computed lazily."""
+class ReachMap(Mapping):
+    """``m[name]``: a lazily built, read-only set per task (ancestors or descendants)."""
 
-    def __init__(self, r: Reach):
+    def __init__(self, r: Reach, make_set: Callable[[Reach, str], Set]):
         self._reach = r
+        self._make = make_set
 
-    def __getitem__(self, name: str) -> AncestorSet:
+    def __getitem__(self, name: str) -> Set:
         if name not in self._reach.position:
             raise KeyError(name)
-        return AncestorSet(self._reach, name)
+        return self._make(self._reach, name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._reach.names)
 
     def __len__(self) -> int:
         return len(self._reach.names)
+
+
+def Ancestors(r: Reach) -> ReachMap:  # noqa: N802 - reads as the type it builds
+    """The transitive predecessors of each task, computed lazily."""
+    return ReachMap(r, AncestorSet)

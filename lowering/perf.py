@@ -1,4 +1,5 @@
-"""Performance helpers of the front end."""
+"""Keeping the garbage collector out of passes that build large acyclic structures
+(the front end's IR, the lint's analysis caches)."""
 
 from __future__ import annotations
 
