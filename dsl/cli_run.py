@@ -29,13 +29,16 @@ def _cores(text: str) -> str | tuple[int, int]:
         return text
     aic, sep, aiv = text.partition(",")
     try:
-        if not sep:
-            return (int(aic), 2 * int(aic))
-        return (int(aic), int(aiv))
+        cores = (int(aic), int(aiv) if sep else 2 * int(aic))
     except ValueError:
         raise argparse.ArgumentTypeError(
             f"--cores expects sim, a2a3, a5 or AIC[,AIV], got {text!r}"
         ) from None
+    if cores[0] < 1 or cores[1] != 2 * cores[0]:
+        raise argparse.ArgumentTypeError(
+            f"--cores {text}: a cluster is 1 AIC + 2 AIV, so AIV must be 2 x AIC and AIC >= 1"
+        )
+    return cores
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
