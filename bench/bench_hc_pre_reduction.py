@@ -16,7 +16,7 @@ from pathlib import Path
 
 os.environ.setdefault("DSLC_CACHE_DIR", tempfile.mkdtemp(prefix="dslc-bench-"))
 
-from dsl.api import compile_layer  # noqa: E402
+from dsl.driver.api import compile_layer  # noqa: E402
 
 LAYERS = Path(__file__).resolve().parent / "layers"
 VARIANTS = ("hc_linear_atomic", "hc_linear_ordered", "hc_linear_folded")

@@ -31,7 +31,7 @@ from pathlib import Path
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("DSLC_CACHE_DIR", tempfile.mkdtemp(prefix="dslc-bench-"))
 
-from dsl.api import compile_layer  # noqa: E402
+from dsl.driver.api import compile_layer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ROOT / "models" / "deepseek_v4_flash"

@@ -26,7 +26,7 @@ os.environ.setdefault("DSLC_CACHE_DIR", tempfile.mkdtemp(prefix="dslc-bench-"))
 
 import numpy as np  # noqa: E402
 
-from dsl.api import compile_layer  # noqa: E402
+from dsl.driver.api import compile_layer  # noqa: E402
 from runtime.simulator import DeadlockError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

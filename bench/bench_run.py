@@ -17,7 +17,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from dsl.api import compile_layer  # noqa: E402
+from dsl.driver.api import compile_layer  # noqa: E402
 from runtime import tileops  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ __version__ = "0.1.0"
 
 
 def load(path, *, layer=None, **params):
-    """Compile a layer and import its generated kernels; see :mod:`dsl.api`."""
-    from dsl.api import load as _load
+    """Compile a layer and import its generated kernels; see :mod:`dsl.driver.api`."""
+    from dsl.driver.api import load as _load
 
     return _load(path, layer=layer, **params)

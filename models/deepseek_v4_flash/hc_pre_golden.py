@@ -1,4 +1,4 @@
-"""Golden adapter of ``hc_pre.dsl`` (the golden contract of ``dsl.api``).
+"""Golden adapter of ``hc_pre.dsl`` (the golden contract of ``dsl.driver.api``).
 
 A thin layer over the independent golden ``models.deepseek_v4_flash.golden.hc_pre``: it
 builds the golden's configuration from the layer's parameters, reshapes the tensors to the

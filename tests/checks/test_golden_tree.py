@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from lintutil import FIXTURES, lint, triples
 
-from dsl.api import compile_layer
+from dsl.driver.api import compile_layer
 from dsl.frontend import compile_file, compile_text
 from lowering.checks import all_rules
 from lowering.golden_trees import TreeError, evaluate_text, read_golden_trees

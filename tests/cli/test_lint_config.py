@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from lintcli import copy_fixture, pin_rules, run, workspace
 
-import dsl.cli
-from dsl.config import LintConfig, load_config
+import dsl.driver.cli
+from dsl.driver.config import LintConfig, load_config
 from lowering.source import Severity
 
 STALE = "  # dslc: ignore[D101] stale"  # on good.dsl: an unused suppression, L001 (a warning)
@@ -78,13 +78,13 @@ def test_per_path_ignores_without_a_slash_match_the_file_name(tmp_path, monkeypa
 def test_preset_from_config_and_command_line(tmp_path, monkeypatch, capsys):
     project(tmp_path, monkeypatch, '[tool.dslc]\npreset = "sim"\n')
     seen = []
-    real = dsl.cli.run_rules
+    real = dsl.driver.cli.run_rules
 
     def spy(graph, ctx, codes=None):
         seen.append((ctx.preset, ctx.cores["aiv"]))
         return real(graph, ctx, codes)
 
-    monkeypatch.setattr(dsl.cli, "run_rules", spy)
+    monkeypatch.setattr(dsl.driver.cli, "run_rules", spy)
     codes(capsys, "good.dsl")
     codes(capsys, "good.dsl", "--preset", "a5")
     assert seen == [("sim", 16), ("a5", 72)]

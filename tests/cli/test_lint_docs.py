@@ -8,7 +8,7 @@ import re
 from lintcli import ROOT
 
 from dsl.codes import CODES
-from dsl.report import all_codes, markdown_code_table
+from dsl.driver.report import all_codes, markdown_code_table
 from lowering.checks import all_rules
 from lowering.checks.suppressions import META_CODES
 from lowering.pypto_reader import READER_CODES
@@ -61,7 +61,7 @@ def test_generated_table_has_a_row_per_code():
 
 
 def test_the_configuration_example_in_the_docs_is_valid(tmp_path):
-    from dsl.config import load_config
+    from dsl.driver.config import load_config
     from lowering.source import Severity
 
     text = DOC.read_text(encoding="utf-8")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from lintcli import SARIF_SCHEMA, copy_fixture, expected_findings, pin_rules, run, workspace
 
+from dsl.driver.report import FORMATS, format_findings, to_sarif
 from dsl.render import SourceCache
-from dsl.report import FORMATS, format_findings, to_sarif
 from lowering.checks import all_rules
 from lowering.source import Diagnostic, Severity, Span
 
@@ -286,10 +286,10 @@ def test_fail_on_warning_and_note(tmp_path, monkeypatch, capsys):
 
 
 def test_fail_on_note_counts_notes(good, monkeypatch, capsys):
-    import dsl.cli
+    import dsl.driver.cli
 
     note = Diagnostic("D101", "just so you know", Span(str(good), 24, 3), Severity.NOTE)
-    monkeypatch.setattr(dsl.cli, "run_rules", lambda graph, ctx, codes=None: [note])
+    monkeypatch.setattr(dsl.driver.cli, "run_rules", lambda graph, ctx, codes=None: [note])
     assert run(capsys, "check", good).rc == 0
     assert run(capsys, "check", good, "--fail-on", "warning").rc == 0
     r = run(capsys, "check", good, "--fail-on", "note")
@@ -324,12 +324,12 @@ def test_usage_errors_exit_2_with_e104_and_no_traceback(bad, capsys, argv, messa
 
 
 def test_internal_error_in_a_rule_exits_2_without_traceback(good, monkeypatch, capsys):
-    import dsl.cli
+    import dsl.driver.cli
 
     def boom(graph, ctx, codes=None):
         raise RuntimeError("rule exploded")
 
-    monkeypatch.setattr(dsl.cli, "run_rules", boom)
+    monkeypatch.setattr(dsl.driver.cli, "run_rules", boom)
     r = run(capsys, "check", good, internal_ok=True)
     assert r.rc == 2
     assert r.err == ("dslc: internal error: RuntimeError: rule exploded (rerun with --debug for details)\n")

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dsl.api import compile_layer
+from dsl.driver.api import compile_layer
 from dsl.frontend import compile_file, compile_text
-from lowering.codegen_numpy import UnsafeName, render_numpy
+from lowering.codegen.numpy.emit import UnsafeName, render_numpy
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "fixtures" / "run"

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import dsl
-from dsl.api import RequestRefused
-from dsl.cli import main
+from dsl.driver.api import RequestRefused
+from dsl.driver.cli import main
 from dsl.frontend import compile_text
 from lowering.checks import run_rules
 from lowering.checks.capacity.emission import emitted_counts
@@ -201,7 +201,7 @@ def test_dslc_check_is_clean_on_the_derived_form(capsys):
 
 
 def test_generated_module_is_byte_identical_and_has_no_injected_code():
-    from lowering.codegen_numpy import render_numpy
+    from lowering.codegen.numpy.emit import render_numpy
 
     g = graph_of(DERIVED, "prefill_csa")
     a, b = render_numpy(g, "h", "v"), render_numpy(graph_of(DERIVED, "prefill_csa"), "h", "v")

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsl.api import compile_layer
-from dsl.cli import main
-from dsl.cli_fix import fix_text
+from dsl.driver.api import compile_layer
+from dsl.driver.cli import main
+from dsl.driver.cli_fix import fix_text
 from dsl.frontend import compile_file
 from lowering.checks import run_rules
 from lowering.checks.rule import CheckContext

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsl.api import compile_layer
+from dsl.driver.api import compile_layer
 from dsl.frontend import compile_text
 from lowering.source import CompileError
 from runtime import tileops

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl.cli import main
+from dsl.driver.cli import main
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run"
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl.api import compile_layer
+from dsl.driver.api import compile_layer
 from runtime.sim_errors import DeadlockError
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run"

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dsl.api import compile_layer
+from dsl.driver.api import compile_layer
 from dsl.frontend import compile_file, compile_text
 from lowering import body as ir
 from lowering.source import CompileError

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from dsl import __version__
-from dsl.cli import main
+from dsl.driver.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 SPLIT_K = ROOT / "tests" / "fixtures" / "layers" / "split_k.dsl"
@@ -96,7 +96,7 @@ def test_no_command_prints_help_and_exits_2():
 
 def test_console_script_exit_codes(good, bad):
     # The real entry point, in a subprocess: exit statuses reach the shell.
-    exe = [sys.executable, "-m", "dsl.cli"]
+    exe = [sys.executable, "-m", "dsl.driver.cli"]
     assert subprocess.run([*exe, "--version"], capture_output=True, cwd=ROOT).returncode == 0
     assert subprocess.run([*exe, "check", str(good)], capture_output=True, cwd=ROOT).returncode == 0
     done = subprocess.run([*exe, "check", str(bad)], capture_output=True, cwd=ROOT, text=True)

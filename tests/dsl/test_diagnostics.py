@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from dsl.cli import main
 from dsl.codes import CODES
+from dsl.driver.cli import main
 from dsl.frontend import compile_file, compile_text
 from lowering.source import CompileError
 

@@ -2,7 +2,7 @@
 
 Every input either compiles or raises ``CompileError`` whose diagnostics all carry a code of
 ``dsl/codes.py`` and a position inside the text; no other exception ever escapes. A subset
-also goes through ``dsl.cli.main`` (exit code 0 or 2, never a traceback on stdout/stderr).
+also goes through ``dsl.driver.cli.main`` (exit code 0 or 2, never a traceback on stdout/stderr).
 
 Inputs: layers generated from the grammar (valid and slightly wrong ones), and the fixture
 layers and doc examples mutated at the token level (deletions, duplications, swaps, random
@@ -22,8 +22,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dsl.cli import main
 from dsl.codes import CODES
+from dsl.driver.cli import main
 from dsl.frontend import compile_text
 from lowering.source import CompileError
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dsl.cli import main
+from dsl.driver.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["split_k", "moe_dispatch"]

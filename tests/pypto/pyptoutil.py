@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lowering.codegen_pypto import py_name
-from lowering.codegen_pypto_text import hint_name
+from lowering.codegen.pypto.emit import py_name
+from lowering.codegen.pypto.text import hint_name
 from lowering.ir import Graph, Task
 from lowering.symbolic import NRANKS, Bin, Expr, Sym, simplify, substitute
 

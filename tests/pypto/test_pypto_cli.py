@@ -7,7 +7,7 @@ import shutil
 
 from pyptoutil import FIXTURES, PYPTO_FIXTURES
 
-from dsl.cli import main
+from dsl.driver.cli import main
 
 DYNAMIC = """\
 import pypto.language as pl

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pyptoutil import FIXTURES, ROOT, load_manifest, manifest_problems
 
-from dsl.cli import main
+from dsl.driver.cli import main
 from dsl.frontend import compile_file, compile_text
-from lowering.codegen_pypto import UnsupportedForPyPTO, render_pypto
+from lowering.codegen.pypto.emit import UnsupportedForPyPTO, render_pypto
 
 LAYERS = (
     sorted((FIXTURES / "layers").glob("*.dsl"))

@@ -10,7 +10,7 @@ import pytest
 from pyptoutil import ROOT, canonical, discover_layers
 
 from dsl.frontend import compile_file
-from lowering.codegen_pypto import render_pypto
+from lowering.codegen.pypto.emit import render_pypto
 from lowering.pypto_reader import read_pypto
 from lowering.source import CompileError
 

@@ -4,7 +4,7 @@ Tile ops map to their ``pl`` names (``a + b`` on tiles is ``pl.add``, a comparis
 ``pl.cmp`` with its ``cmp_type``); scalar arithmetic stays Python operators; the few DSL ops
 PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``). A value
 that must be a name (an operand PyPTO takes only as a tile variable) is bound to a
-temporary first. The statements, names and index text are ``codegen_pypto_body.BodyWriter``.
+temporary first. The statements, names and index text are ``lowering.codegen.pypto.body.BodyWriter``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from lowering import body as ir
-from lowering.codegen_pypto_text import (
+from lowering.codegen.pypto.text import (
     Cat,
     Doc,
     Group,

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lowering.codegen_common import IDENTIFIER
+from lowering.codegen.common import IDENTIFIER
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Bin, Const, Expr, Sym
 
 LINE_LENGTH = 110

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import jinja2
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "codegen_templates"
+TEMPLATES = Path(__file__).resolve().parents[2] / "codegen_templates"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

@@ -16,16 +16,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dsl import __version__
-from dsl.cli_fix import add_parser as add_fix_parser
-from dsl.cli_fix import cmd_fix
-from dsl.cli_pypto import PY_SUFFIX, compile_pypto, is_pypto_candidate, lint_pypto_file
-from dsl.cli_run import add_parsers as add_run_parsers
-from dsl.cli_run import cmd_compile, cmd_run
 from dsl.codes import CODES, diag
-from dsl.config import LintConfig, load_config, unknown_selectors
+from dsl.driver.cli_fix import add_parser as add_fix_parser
+from dsl.driver.cli_fix import cmd_fix
+from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, is_pypto_candidate, lint_pypto_file
+from dsl.driver.cli_run import add_parsers as add_run_parsers
+from dsl.driver.cli_run import cmd_compile, cmd_run
+from dsl.driver.config import LintConfig, load_config, unknown_selectors
+from dsl.driver.report import FORMATS, describe_code, format_findings
 from dsl.frontend import compile_text, read_source
 from dsl.render import SourceCache, render
-from dsl.report import FORMATS, describe_code, format_findings
 from lowering.checks import all_rules, run_rules
 from lowering.checks.rule import PRESETS, CheckContext
 from lowering.checks.suppressions import META_CODES, apply_suppressions

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from dsl import __version__
 from dsl.codes import CODES
-from dsl.config import FORMATS, known_codes
+from dsl.driver.config import FORMATS, known_codes
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules
 from lowering.checks.suppressions import META_CODES

@@ -90,9 +90,9 @@ def compile_to_pypto(session) -> int:
     import os
 
     from dsl import __version__
-    from dsl.cli import UsageError
+    from dsl.driver.cli import UsageError
     from dsl.frontend import compile_file
-    from lowering.codegen_pypto import UnsupportedForPyPTO, content_hash, render_pypto
+    from lowering.codegen.pypto.emit import UnsupportedForPyPTO, content_hash, render_pypto
     from runtime.loader import write_atomically
 
     args = session.args

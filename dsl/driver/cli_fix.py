@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from dsl import fix
+from dsl.driver import fix
 from dsl.frontend import compile_text, read_source
 from lowering.checks import run_rules
 from lowering.checks.rule import CheckContext

@@ -5,7 +5,7 @@ back to the same accesses and signals: a store is ``t = pl.assemble(t, v, [offse
 (``atomic=pl.AtomicType.Add`` only for an atomic store), a remote store
 ``pld.tile.remote_store``, notify/wait ``pld.system.notify``/``wait`` with their op and
 comparison, a barrier ``pl.system.syncall``, an anchor read a bare ``pl.read``. Values (tile
-ops and their ``pl`` names) are written by ``codegen_pypto_values``. Long index expressions
+ops and their ``pl`` names) are written by ``lowering.codegen.pypto.values``. Long index expressions
 are bound to an ``_o`` temporary first (the reader inlines integers assigned once), so lines
 stay short.
 """
@@ -13,7 +13,7 @@ stay short.
 from __future__ import annotations
 
 from lowering import body as ir
-from lowering.codegen_pypto_text import (
+from lowering.codegen.pypto.text import (
     INDENT,
     LINE_LENGTH,
     Cat,
@@ -29,7 +29,7 @@ from lowering.codegen_pypto_text import (
     slice_text,
     symbol_namer,
 )
-from lowering.codegen_pypto_values import ValueWriter, dtype_name
+from lowering.codegen.pypto.values import ValueWriter, dtype_name
 from lowering.symbolic import LOOP, Bin, Const, Expr, Sym, difference
 
 CUBE_OPS = frozenset({"matmul", "matmul_acc"})

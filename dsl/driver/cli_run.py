@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from dsl import __version__
-from dsl.api import RequestRefused, compile_layer
-from lowering.codegen_numpy import content_hash, render_numpy
+from dsl.driver.api import RequestRefused, compile_layer
+from lowering.codegen.numpy.emit import content_hash, render_numpy
 from runtime.loader import write_atomically
 from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
 
@@ -73,7 +73,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 def cmd_run(session) -> int:
     args = session.args
     if args.rounds < 1 or (args.ranks is not None and args.ranks < 1) or args.timeout <= 0:
-        from dsl.cli import UsageError
+        from dsl.driver.cli import UsageError
 
         raise UsageError("--rounds, --ranks and --timeout must be positive")
     layer = compile_layer(args.file, session.overrides or None, args.layer)
@@ -140,7 +140,7 @@ def cmd_run(session) -> int:
 
 def _scalars(options: list[str], layer) -> dict[str, int]:
     """``--scalar NAME=VALUE`` options: declared runtime scalars with integer values."""
-    from dsl.cli import UsageError
+    from dsl.driver.cli import UsageError
 
     declared = [n for n in layer.graph.scalars if n != "epoch"]
     out: dict[str, int] = {}
@@ -163,13 +163,13 @@ def _scalars(options: list[str], layer) -> dict[str, int]:
 def cmd_compile(session) -> int:
     args = session.args
     if args.target == "pypto":
-        from dsl.cli_pypto import compile_to_pypto
+        from dsl.driver.cli_pypto import compile_to_pypto
 
         return compile_to_pypto(session)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
-        from dsl.cli import UsageError
+        from dsl.driver.cli import UsageError
 
         raise UsageError(f"-o {out_dir}: not a directory")
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -19,11 +19,11 @@ clean at line length 110.
 from __future__ import annotations
 
 from lowering import body as ir
-from lowering.codegen_common import template_environment, template_hash
-from lowering.codegen_pypto_body import BodyWriter, body_units
-from lowering.codegen_pypto_host import HostParts
-from lowering.codegen_pypto_loops import ArrayDep, groups, templates
-from lowering.codegen_pypto_text import (
+from lowering.codegen.common import template_environment, template_hash
+from lowering.codegen.pypto.body import BodyWriter, body_units
+from lowering.codegen.pypto.host import HostParts
+from lowering.codegen.pypto.loops import ArrayDep, groups, templates
+from lowering.codegen.pypto.text import (
     LINE_LENGTH,
     Cat,
     Doc,
@@ -38,7 +38,7 @@ from lowering.codegen_pypto_text import (
     py_str,
     symbol_namer,
 )
-from lowering.codegen_pypto_values import dtype_name
+from lowering.codegen.pypto.values import dtype_name
 from lowering.ir import Graph, Task, Tensor
 from lowering.symbolic import NRANKS, RANK, SCALAR, Bin, Const, Expr, free_symbols
 

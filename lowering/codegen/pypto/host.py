@@ -9,7 +9,7 @@ with its derived scalars named again, before it builds the ``TensorSpec`` list.
 
 from __future__ import annotations
 
-from lowering.codegen_pypto_text import (
+from lowering.codegen.pypto.text import (
     IDENTIFIER,
     LINE_LENGTH,
     Cat,
@@ -22,7 +22,7 @@ from lowering.codegen_pypto_text import (
     py_name,
     py_str,
 )
-from lowering.codegen_pypto_values import dtype_name
+from lowering.codegen.pypto.values import dtype_name
 from lowering.symbolic import SCALAR, Bin, Expr, Sym, free_symbols
 
 TORCH_DTYPES = {
@@ -40,7 +40,7 @@ TORCH_DTYPES = {
 
 
 class HostParts:
-    """Host driver and specs of the emitter (mixed into ``codegen_pypto._Emitter``)."""
+    """Host driver and specs of the emitter (mixed into ``lowering.codegen.pypto.emit._Emitter``)."""
 
     # ---------------------------------------------------------------- host-side request checks
     def spec_def(self) -> list[str]:

@@ -37,7 +37,7 @@ import numpy as np
 from dsl import __version__
 from dsl.codes import diag
 from dsl.frontend import compile_text, read_source
-from lowering.codegen_numpy import content_hash, render_numpy
+from lowering.codegen.numpy.emit import content_hash, render_numpy
 from lowering.ir import Graph
 from lowering.source import CompileError, Span
 from runtime import compare

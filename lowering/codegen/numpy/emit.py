@@ -10,7 +10,7 @@ Nothing from the source reaches the output as code except names that match
 ``repr`` string literals, locals and loop variables with a ``v_`` prefix.
 
 The module also holds the layer's host guards (``guard cond, "message"``) as
-``check_request(scalars) -> list[str]``, written by ``lowering.codegen_numpy_host``.
+``check_request(scalars) -> list[str]``, written by ``lowering.codegen.numpy.host``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 
 from lowering import body as ir
-from lowering.codegen_common import IDENTIFIER, UnsafeName, checked_name, template_environment, template_hash
-from lowering.codegen_numpy_host import guard_context
+from lowering.codegen.common import IDENTIFIER, UnsafeName, checked_name, template_environment, template_hash
+from lowering.codegen.numpy.host import guard_context
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
     BLOCK,

@@ -1,0 +1,1 @@
+"""NumPy target: the kernels the simulator runs."""

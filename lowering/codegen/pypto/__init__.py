@@ -1,0 +1,1 @@
+"""PyPTO target: one ``pypto.language`` model file per layer."""
