@@ -32,7 +32,7 @@ import itertools
 import time
 import types
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runtime.dispatch import DispatchMixin
@@ -47,7 +47,14 @@ _GeneratorType = types.GeneratorType
 
 
 class Engine(DispatchMixin):
-    """One simulation run: the device state of every rank, the event heap and the counters."""
+    """One simulation run: the device state of every rank, the event heap and the counters.
+
+    ``hosted`` names the ranks whose tasks this engine runs (default: all of them); the MPI
+    backend (``runtime.mpi``) runs one engine per process over its own ranks, with a
+    ``context_type`` whose peer operations go through MPI.
+    """
+
+    context_type = BlockContext
 
     def __init__(
         self,
@@ -64,6 +71,7 @@ class Engine(DispatchMixin):
         early_capacity: int,
         max_block_steps: int,
         on_round_done: Callable[[int], None] | None = None,
+        hosted: Sequence[int] | None = None,
     ) -> None:
         self.program = program
         specs = program.tasks
@@ -73,6 +81,7 @@ class Engine(DispatchMixin):
         self.fifo = policy == "fifo"
         self.racy = self.policy.racy_advisory
         self.nranks = len(mems)
+        self.hosted = tuple(range(self.nranks) if hosted is None else hosted)
         self.ranks = [RankState(r, n_aic, n_threads) for r in range(self.nranks)]
         self.mems = mems
         self.rounds = rounds
@@ -94,19 +103,19 @@ class Engine(DispatchMixin):
         self.completions: deque[TaskInst] = deque()
         self.insts: list[TaskInst] = []
         self.n_complete = 0
-        self.round_left = [self.nranks * len(specs)] * rounds
+        self.round_left = [len(self.hosted) * len(specs)] * rounds
         self._build(specs, scalars)
 
     # ------------------------------------------------------------------ setup
 
     def _build(self, specs: tuple, scalars: dict[str, Any]) -> None:
-        prev: list[list[TaskInst]] = []
+        prev: dict[int, list[TaskInst]] = {}
         for rnd in range(self.rounds):
             sc = dict(scalars)
             if "epoch" in self.program.scalars:
                 sc["epoch"] = rnd + 1
-            cur = []
-            for r in range(self.nranks):
+            cur = {}
+            for r in self.hosted:
                 mem = self.mems[r].for_round(sc)
                 row: list[TaskInst] = []
                 for si, spec in enumerate(specs):
@@ -120,7 +129,7 @@ class Engine(DispatchMixin):
                     inst.n_incomplete = inst.n_unresolved = len(prods)
                     row.append(inst)
                     self.insts.append(inst)
-                cur.append(row)
+                cur[r] = row
             prev = cur
 
     # ------------------------------------------------------------------ main loop
@@ -216,7 +225,7 @@ class Engine(DispatchMixin):
         gen = b.gen
         if gen is None:
             spec = inst.spec
-            b.ctx = ctx = BlockContext(
+            b.ctx = ctx = self.context_type(
                 b.index,
                 inst.nblocks,
                 inst.rank,

@@ -130,7 +130,8 @@ def _check_scalars(program: Program, scalars: dict[str, Any]) -> None:
         raise ValueError(f"program {program.name!r} needs runtime scalars {missing}")
 
 
-def _records(eng: Engine) -> list[BlockRecord]:
+def block_records(eng: Engine) -> list[BlockRecord]:
+    """One record per placed block of ``eng`` (``RunResult.schedule``)."""
     out = []
     for inst in eng.insts:
         for b in inst.blocks:
@@ -245,7 +246,7 @@ def simulate(
         waits=eng.waits,
         deadlock=deadlock,
         rounds=rounds,
-        schedule=_records(eng),
+        schedule=block_records(eng),
         trace_path=trace_path,
         steps=eng.steps,
     )

@@ -1,0 +1,317 @@
+"""``simulate_mpi``: :func:`runtime.simulator.simulate` with the ranks spread over MPI processes.
+
+Called on every process of an MPI job (``mpiexec -n P ...``) with the same arguments; process
+0 alone passes the inputs of every rank, which it sends to the processes hosting them.  Each
+process then simulates its block of ranks (``runtime.mpi.layout``) with its own engine and
+seeded policy, and the run ends on every process with the same outcome: the result, or the
+same :class:`DeadlockError` (one report merged on process 0, naming the cycle across ranks),
+or the same error raised on the process where it happened.  Process 0 merges the schedule,
+the counters, the trace (one process track per rank) and, with ``outputs="gather"``, every
+rank's outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from runtime import sim_errors
+from runtime.deadlock import build_report
+from runtime.memory import RankMemory, build_memory
+from runtime.mpi import load_mpi
+from runtime.mpi.collective import everywhere, on_root
+from runtime.mpi.context import RemoteRank
+from runtime.mpi.control import DEADLOCK, DONE, STOPPED, Control, Stopped
+from runtime.mpi.engine import MpiEngine
+from runtime.mpi.layout import RankLayout
+from runtime.mpi.snapshot import MergedRun, capture
+from runtime.mpi.windows import Windows
+from runtime.policies import POLICIES
+from runtime.program import OUTPUT_KINDS, Program
+from runtime.sim_errors import DeadlockError, SimulatorError
+from runtime.simulator import RunResult, _check_cohorts, _check_scalars, _resolve_cores, block_records
+from runtime.trace import build_trace, write_trace
+
+OUTPUT_MODES = ("gather", "local", "none")
+
+#: Policy seed of a process: the run's seed moved by the first rank it hosts, so one process
+#: hosting every rank draws exactly the in-process sequence.
+_SEED_STRIDE = 1_000_003
+
+
+@dataclass
+class MpiRunResult(RunResult):
+    """:class:`RunResult` of an MPI run, on one process.
+
+    ``blocks_run``, ``makespan``, ``waits``, ``steps`` and ``deadlock`` are global (the same on
+    every process).  On process 0 ``schedule`` covers every rank and, with
+    ``outputs="gather"``, so does ``outputs``; elsewhere both cover the hosted ranks (the
+    entries of other ranks are empty).  ``memory`` holds the hosted ranks' tensors but their
+    windows and signals (MPI memory, freed with the run; windows are in ``outputs``).  ``digests`` maps, per rank, every output/inout tensor that
+    is not a window to the SHA-256 of its bytes (every rank on process 0).
+    """
+
+    procs: int = 1
+    process: int = 0
+    hosted: tuple[int, ...] = ()
+    digests: list[dict[str, str]] = field(default_factory=list)
+
+
+def simulate_mpi(
+    program: Program,
+    inputs: dict[str, np.ndarray] | list[dict[str, np.ndarray]] | None = None,
+    *,
+    ranks: int = 1,
+    comm: Any = None,
+    cores: tuple[int, int] | str = "sim",
+    policy: str = "fifo",
+    seed: int = 0,
+    rounds: int = 1,
+    scalars: dict[str, Any] | None = None,
+    timeout: float = 60.0,
+    trace: str | Path | None = None,
+    raise_on_deadlock: bool = True,
+    early_capacity: int = 64,
+    sched_threads: int | None = None,
+    max_block_steps: int = 1_000_000,
+    outputs: str = "gather",
+    stop_grace: float | None = None,
+) -> MpiRunResult:
+    """Run ``program`` on ``ranks`` ranks spread over the processes of ``comm`` (default: world).
+
+    Arguments are those of :func:`runtime.simulator.simulate`, the same on every process;
+    ``inputs`` (one dict for every rank, or one per rank) is read on process 0 only.
+    ``outputs``: ``"gather"`` every rank's outputs to process 0, ``"local"`` keep each
+    process's own, ``"none"`` keep none (windows are never read, so their untouched pages
+    stay unallocated).  ``stop_grace``: seconds after a stop before process 0 aborts the job
+    because a process does not respond (default ``min(30, max(5, timeout / 4))``).
+
+    Raises what :func:`simulate` raises, on every process: :class:`DeadlockError` (the report
+    merged on process 0 and sent to all), :class:`KernelError`, :class:`SimulationTimeout`...
+    with the diagnostic of the process where it happened.
+    """
+    MPI = load_mpi()
+    program.validate()
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    if ranks < 1 or rounds < 1:
+        raise ValueError("ranks and rounds must be >= 1")
+    if outputs not in OUTPUT_MODES:
+        raise ValueError(f"outputs must be one of {OUTPUT_MODES}, got {outputs!r}")
+    n_aic, threads = _resolve_cores(cores, sched_threads)
+    _check_cohorts(program, n_aic)
+    scalars = dict(scalars or {})
+    _check_scalars(program, scalars)
+    comm = (comm if comm is not None else MPI.COMM_WORLD).Dup()
+    layout = RankLayout(ranks, comm.Get_size())
+    me = comm.Get_rank()
+    hosted = layout.ranks_of(me)
+    local = _scatter_inputs(comm, layout, inputs)
+    mems = everywhere(comm, lambda: build_memory(program, local, len(hosted)))
+    windows = Windows(MPI, comm, program, layout)
+    kinds = {t.name: t.kind for t in program.tensors}
+    for mem, given, r in zip(mems, local, hosted, strict=True):
+        mem.rank, mem.nranks = r, ranks
+        for name, per_rank in windows.arrays.items():
+            if name in given:  # windows start zeroed: never touch the pages of the others
+                per_rank[r][...] = mem.arrays[name]
+            mem.arrays[name] = per_rank[r]
+    windows.publish_initial()
+    grace = stop_grace if stop_grace is not None else min(30.0, max(5.0, timeout / 4))
+    control = Control(MPI, comm, grace)
+    all_mems: list[Any] = [
+        mems[r - hosted.start] if r in hosted else RemoteRank(r, ranks, windows, kinds) for r in range(ranks)
+    ]
+    eng = MpiEngine(
+        program,
+        all_mems,
+        windows=windows,
+        control=control,
+        n_aic=n_aic,
+        n_threads=threads,
+        policy=policy,
+        seed=seed + _SEED_STRIDE * hosted.start,
+        rounds=rounds,
+        scalars=scalars,
+        timeout=timeout,
+        early_capacity=early_capacity,
+        max_block_steps=max_block_steps,
+        hosted=hosted,
+    )
+    try:
+        verdict = eng.run()
+    except Stopped:
+        verdict = control.finish()
+    except SimulatorError as err:
+        control.stop(type(err).__name__, str(err))
+        verdict = control.finish()
+    except Exception as err:  # a bug of ours, reported like a simulator error on every process
+        control.stop(
+            "SimulatorError",
+            f"internal error on MPI process {me} ({layout.describe(me)}): {type(err).__name__}: {err}",
+        )
+        verdict = control.finish()
+    ending = _conclude(
+        comm, eng, control, verdict, program, layout, mems, outputs, trace, n_aic, threads, policy, seed
+    )
+    windows.free()
+    control.free()
+    comm.Free()
+    return _deliver(ending, eng, program, layout, mems, hosted, me, raise_on_deadlock, rounds)
+
+
+def _scatter_inputs(comm: Any, layout: RankLayout, inputs: Any) -> list[dict[str, np.ndarray]]:
+    """Process 0 sends every process the inputs of the ranks it hosts, one process at a time."""
+
+    def split() -> list[dict[str, np.ndarray]]:
+        given = inputs if inputs is not None else {}
+        per_rank = [given] * layout.nranks if isinstance(given, dict) else list(given)
+        if len(per_rank) != layout.nranks:
+            raise ValueError(f"got inputs for {len(per_rank)} ranks, expected {layout.nranks}")
+        return per_rank
+
+    per_rank = on_root(comm, split)
+    if comm.Get_rank() == 0:
+        for proc in range(1, layout.nprocs):
+            comm.send([per_rank[r] for r in layout.ranks_of(proc)], dest=proc, tag=1)
+        return [per_rank[r] for r in layout.ranks_of(0)]
+    return comm.recv(source=0, tag=1)
+
+
+def _local_outputs(
+    program: Program, mems: list[RankMemory], mode: str
+) -> tuple[dict[int, dict[str, np.ndarray]], dict[int, dict[str, str]]]:
+    """The hosted ranks' outputs (windows copied out of the MPI memory freed with the run)
+    and the digests of their output and inout tensors."""
+    kinds = {t.name: t.kind for t in program.tensors}
+    outs, digests = {}, {}
+    for m in mems:
+        digests[m.rank] = {
+            k: hashlib.sha256(np.ascontiguousarray(v).tobytes()).hexdigest()
+            for k, v in m.arrays.items()
+            if kinds[k] in ("output", "inout")
+        }
+        if mode != "none":
+            outs[m.rank] = {
+                k: np.array(v) if kinds[k] == "window" else v
+                for k, v in m.arrays.items()
+                if kinds[k] in OUTPUT_KINDS
+            }
+    return outs, digests
+
+
+def _conclude(
+    comm: Any,
+    eng: MpiEngine,
+    control: Control,
+    verdict: int,
+    program: Program,
+    layout: RankLayout,
+    mems: list[RankMemory],
+    outputs: str,
+    trace: str | Path | None,
+    n_aic: int,
+    threads: int,
+    policy: str,
+    seed: int,
+) -> dict[str, Any]:
+    """Gather on process 0, merge, and tell every process how the run ended (collective)."""
+    root = comm.Get_rank() == 0
+    keep = verdict in (DONE, DEADLOCK)
+    outs, digests = _local_outputs(program, mems, outputs) if keep else ({}, {})
+    snap = capture(eng) if keep or trace is not None else None
+    snaps = comm.gather(snap, root=0)
+    gathered = comm.gather((outs if outputs == "gather" else {}, digests), root=0)
+    ending: dict[str, Any] = {"verdict": verdict}
+    if root:
+        merged = None
+        if all(s is not None for s in snaps):
+            merged = MergedRun(
+                program,
+                snaps,
+                n_aic=n_aic,
+                n_threads=threads,
+                nranks=layout.nranks,
+                rounds=eng.rounds,
+                policy=policy,
+                seed=seed,
+            )
+            ending.update(
+                blocks_run=merged.blocks_run, makespan=merged.makespan, waits=merged.waits, steps=merged.steps
+            )
+        if verdict == DEADLOCK:
+            ending["report"] = build_report(merged)
+        if verdict == STOPPED:
+            ending["error"] = _stop_diagnostic(control, layout)
+        if trace is not None and merged is not None:
+            doc = build_trace(merged)
+            doc["otherData"].update(launcher="mpi", procs=layout.nprocs)
+            ending["trace_path"] = write_trace(trace, doc)
+    ending = comm.bcast(ending, root=0)
+    ending["outputs"], ending["digests"] = outs, digests
+    if root:
+        if merged is not None:
+            ending["schedule"] = block_records(merged)
+        if outputs == "gather":
+            ending["outputs"] = {r: o for part, _ in gathered for r, o in part.items()}
+        ending["digests"] = {r: d for _, part in gathered for r, d in part.items()}
+    return ending
+
+
+def _stop_diagnostic(control: Control, layout: RankLayout) -> tuple[str, str]:
+    first = control.first_stopper()
+    diag = control.diagnostic(first) if first is not None else None
+    if diag is None:
+        return "SimulatorError", "the MPI run was stopped without a diagnostic"
+    return diag
+
+
+def _deliver(
+    ending: dict[str, Any],
+    eng: MpiEngine,
+    program: Program,
+    layout: RankLayout,
+    mems: list[RankMemory],
+    hosted: range,
+    me: int,
+    raise_on_deadlock: bool,
+    rounds: int,
+) -> MpiRunResult:
+    """Raise the run's error, or build this process's result."""
+    verdict = ending["verdict"]
+    if verdict == STOPPED:
+        kind, message = ending["error"]
+        cls = getattr(sim_errors, kind, SimulatorError)
+        if not (isinstance(cls, type) and issubclass(cls, SimulatorError)):
+            cls = SimulatorError
+        raise cls(message)
+    deadlock = DeadlockError(ending["report"]) if verdict == DEADLOCK else None
+    if deadlock is not None and raise_on_deadlock:
+        raise deadlock
+    kinds = {t.name: t.kind for t in program.tensors}
+    own = {m.rank: m for m in mems}
+    outs, digests = ending["outputs"], ending["digests"]
+    memory = [
+        {k: v for k, v in own[r].arrays.items() if kinds[k] not in ("window", "signal")} if r in own else {}
+        for r in range(layout.nranks)
+    ]
+    return MpiRunResult(
+        outputs=[outs.get(r, {}) for r in range(layout.nranks)],
+        memory=memory,
+        blocks_run=ending.get("blocks_run", eng.blocks_run),
+        makespan=ending.get("makespan", eng.makespan),
+        waits=ending.get("waits", eng.waits),
+        deadlock=deadlock,
+        rounds=rounds,
+        schedule=ending.get("schedule") or block_records(eng),
+        trace_path=ending.get("trace_path"),
+        steps=ending.get("steps", eng.steps),
+        procs=layout.nprocs,
+        process=me,
+        hosted=tuple(hosted),
+        digests=[digests.get(r, {}) for r in range(layout.nranks)],
+    )
