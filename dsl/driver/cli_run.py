@@ -22,6 +22,7 @@ from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTim
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
 TARGETS = ("numpy", "pypto")
+LAUNCHERS = ("inprocess", "mpi")
 
 
 def _cores(text: str) -> str | tuple[int, int]:
@@ -57,6 +58,18 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
     run.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default="inprocess",
+        help="inprocess (default) or mpi: ranks as MPI processes (pip install 'dslc[mpi]'; docs/distributed.md)",
+    )
+    run.add_argument(
+        "--procs",
+        type=int,
+        metavar="N",
+        help="with --launcher mpi: start mpiexec with N processes on this host",
+    )
+    run.add_argument(
         "--scalar",
         action="append",
         default=[],
@@ -76,18 +89,21 @@ def cmd_run(session) -> int:
         from dsl.driver.cli import UsageError
 
         raise UsageError("--rounds, --ranks and --timeout must be positive")
-    layer = compile_layer(args.file, session.overrides or None, args.layer)
-    ranks = args.ranks or layer.ranks
-    scalars = _scalars(args.scalar, layer)
+    if args.launcher == "mpi":
+        from dsl.driver.run_mpi import run_with_mpi
+
+        return run_with_mpi(session)
+    if args.procs is not None:
+        from dsl.driver.cli import UsageError
+
+        raise UsageError("--procs starts MPI processes: it needs --launcher mpi")
+    layer, ranks, scalars = prepare_run(session)
     inputs = layer.make_inputs(args.seed, ranks)
     for per in inputs:
         per.update(scalars)
-    where = (
-        f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}"
-    )
-    print(f"running {where}, {args.rounds} round(s)")
-    try:
-        result = layer.run(
+    print(f"running {describe_run(args, layer, ranks)}")
+    result = guarded_run(
+        lambda: layer.run(
             inputs,
             ranks=ranks,
             seed=args.seed,
@@ -98,6 +114,30 @@ def cmd_run(session) -> int:
             trace=args.trace,
             progress=sys.stderr.isatty(),
         )
+    )
+    if isinstance(result, int):
+        return result
+    return report_run(args, layer, inputs, result)
+
+
+def prepare_run(session):
+    """Compile the layer of ``dslc run`` and read its rank count and ``--scalar`` options."""
+    args = session.args
+    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    return layer, args.ranks or layer.ranks, _scalars(args.scalar, layer)
+
+
+def describe_run(args, layer, ranks: int) -> str:
+    return (
+        f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}, "
+        f"{args.rounds} round(s)"
+    )
+
+
+def guarded_run(run):
+    """``run()``, or the exit code of the error it raised (printed as ``dslc run`` reports it)."""
+    try:
+        return run()
     except RequestRefused as err:
         print(f"refused: layer {err.layer} does not accept the request")
         for reason in err.reasons:
@@ -115,6 +155,10 @@ def cmd_run(session) -> int:
     except SimulatorError as err:
         print(f"simulator error: {err}")
         return EXIT_ERROR
+
+
+def report_run(args, layer, inputs, result) -> int:
+    """Print the run report and the golden comparison; the exit code."""
     print(f"blocks run {result.blocks_run}, simulated makespan {result.makespan}, waits {result.waits}")
     if args.trace:
         print(f"trace written to {args.trace}")

@@ -193,7 +193,7 @@ class Control:
                     lines.append(diag[1])
             silent = self._silent()
             lines.append(
-                f"MPI processes {', '.join(map(str, silent))} did not stop within {self.stop_grace:g} s after "
+                f"MPI process(es) {', '.join(map(str, silent))} did not stop within {self.stop_grace:g} s after "
                 "the run was stopped (a kernel that runs without yielding?); aborting the MPI job"
             )
         else:

@@ -38,6 +38,49 @@ from runtime.program import Program, numpy_dtype
 CAS_DTYPES = ("float16", "bfloat16")
 
 
+_MADV_DONTNEED, _MADV_REMOVE = 4, 9  # Linux <sys/mman.h>
+
+
+def zero_lazily(raw: np.ndarray) -> None:
+    """Zero ``raw`` without making its pages resident where the kernel allows it.
+
+    MPI memory comes uninitialised.  Writing zeros would allocate every page, and the
+    receive windows of a real MoE layer (128 MiB per rank at D = 4096) are mostly never
+    touched; in-process they are lazily zeroed NumPy arrays.  So the whole pages inside the
+    buffer are given back to the kernel: ``MADV_REMOVE`` punches them out of a shared-memory
+    segment (reads then see zeros), else ``MADV_DONTNEED`` drops private anonymous pages (the
+    same), checked by reading them back (anonymous zero pages cost no memory); whatever is
+    left, or all of it where madvise is not available, is written with zeros.
+    """
+    import ctypes
+    import mmap
+
+    n = raw.size
+    if n == 0:
+        return
+    page = mmap.PAGESIZE
+    addr = raw.__array_interface__["data"][0]
+    lo = -addr % page
+    hi = lo + (n - lo) // page * page if n > lo else lo
+    if hi - lo < page:
+        raw[:] = 0
+        return
+    raw[:lo] = 0
+    raw[hi:] = 0
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        madvise = libc.madvise
+        madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    except (OSError, AttributeError):
+        raw[lo:hi] = 0
+        return
+    if madvise(addr + lo, hi - lo, _MADV_REMOVE) == 0:
+        return
+    if madvise(addr + lo, hi - lo, _MADV_DONTNEED) == 0 and not raw[lo:hi].any():
+        return
+    raw[lo:hi] = 0
+
+
 class Windows:
     """The RMA windows of one run on one process (collective to create and to free)."""
 
@@ -81,12 +124,7 @@ class Windows:
         total = per_rank * len(self.hosted)
         win = MPI.Win.Allocate(max(total, 1), 1, comm=self.comm)
         raw = np.frombuffer(win.tomemory(), dtype=np.uint8)[:total]
-        # A shared-memory segment comes zero-filled from the kernel; zeroing it again would
-        # make every page resident (the receive windows of a real MoE layer are mostly unused).
-        info = win.Get_info()
-        if info.Get("alloc_shm") != "true":
-            raw[:] = 0
-        info.Free()
+        zero_lazily(raw)
         win.Lock_all(MPI.MODE_NOCHECK)
         return win, raw
 
