@@ -1,8 +1,8 @@
-"""Programs for the MPI tests in which one rank goes wrong while its peer waits for it.
+"""Programs for the MPI tests: one rank goes wrong, or is late, while its peer waits for it.
 
 Each is a function returning a :class:`Program` for 2 ranks: rank 0 waits for a notify that
-rank 1 sends after its ``work`` block, and rank 1's ``work`` raises, livelocks or never
-returns. Loaded by ``driver.py`` as ``programs.py:NAME``.
+rank 1 sends after its ``work`` block, and rank 1's ``work`` raises, livelocks, never
+returns, or takes 100 time units. Loaded by ``driver.py`` as ``programs.py:NAME``.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ def _wait(ctx):
         yield ctx.wait("sig", 0, "ge", 1)
 
 
-def _program(name: str, work) -> Program:
+def _program(name: str, work, cost: int = 1) -> Program:
     return Program(
         name,
         (TensorSpec("sig", (1,), "int32", "signal"),),
         (),
         (
-            TaskSpec("work", "aiv", 1, work),
+            TaskSpec("work", "aiv", 1, work, cost=cost, predicate=lambda mem: mem.rank == 1),
             TaskSpec("notify", "aiv", 1, _notify, deps=(0,)),
             TaskSpec("wait", "aiv", 1, _wait),
         ),
@@ -61,3 +61,7 @@ def livelock() -> Program:
 
 def never_returns() -> Program:
     return _program("never_returns", _never_returns)
+
+
+def late_notify() -> Program:
+    return _program("late_notify", lambda ctx: None, cost=100)
