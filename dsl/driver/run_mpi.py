@@ -85,14 +85,19 @@ def run_with_mpi(session) -> int:
     if isinstance(drawn, int):
         return drawn
     inputs, per_rank, run_scalars = drawn if root else (None, None, None)
+    del drawn
     run_scalars = comm.bcast(run_scalars, root=0)
     validate = not args.no_validate and args.rounds == 1 and layer.graph.golden is not None
+    if not validate:
+        inputs = None  # then process 0 keeps only its own ranks' inputs once it sent the others
+    handed = [per_rank]
+    del per_rank
     if root:
         print(f"running {describe_run(args, layer, ranks)}, over {comm.Get_size()} MPI process(es)")
     result = guarded_run(
         lambda: simulate_mpi(
             layer.program,
-            per_rank,
+            handed.pop if root else None,
             ranks=ranks,
             scalars=run_scalars,
             cores=args.cores,

@@ -41,6 +41,7 @@ class MpiEngine(Engine):
         self.windows = windows
         self.control = control
         self._readers: dict[tuple[str, int], CellReader] = {}
+        self.passive_seconds = 0.0  # wall time with nothing runnable (waiting for peers)
         super().__init__(program, mems, **kw)
         self.process = control.me
 
@@ -62,18 +63,22 @@ class MpiEngine(Engine):
                 self._make_ready(inst)
         self._settle()
         control = self.control
+        clock = time.perf_counter
         while True:
             if self.heap:
                 self._drain()
                 control.worked()
                 continue
-            if self._poll_spinners():
+            t0 = clock()
+            woke = self._poll_spinners()
+            if not woke:
+                control.check_stop()
+                self._check_passive_clock()
+                verdict = control.step(self.n_complete == len(self.insts))
+            self.passive_seconds += clock() - t0
+            if woke:
                 control.worked()
-                continue
-            control.check_stop()
-            self._check_passive_clock()
-            verdict = control.step(self.n_complete == len(self.insts))
-            if verdict is not None:
+            elif verdict is not None:
                 return verdict
 
     def _drain(self) -> None:

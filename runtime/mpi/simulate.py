@@ -52,13 +52,16 @@ class MpiRunResult(RunResult):
     ``outputs="gather"``, so does ``outputs``; elsewhere both cover the hosted ranks (the
     entries of other ranks are empty).  ``memory`` holds the hosted ranks' tensors but their
     windows and signals (MPI memory, freed with the run; windows are in ``outputs``).  ``digests`` maps, per rank, every output/inout tensor that
-    is not a window to the SHA-256 of its bytes (every rank on process 0).
+    is not a window to the SHA-256 of its bytes (every rank on process 0).  ``comm`` has, per
+    process, what it issued (``put``, ``get``, ``atomic``, ``notify``, ``read``: [operations,
+    bytes, seconds]) and ``passive_seconds``, its wall time with nothing runnable.
     """
 
     procs: int = 1
     process: int = 0
     hosted: tuple[int, ...] = ()
     digests: list[dict[str, str]] = field(default_factory=list)
+    comm: list[dict[str, Any]] = field(default_factory=list)
 
 
 def simulate_mpi(
@@ -84,7 +87,8 @@ def simulate_mpi(
     """Run ``program`` on ``ranks`` ranks spread over the processes of ``comm`` (default: world).
 
     Arguments are those of :func:`runtime.simulator.simulate`, the same on every process;
-    ``inputs`` (one dict for every rank, or one per rank) is read on process 0 only.
+    ``inputs`` (one dict for every rank, or one per rank, or a function returning them) is
+    read on process 0 only.
     ``outputs``: ``"gather"`` every rank's outputs to process 0, ``"local"`` keep each
     process's own, ``"none"`` keep none (windows are never read, so their untouched pages
     stay unallocated).  ``stop_grace``: seconds after a stop before process 0 aborts the job
@@ -165,21 +169,41 @@ def simulate_mpi(
 
 
 def _scatter_inputs(comm: Any, layout: RankLayout, inputs: Any) -> list[dict[str, np.ndarray]]:
-    """Process 0 sends every process the inputs of the ranks it hosts, one process at a time."""
+    """Process 0 sends every process the inputs of the ranks it hosts, one process at a time.
+
+    Inputs given as a callable are the caller's to drop: process 0 then keeps private copies
+    of the views among its own ranks' inputs, so that the arrays they view (every rank's
+    weights, when a fixture stacks them) are freed once sent.
+    """
 
     def split() -> list[dict[str, np.ndarray]]:
-        given = inputs if inputs is not None else {}
+        given = inputs() if callable(inputs) else inputs
+        given = given if given is not None else {}
         per_rank = [given] * layout.nranks if isinstance(given, dict) else list(given)
         if len(per_rank) != layout.nranks:
             raise ValueError(f"got inputs for {len(per_rank)} ranks, expected {layout.nranks}")
         return per_rank
 
     per_rank = on_root(comm, split)
-    if comm.Get_rank() == 0:
-        for proc in range(1, layout.nprocs):
-            comm.send([per_rank[r] for r in layout.ranks_of(proc)], dest=proc, tag=1)
-        return [per_rank[r] for r in layout.ranks_of(0)]
-    return comm.recv(source=0, tag=1)
+    if comm.Get_rank() != 0:
+        return comm.recv(source=0, tag=1)
+    for proc in range(1, layout.nprocs):
+        comm.send([per_rank[r] for r in layout.ranks_of(proc)], dest=proc, tag=1)
+    own = [per_rank[r] for r in layout.ranks_of(0)]
+    if callable(inputs) and layout.nprocs > 1:
+        own = [{k: _unshared(v) for k, v in d.items()} for d in own]
+    return own
+
+
+def _unshared(value: Any) -> Any:
+    """``value``, copied if it is a view of a larger array (which the copy lets go)."""
+    if (
+        isinstance(value, np.ndarray)
+        and isinstance(value.base, np.ndarray)
+        and value.base.nbytes > value.nbytes
+    ):
+        return np.array(value)
+    return value
 
 
 def _local_outputs(
@@ -226,7 +250,9 @@ def _conclude(
     snap = capture(eng) if keep or trace is not None else None
     snaps = comm.gather(snap, root=0)
     gathered = comm.gather((outs if outputs == "gather" else {}, digests), root=0)
-    ending: dict[str, Any] = {"verdict": verdict}
+    stats = {k: list(v) for k, v in eng.windows.stats.items()}
+    stats["passive_seconds"] = eng.passive_seconds
+    ending: dict[str, Any] = {"verdict": verdict, "comm": comm.gather(stats, root=0)}
     if root:
         merged = None
         if all(s is not None for s in snaps):
@@ -314,4 +340,5 @@ def _deliver(
         process=me,
         hosted=tuple(hosted),
         digests=[digests.get(r, {}) for r in range(layout.nranks)],
+        comm=ending["comm"],
     )

@@ -26,6 +26,7 @@ computes the new value with exactly the NumPy operation the in-process simulator
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -109,6 +110,11 @@ class Windows:
         self._types: dict[tuple, tuple[int, Any]] = {}
         self._derived: list[Any] = []  # committed datatypes, freed with the windows
         self._cells: dict[tuple[str, int, tuple[int, ...]], tuple[int, int]] = {}
+        #: kind -> [operations, bytes, seconds] issued by this process: put, get, atomic (one
+        #: accumulate, or one CAS loop per element), notify, read (a wait polling its cell)
+        self.stats: dict[str, list[float]] = {
+            k: [0, 0, 0.0] for k in ("put", "get", "atomic", "notify", "read")
+        }
         self._nothing32, self._cell32 = np.zeros(1, np.int32), np.zeros(1, np.int32)
         self._nothing64, self._cell64 = np.zeros(1, np.int64), np.zeros(1, np.int64)
         for spec in program.tensors:  # declaration order: the same on every process
@@ -223,8 +229,15 @@ class Windows:
 
     # ------------------------------------------------------------------ data
 
+    def _count(self, kind: str, nbytes: int, since: float) -> None:
+        entry = self.stats[kind]
+        entry[0] += 1
+        entry[1] += nbytes
+        entry[2] += time.perf_counter() - since
+
     def put(self, name: str, rank: int, index: Any, value: Any) -> None:
         """``rank``'s ``name[index] = value`` (NumPy assignment casting), completed at the target."""
+        t0 = time.perf_counter()
         dtype = self._dtype(name)
         base = self._int_types[dtype.itemsize]
         proc, disp, count, dt, shape = self._target(name, rank, index, base)
@@ -234,9 +247,11 @@ class Windows:
             win = self.wins[name]
             win.Put([origin, origin.size, base], proc, (disp, count, dt))
             win.Flush(proc)
+        self._count("put", origin.nbytes, t0)
 
     def get(self, name: str, rank: int, index: Any) -> np.ndarray:
         """A copy of ``rank``'s ``name[index]``."""
+        t0 = time.perf_counter()
         dtype = self._dtype(name)
         base = self._int_types[dtype.itemsize]
         proc, disp, count, dt, shape = self._target(name, rank, index, base)
@@ -245,15 +260,17 @@ class Windows:
             win = self.wins[name]
             win.Get([out, out.size, base], proc, (disp, count, dt))
             win.Flush(proc)
+        self._count("get", out.nbytes, t0)
         return out
 
     def atomic_add(self, name: str, rank: int, index: Any, value: Any) -> None:
         """``rank``'s ``name[index] += value`` as one atomic per element, in the tensor's dtype."""
+        t0 = time.perf_counter()
         dtype = self._dtype(name)
         kind = self.specs[name].dtype
         operand = np.asarray(value).astype(dtype, copy=False)
         if kind in CAS_DTYPES:
-            self._cas_add(name, rank, index, operand)
+            self._count("atomic", self._cas_add(name, rank, index, operand), t0)
             return
         base = self._sum_types[kind]
         proc, disp, count, dt, shape = self._target(name, rank, index, base)
@@ -263,9 +280,11 @@ class Windows:
             win = self.wins[name]
             win.Accumulate([origin, origin.size, base], proc, (disp, count, dt), op)
             win.Flush(proc)
+        self._count("atomic", origin.nbytes, t0)
 
-    def _cas_add(self, name: str, rank: int, index: Any, operand: np.ndarray) -> None:
-        """Compare-and-swap loop per element: read, add in NumPy as in-process, swap if unchanged."""
+    def _cas_add(self, name: str, rank: int, index: Any, operand: np.ndarray) -> int:
+        """Compare-and-swap loop per element: read, add in NumPy as in-process, swap if unchanged;
+        the bytes updated."""
         dtype = operand.dtype
         bits = np.dtype(f"u{dtype.itemsize}")
         off, shape, layout = self._region(name, index)
@@ -290,6 +309,7 @@ class Windows:
                 if seen[0] == old[0]:
                     break
                 old[...] = seen
+        return values.size * dtype.itemsize
 
     # ------------------------------------------------------------------ signals
 
@@ -306,6 +326,7 @@ class Windows:
 
     def notify(self, signal: str, rank: int, key: tuple[int, ...], value: int, op: str, clock: int) -> None:
         """AtomicAdd or Set ``value`` on ``rank``'s int32 cell, after raising its clock to ``clock``."""
+        t0 = time.perf_counter()
         MPI = self.MPI
         proc, cell = self._cell(signal, rank, key)
         stamp = np.array([clock], np.int64)
@@ -321,14 +342,17 @@ class Windows:
             MPI.SUM if op == "add" else MPI.REPLACE,
         )
         win.Flush(proc)
+        self._count("notify", 12, t0)
 
     def read_cell(self, signal: str, rank: int, key: tuple[int, ...]) -> int:
         """The current value of ``rank``'s cell ``signal[key]``, read atomically."""
+        t0 = time.perf_counter()
         proc, cell = self._cell(signal, rank, key)
         win = self.wins[signal]
         out = self._cell32
         win.Fetch_and_op(self._nothing32, out, proc, cell * 4, self.MPI.NO_OP)
         win.Flush(proc)
+        self._count("read", 4, t0)
         return int(out[0])
 
     def read_clock(self, signal: str, rank: int, key: tuple[int, ...]) -> int:
