@@ -86,10 +86,13 @@ class MpiEngine(Engine):
         pop = heapq.heappop
         clock = time.monotonic
         next_poll = clock() + POLL_SECONDS
+        windows = self.windows
         while heap:
             t, _, _, b = pop(heap)
             self.now = t
             self._step(b)
+            if windows.unflushed:  # a block step's remote stores land before anything else happens
+                windows.complete()
             self._settle()
             if clock() >= next_poll:
                 self.control.check_stop()

@@ -8,10 +8,14 @@ back to back, and those arrays *are* the ranks' tensors (kernels read and write 
 it changes the cell, so a waiter woken by it resumes no earlier than the notify happened and
 the merged trace stays causal.
 
-Every operation is completed at its target before it returns (flush), so effects land in the
-order the kernel issues them, as in the in-process simulator: a ``remote_store`` followed by a
-``notify`` is visible to the waiter that sees the notify.  All windows stay in one passive
-``lock_all`` epoch for the whole run.
+A ``remote_store`` is an ``MPI_Accumulate(REPLACE)``, not an ``MPI_Put``: accumulates from one
+origin to one location are ordered (MPI's default accumulate ordering), so two stores to the
+same row land in program order as in-process, without a flush after each.  Stores are
+completed (flushed) before this process's next notify or remote read and at the end of the
+block step that issued them - a flush per row cost 3x the store itself.  Notifies and atomics
+are completed before they return.  So a ``remote_store`` followed by a ``notify`` is visible
+to the waiter that sees the notify, and nothing is in flight when a process is passive.  All
+windows stay in one passive ``lock_all`` epoch for the whole run.
 
 A region of a tensor (any basic NumPy index: ints, slices with steps, ``...``) is sent as one
 derived datatype built from the view's offset, shape and strides; an advanced (fancy) index
@@ -82,6 +86,32 @@ def zero_lazily(raw: np.ndarray) -> None:
     raw[lo:hi] = 0
 
 
+def basic_region(
+    idx: tuple, shape: tuple[int, ...], strides: tuple[int, ...]
+) -> tuple[int, tuple[int, ...], tuple[int, ...]] | None:
+    """(byte offset, shape, strides) of a basic index of ints and slices, as NumPy computes
+    them for the view (without making one); None for any other kind of index."""
+    off, out_shape, out_strides = 0, [], []
+    for axis, i in enumerate(idx):
+        n, stride = shape[axis], strides[axis]
+        if type(i) is slice:
+            start, stop, step = i.indices(n)
+            length = len(range(start, stop, step))
+            if length:
+                off += start * stride
+            out_shape.append(length)
+            out_strides.append(step * stride)
+        elif isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_)):
+            k = int(i)
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+            off += (k % n) * stride
+        else:
+            return None
+    rest = len(idx)
+    return off, (*out_shape, *shape[rest:]), (*out_strides, *strides[rest:])
+
+
 class Windows:
     """The RMA windows of one run on one process (collective to create and to free)."""
 
@@ -103,6 +133,14 @@ class Windows:
             "bool": MPI.C_BOOL,
         }
         self.specs = {t.name: t for t in program.tensors if t.kind in ("window", "signal")}
+        # One element type per tensor for stores and atomics alike (MPI's accumulate atomicity
+        # holds between operations on the same predefined type).
+        self._elem = {
+            name: self._sum_types.get(spec.dtype) if spec.dtype not in CAS_DTYPES else None
+            for name, spec in self.specs.items()
+        }
+        self.unflushed: set[tuple[str, int]] = set()  # (tensor, process) with stores in flight
+        self._in_flight: list[np.ndarray] = []  # their origin buffers, kept until the flush
         self.wins: dict[str, Any] = {}
         self.clocks: dict[str, Any] = {}
         self.nbytes: dict[str, int] = {}
@@ -110,6 +148,8 @@ class Windows:
         self._types: dict[tuple, tuple[int, Any]] = {}
         self._derived: list[Any] = []  # committed datatypes, freed with the windows
         self._cells: dict[tuple[str, int, tuple[int, ...]], tuple[int, int]] = {}
+        self._places: dict[tuple[str, int], tuple[int, int]] = {}
+        self._template: dict[str, np.ndarray] = {}  # one hosted rank's array: the shape of every rank's
         #: kind -> [operations, bytes, seconds] issued by this process: put, get, atomic (one
         #: accumulate, or one CAS loop per element), notify, read (a wait polling its cell)
         self.stats: dict[str, list[float]] = {
@@ -139,9 +179,11 @@ class Windows:
         win, raw = self._window(per)
         self.wins[name] = win
         self.nbytes[name] = per
+        self._elem[name] = self._elem[name] or self._int_types[dtype.itemsize]
         self.arrays[name] = {
             r: raw[i * per : (i + 1) * per].view(dtype).reshape(shape) for i, r in enumerate(self.hosted)
         }
+        self._template[name] = self.arrays[name][self.hosted.start]
 
     def publish_initial(self) -> None:
         """Make the hosted ranks' initial contents visible to every peer (collective)."""
@@ -168,28 +210,33 @@ class Windows:
     def _region(self, name: str, index: Any) -> tuple[int, tuple[int, ...], tuple[int, ...] | np.ndarray]:
         """(byte offset, shape, strides) of ``arr[index]`` in one rank's array, or for an
         advanced index (0, shape, element byte offsets)."""
-        template = next(iter(self.arrays[name].values()))
+        template = self._template[name]
         idx = index if isinstance(index, tuple) else (index,)
+        if len(idx) <= template.ndim:
+            region = basic_region(idx, template.shape, template.strides)
+            if region is not None:
+                return region
         if not any(i is Ellipsis for i in idx):
             idx = (*idx, Ellipsis)  # integer indices give a 0-d view, not a copy
         view = template[idx]
         if view.flags.owndata:  # advanced indexing copied: address the elements one by one
             flat = np.arange(template.size, dtype=np.int64).reshape(template.shape)[index]
             return 0, flat.shape, flat.ravel() * template.itemsize
-        base = template.__array_interface__["data"][0]
-        return view.__array_interface__["data"][0] - base, view.shape, view.strides
+        return view.ctypes.data - template.ctypes.data, view.shape, view.strides
 
-    def _datatype(self, base: Any, itemsize: int, shape: tuple[int, ...], layout: Any) -> tuple[int, Any]:
-        """(count, datatype) describing a region of elements of type ``base``."""
+    def _datatype(self, name: str, shape: tuple[int, ...], layout: Any) -> tuple[int, Any]:
+        """(count, datatype) describing a region of elements of ``name``'s element type."""
+        base = self._elem[name]
         if isinstance(layout, np.ndarray):
             dt = base.Create_hindexed_block(1, [int(x) for x in layout])
             dt.Commit()
             self._derived.append(dt)
             return 1, dt
-        key = (base.py2f(), shape, layout)
+        key = (name, shape, layout)
         hit = self._types.get(key)
         if hit is not None:
             return hit
+        itemsize = self._template[name].itemsize
         dims = [(n, s) for n, s in zip(shape, layout, strict=True) if n != 1]
         count = int(np.prod(shape))
         expected = itemsize
@@ -216,16 +263,23 @@ class Windows:
         self._types[key] = out
         return out
 
-    def _target(self, name: str, rank: int, index: Any, base: Any) -> tuple[int, int, int, Any, tuple]:
+    def _target(self, name: str, rank: int, index: Any) -> tuple[int, int, int, Any, tuple]:
         """(process, byte displacement, count, datatype, shape) of ``rank``'s ``name[index]``."""
         off, shape, layout = self._region(name, index)
-        itemsize = next(iter(self.arrays[name].values())).itemsize
-        count, dt = self._datatype(base, itemsize, shape, layout)
-        proc = self.layout.owner(rank)
-        return proc, self.layout.slot(rank) * self.nbytes[name] + off, count, dt, shape
+        count, dt = self._datatype(name, shape, layout)
+        proc, start = self._place(name, rank)
+        return proc, start + off, count, dt, shape
+
+    def _place(self, name: str, rank: int) -> tuple[int, int]:
+        """(process, byte displacement) of ``rank``'s array of ``name``."""
+        hit = self._places.get((name, rank))
+        if hit is None:
+            hit = (self.layout.owner(rank), self.layout.slot(rank) * self.nbytes[name])
+            self._places[(name, rank)] = hit
+        return hit
 
     def _dtype(self, name: str) -> np.dtype:
-        return next(iter(self.arrays[name].values())).dtype
+        return self._template[name].dtype
 
     # ------------------------------------------------------------------ data
 
@@ -236,26 +290,36 @@ class Windows:
         entry[2] += time.perf_counter() - since
 
     def put(self, name: str, rank: int, index: Any, value: Any) -> None:
-        """``rank``'s ``name[index] = value`` (NumPy assignment casting), completed at the target."""
+        """``rank``'s ``name[index] = value`` (NumPy assignment casting), completed by :meth:`complete`."""
         t0 = time.perf_counter()
-        dtype = self._dtype(name)
-        base = self._int_types[dtype.itemsize]
-        proc, disp, count, dt, shape = self._target(name, rank, index, base)
-        origin = np.empty(shape, dtype)
+        base = self._elem[name]
+        proc, disp, count, dt, shape = self._target(name, rank, index)
+        origin = np.empty(shape, self._dtype(name))
         origin[...] = value
         if origin.size:
             win = self.wins[name]
-            win.Put([origin, origin.size, base], proc, (disp, count, dt))
-            win.Flush(proc)
+            win.Accumulate([origin, origin.size, base], proc, (disp, count, dt), self.MPI.REPLACE)
+            self.unflushed.add((name, proc))
+            self._in_flight.append(origin)
         self._count("put", origin.nbytes, t0)
 
-    def get(self, name: str, rank: int, index: Any) -> np.ndarray:
-        """A copy of ``rank``'s ``name[index]``."""
+    def complete(self) -> None:
+        """Complete every store in flight at its target."""
         t0 = time.perf_counter()
-        dtype = self._dtype(name)
-        base = self._int_types[dtype.itemsize]
-        proc, disp, count, dt, shape = self._target(name, rank, index, base)
-        out = np.empty(shape, dtype)
+        for name, proc in self.unflushed:
+            self.wins[name].Flush(proc)
+        self.unflushed.clear()
+        self._in_flight.clear()
+        self.stats["put"][2] += time.perf_counter() - t0
+
+    def get(self, name: str, rank: int, index: Any) -> np.ndarray:
+        """A copy of ``rank``'s ``name[index]`` (after this process's stores in flight)."""
+        if self.unflushed:
+            self.complete()
+        t0 = time.perf_counter()
+        base = self._elem[name]
+        proc, disp, count, dt, shape = self._target(name, rank, index)
+        out = np.empty(shape, self._dtype(name))
         if out.size:
             win = self.wins[name]
             win.Get([out, out.size, base], proc, (disp, count, dt))
@@ -272,8 +336,8 @@ class Windows:
         if kind in CAS_DTYPES:
             self._count("atomic", self._cas_add(name, rank, index, operand), t0)
             return
-        base = self._sum_types[kind]
-        proc, disp, count, dt, shape = self._target(name, rank, index, base)
+        base = self._elem[name]
+        proc, disp, count, dt, shape = self._target(name, rank, index)
         origin = np.ascontiguousarray(np.broadcast_to(operand, shape))
         if origin.size:
             op = self.MPI.LOR if kind == "bool" else self.MPI.SUM
@@ -325,7 +389,10 @@ class Windows:
         return hit
 
     def notify(self, signal: str, rank: int, key: tuple[int, ...], value: int, op: str, clock: int) -> None:
-        """AtomicAdd or Set ``value`` on ``rank``'s int32 cell, after raising its clock to ``clock``."""
+        """AtomicAdd or Set ``value`` on ``rank``'s int32 cell, after raising its clock to ``clock``
+        (and after this process's stores in flight, which the notify publishes)."""
+        if self.unflushed:
+            self.complete()
         t0 = time.perf_counter()
         MPI = self.MPI
         proc, cell = self._cell(signal, rank, key)

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.mpi.layout import RankLayout
-from runtime.mpi.windows import zero_lazily
+from runtime.mpi.windows import basic_region, zero_lazily
 
 
 @given(st.integers(1, 70), st.integers(1, 70))
@@ -45,3 +45,34 @@ def test_zero_lazily_zeroes_private_and_shared_memory_at_any_alignment(kind, sta
     zero_lazily(raw[start : start + size])
     assert not raw[start : start + size].any()
     assert (raw[:start] == 0xA5).all() and (raw[start + size :] == 0xA5).all()  # nothing outside
+
+
+def _index(draw, shape):
+    idx = []
+    for n in shape[: draw(st.integers(0, len(shape)))]:
+        if draw(st.booleans()):
+            idx.append(draw(st.integers(-n, n - 1)))
+        else:
+            bound = st.none() | st.integers(-n - 2, n + 2)
+            step = draw(st.none() | st.integers(-3, 3).filter(bool))
+            idx.append(slice(draw(bound), draw(bound), step))
+    return tuple(idx)
+
+
+@given(st.data())
+def test_the_region_of_a_basic_index_is_the_view_numpy_makes(data):
+    shape = tuple(data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=3)))
+    array = np.zeros(shape, np.float32)
+    idx = _index(data.draw, shape)
+    off, got_shape, strides = basic_region(idx, array.shape, array.strides)
+    view = array[(*idx, Ellipsis)]
+    assert got_shape == view.shape
+    if view.size:
+        assert off == view.ctypes.data - array.ctypes.data and strides == view.strides
+
+
+def test_the_region_of_an_index_out_of_bounds_is_an_index_error_and_others_fall_back():
+    with pytest.raises(IndexError, match="index 4 is out of bounds for axis 1 with size 4"):
+        basic_region((0, 4), (3, 4), (16, 4))
+    for odd in ((np.array([0, 1]),), (True,), (Ellipsis, 0), (None,)):
+        assert basic_region(odd, (3, 4), (16, 4)) is None
