@@ -107,6 +107,7 @@ def run_with_mpi(session) -> int:
             timeout=args.timeout,
             trace=args.trace,
             outputs="gather" if validate else "none",
+            schedule=False,
         )
     )
     if isinstance(result, int):

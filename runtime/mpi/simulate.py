@@ -82,6 +82,7 @@ def simulate_mpi(
     sched_threads: int | None = None,
     max_block_steps: int = 1_000_000,
     outputs: str = "gather",
+    schedule: bool = True,
     stop_grace: float | None = None,
 ) -> MpiRunResult:
     """Run ``program`` on ``ranks`` ranks spread over the processes of ``comm`` (default: world).
@@ -91,7 +92,8 @@ def simulate_mpi(
     read on process 0 only.
     ``outputs``: ``"gather"`` every rank's outputs to process 0, ``"local"`` keep each
     process's own, ``"none"`` keep none (windows are never read, so their untouched pages
-    stay unallocated).  ``stop_grace``: seconds after a stop before process 0 aborts the job
+    stay unallocated).  ``schedule=False`` skips merging the schedule (every block's record,
+    shipped to process 0) when neither a trace nor a deadlock report needs it.  ``stop_grace``: seconds after a stop before process 0 aborts the job
     because a process does not respond (default ``min(30, max(5, timeout / 4))``).
 
     Raises what :func:`simulate` raises, on every process: :class:`DeadlockError` (the report
@@ -159,13 +161,12 @@ def simulate_mpi(
             f"internal error on MPI process {me} ({layout.describe(me)}): {type(err).__name__}: {err}",
         )
         verdict = control.finish()
-    ending = _conclude(
-        comm, eng, control, verdict, program, layout, mems, outputs, trace, n_aic, threads, policy, seed
-    )
+    run = _Run(program, layout, n_aic, threads, policy, seed, outputs, trace, schedule)
+    ending = _conclude(comm, eng, control, verdict, mems, run)
     windows.free()
     control.free()
     comm.Free()
-    return _deliver(ending, eng, program, layout, mems, hosted, me, raise_on_deadlock, rounds)
+    return _deliver(ending, eng, mems, run, raise_on_deadlock)
 
 
 def _scatter_inputs(comm: Any, layout: RankLayout, inputs: Any) -> list[dict[str, np.ndarray]]:
@@ -228,67 +229,74 @@ def _local_outputs(
     return outs, digests
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What the end of a run needs to know about it (the same on every process)."""
+
+    program: Program
+    layout: RankLayout
+    n_aic: int
+    threads: int
+    policy: str
+    seed: int
+    outputs: str
+    trace: str | Path | None
+    schedule: bool
+
+
 def _conclude(
-    comm: Any,
-    eng: MpiEngine,
-    control: Control,
-    verdict: int,
-    program: Program,
-    layout: RankLayout,
-    mems: list[RankMemory],
-    outputs: str,
-    trace: str | Path | None,
-    n_aic: int,
-    threads: int,
-    policy: str,
-    seed: int,
-) -> dict[str, Any]:
+    comm: Any, eng: MpiEngine, control: Control, verdict: int, mems: list[RankMemory], run: _Run
+) -> dict:
     """Gather on process 0, merge, and tell every process how the run ended (collective)."""
     root = comm.Get_rank() == 0
     keep = verdict in (DONE, DEADLOCK)
-    outs, digests = _local_outputs(program, mems, outputs) if keep else ({}, {})
-    snap = capture(eng) if keep or trace is not None else None
-    snaps = comm.gather(snap, root=0)
-    gathered = comm.gather((outs if outputs == "gather" else {}, digests), root=0)
+    outs, digests = _local_outputs(run.program, mems, run.outputs) if keep else ({}, {})
+    full = verdict == DEADLOCK or run.trace is not None or (keep and run.schedule)
+    snaps = comm.gather(capture(eng) if full else None, root=0)
+    gathered = comm.gather((outs if run.outputs == "gather" else {}, digests), root=0)
     stats = {k: list(v) for k, v in eng.windows.stats.items()}
     stats["passive_seconds"] = eng.passive_seconds
+    counts = comm.gather((eng.blocks_run, eng.makespan, eng.waits, eng.steps), root=0)
     ending: dict[str, Any] = {"verdict": verdict, "comm": comm.gather(stats, root=0)}
+    merged = None
     if root:
-        merged = None
-        if all(s is not None for s in snaps):
+        ending.update(
+            blocks_run=sum(c[0] for c in counts),
+            makespan=max(c[1] for c in counts),
+            waits=sum(c[2] for c in counts),
+            steps=sum(c[3] for c in counts),
+        )
+        if full:
             merged = MergedRun(
-                program,
+                run.program,
                 snaps,
-                n_aic=n_aic,
-                n_threads=threads,
-                nranks=layout.nranks,
+                n_aic=run.n_aic,
+                n_threads=run.threads,
+                nranks=run.layout.nranks,
                 rounds=eng.rounds,
-                policy=policy,
-                seed=seed,
-            )
-            ending.update(
-                blocks_run=merged.blocks_run, makespan=merged.makespan, waits=merged.waits, steps=merged.steps
+                policy=run.policy,
+                seed=run.seed,
             )
         if verdict == DEADLOCK:
             ending["report"] = build_report(merged)
         if verdict == STOPPED:
-            ending["error"] = _stop_diagnostic(control, layout)
-        if trace is not None and merged is not None:
+            ending["error"] = _stop_diagnostic(control)
+        if run.trace is not None:
             doc = build_trace(merged)
-            doc["otherData"].update(launcher="mpi", procs=layout.nprocs)
-            ending["trace_path"] = write_trace(trace, doc)
+            doc["otherData"].update(launcher="mpi", procs=run.layout.nprocs)
+            ending["trace_path"] = write_trace(run.trace, doc)
     ending = comm.bcast(ending, root=0)
-    ending["outputs"], ending["digests"] = outs, digests
+    ending["outputs"], ending["digests"], ending["schedule"] = outs, digests, []
     if root:
-        if merged is not None:
+        if merged is not None and run.schedule:
             ending["schedule"] = block_records(merged)
-        if outputs == "gather":
+        if run.outputs == "gather":
             ending["outputs"] = {r: o for part, _ in gathered for r, o in part.items()}
         ending["digests"] = {r: d for _, part in gathered for r, d in part.items()}
     return ending
 
 
-def _stop_diagnostic(control: Control, layout: RankLayout) -> tuple[str, str]:
+def _stop_diagnostic(control: Control) -> tuple[str, str]:
     first = control.first_stopper()
     diag = control.diagnostic(first) if first is not None else None
     if diag is None:
@@ -297,15 +305,7 @@ def _stop_diagnostic(control: Control, layout: RankLayout) -> tuple[str, str]:
 
 
 def _deliver(
-    ending: dict[str, Any],
-    eng: MpiEngine,
-    program: Program,
-    layout: RankLayout,
-    mems: list[RankMemory],
-    hosted: range,
-    me: int,
-    raise_on_deadlock: bool,
-    rounds: int,
+    ending: dict[str, Any], eng: MpiEngine, mems: list[RankMemory], run: _Run, raise_on_deadlock: bool
 ) -> MpiRunResult:
     """Raise the run's error, or build this process's result."""
     verdict = ending["verdict"]
@@ -318,27 +318,29 @@ def _deliver(
     deadlock = DeadlockError(ending["report"]) if verdict == DEADLOCK else None
     if deadlock is not None and raise_on_deadlock:
         raise deadlock
-    kinds = {t.name: t.kind for t in program.tensors}
+    nranks = run.layout.nranks
+    kinds = {t.name: t.kind for t in run.program.tensors}
     own = {m.rank: m for m in mems}
     outs, digests = ending["outputs"], ending["digests"]
     memory = [
         {k: v for k, v in own[r].arrays.items() if kinds[k] not in ("window", "signal")} if r in own else {}
-        for r in range(layout.nranks)
+        for r in range(nranks)
     ]
+    schedule = ending["schedule"] if eng.process == 0 else block_records(eng) if run.schedule else []
     return MpiRunResult(
-        outputs=[outs.get(r, {}) for r in range(layout.nranks)],
+        outputs=[outs.get(r, {}) for r in range(nranks)],
         memory=memory,
-        blocks_run=ending.get("blocks_run", eng.blocks_run),
-        makespan=ending.get("makespan", eng.makespan),
-        waits=ending.get("waits", eng.waits),
+        blocks_run=ending["blocks_run"],
+        makespan=ending["makespan"],
+        waits=ending["waits"],
         deadlock=deadlock,
-        rounds=rounds,
-        schedule=ending.get("schedule") or block_records(eng),
+        rounds=eng.rounds,
+        schedule=schedule,
         trace_path=ending.get("trace_path"),
-        steps=ending.get("steps", eng.steps),
-        procs=layout.nprocs,
-        process=me,
-        hosted=tuple(hosted),
-        digests=[digests.get(r, {}) for r in range(layout.nranks)],
+        steps=ending["steps"],
+        procs=run.layout.nprocs,
+        process=eng.process,
+        hosted=eng.hosted,
+        digests=[digests.get(r, {}) for r in range(nranks)],
         comm=ending["comm"],
     )
