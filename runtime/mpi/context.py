@@ -59,10 +59,10 @@ class RemoteRank:
         self.nranks = nranks
         self.kinds = kinds
         self.scalars: dict[str, Any] = {}
-        self.arrays = {
-            name: RemoteArray(windows, name, rank, tuple(a.shape), a.dtype)
-            for name, a in ((n, next(iter(per.values()))) for n, per in windows.arrays.items())
-        }
+        self.arrays = {}
+        for name in windows.arrays:
+            like = windows.template(name)
+            self.arrays[name] = RemoteArray(windows, name, rank, like.shape, like.dtype)
 
     def for_round(self, scalars: dict[str, Any]) -> RemoteRank:
         return self

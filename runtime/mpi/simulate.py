@@ -51,8 +51,9 @@ class MpiRunResult(RunResult):
     every process).  On process 0 ``schedule`` covers every rank and, with
     ``outputs="gather"``, so does ``outputs``; elsewhere both cover the hosted ranks (the
     entries of other ranks are empty).  ``memory`` holds the hosted ranks' tensors but their
-    windows and signals (MPI memory, freed with the run; windows are in ``outputs``).  ``digests`` maps, per rank, every output/inout tensor that
-    is not a window to the SHA-256 of its bytes (every rank on process 0).  ``comm`` has, per
+    windows and signals (MPI memory, freed with the run; windows are in ``outputs``).
+    ``digests`` maps, per rank, every output/inout tensor that is not a window to the SHA-256
+    of its bytes (every rank on process 0).  ``comm`` has, per
     process, what it issued (``put``, ``get``, ``atomic``, ``notify``, ``read``: [operations,
     bytes, seconds]) and ``passive_seconds``, its wall time with nothing runnable.
     """
@@ -89,12 +90,12 @@ def simulate_mpi(
 
     Arguments are those of :func:`runtime.simulator.simulate`, the same on every process;
     ``inputs`` (one dict for every rank, or one per rank, or a function returning them) is
-    read on process 0 only.
-    ``outputs``: ``"gather"`` every rank's outputs to process 0, ``"local"`` keep each
-    process's own, ``"none"`` keep none (windows are never read, so their untouched pages
-    stay unallocated).  ``schedule=False`` skips merging the schedule (every block's record,
-    shipped to process 0) when neither a trace nor a deadlock report needs it.  ``stop_grace``: seconds after a stop before process 0 aborts the job
-    because a process does not respond (default ``min(30, max(5, timeout / 4))``).
+    read on process 0 only.  ``outputs``: ``"gather"`` every rank's outputs to process 0,
+    ``"local"`` keep each process's own, ``"none"`` keep none (windows are never read, so
+    their untouched pages stay unallocated).  ``schedule=False`` skips merging the schedule
+    (every block's record, shipped to process 0) when neither a trace nor a deadlock report
+    needs it.  ``stop_grace``: seconds after a stop before process 0 aborts the job because
+    a process does not respond (default ``min(30, max(5, timeout / 4))``).
 
     Raises what :func:`simulate` raises, on every process: :class:`DeadlockError` (the report
     merged on process 0 and sent to all), :class:`KernelError`, :class:`SimulationTimeout`...
@@ -116,19 +117,10 @@ def simulate_mpi(
     layout = RankLayout(ranks, comm.Get_size())
     me = comm.Get_rank()
     hosted = layout.ranks_of(me)
-    local = _scatter_inputs(comm, layout, inputs)
-    mems = everywhere(comm, lambda: build_memory(program, local, len(hosted)))
-    windows = Windows(MPI, comm, program, layout)
-    kinds = {t.name: t.kind for t in program.tensors}
-    for mem, given, r in zip(mems, local, hosted, strict=True):
-        mem.rank, mem.nranks = r, ranks
-        for name, per_rank in windows.arrays.items():
-            if name in given:  # windows start zeroed: never touch the pages of the others
-                per_rank[r][...] = mem.arrays[name]
-            mem.arrays[name] = per_rank[r]
-    windows.publish_initial()
+    mems, windows = _memory(MPI, comm, program, layout, inputs)
     grace = stop_grace if stop_grace is not None else min(30.0, max(5.0, timeout / 4))
     control = Control(MPI, comm, grace)
+    kinds = {t.name: t.kind for t in program.tensors}
     all_mems: list[Any] = [
         mems[r - hosted.start] if r in hosted else RemoteRank(r, ranks, windows, kinds) for r in range(ranks)
     ]
@@ -167,6 +159,24 @@ def simulate_mpi(
     control.free()
     comm.Free()
     return _deliver(ending, eng, mems, run, raise_on_deadlock)
+
+
+def _memory(
+    MPI: Any, comm: Any, program: Program, layout: RankLayout, inputs: Any
+) -> tuple[list[RankMemory], Windows]:
+    """The hosted ranks' memory, their windows and signals in MPI windows (collective)."""
+    hosted = layout.ranks_of(comm.Get_rank())
+    local = _scatter_inputs(comm, layout, inputs)
+    mems = everywhere(comm, lambda: build_memory(program, local, len(hosted)))
+    windows = Windows(MPI, comm, program, layout)
+    for mem, given, r in zip(mems, local, hosted, strict=True):
+        mem.rank, mem.nranks = r, layout.nranks
+        for name, per_rank in windows.arrays.items():
+            if name in given:  # windows start zeroed: never touch the pages of the others
+                per_rank[r][...] = mem.arrays[name]
+            mem.arrays[name] = per_rank[r]
+    windows.publish_initial()
+    return mems, windows
 
 
 def _scatter_inputs(comm: Any, layout: RankLayout, inputs: Any) -> list[dict[str, np.ndarray]]:

@@ -278,6 +278,10 @@ class Windows:
             self._places[(name, rank)] = hit
         return hit
 
+    def template(self, name: str) -> np.ndarray:
+        """One hosted rank's array of ``name``: the shape and dtype of every rank's."""
+        return self._template[name]
+
     def _dtype(self, name: str) -> np.dtype:
         return self._template[name].dtype
 
