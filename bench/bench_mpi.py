@@ -91,17 +91,21 @@ def worker(args: argparse.Namespace) -> None:
     else:
         from mpi4py import MPI
 
+        from runtime.mpi.collective import on_root
         from runtime.mpi.simulate import simulate_mpi
 
-        me = MPI.COMM_WORLD.Get_rank()
-        handed, scalars = [], None
-        if me == 0:
-            t0 = time.perf_counter()
+        world = MPI.COMM_WORLD
+        me = world.Get_rank()
+        handed = []  # process 0 hands its inputs over and keeps no reference
+
+        def draw() -> dict:
             per_rank, scalars = layer.split_scalars(layer.make_inputs(0, 16))
             handed.append(per_rank)
-            del per_rank
-            line["draw_s"] = time.perf_counter() - t0
-        scalars = MPI.COMM_WORLD.bcast(scalars, root=0)
+            return scalars
+
+        t0 = time.perf_counter()
+        scalars = world.bcast(on_root(world, draw), root=0)
+        line["draw_s"] = time.perf_counter() - t0
         _reset_peak()
         t0, c0 = time.perf_counter(), time.process_time()
         result = simulate_mpi(

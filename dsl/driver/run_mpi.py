@@ -65,7 +65,7 @@ def run_with_mpi(session) -> int:
         MPI = mpi.load_mpi()
     except mpi.MpiUnavailableError as err:
         raise _usage(f"--launcher mpi: {err}") from None
-    from runtime.mpi.collective import on_root
+    from runtime.mpi.collective import on_root, patient_barrier
     from runtime.mpi.simulate import simulate_mpi
 
     comm = MPI.COMM_WORLD
@@ -113,6 +113,7 @@ def run_with_mpi(session) -> int:
     if isinstance(result, int):
         return result  # the same error on every process, printed by process 0
     code = report_run(args, layer, inputs, result) if root else EXIT_OK
+    patient_barrier(comm)  # the golden check may take a while on process 0
     return comm.bcast(code, root=0)
 
 

@@ -1,18 +1,43 @@
-"""Failing together: an error on one process becomes the same error on every process.
+"""Collective steps done patiently, and failing together.
+
+MPI's blocking calls busy-wait: on a host with more processes than cores, processes waiting
+for process 0 (while it draws the inputs or checks the golden) would take the cores it needs.
+:func:`patient_barrier` and :func:`receive_patiently` wait with growing sleeps instead.
 
 Between the collective steps of a run (scattering inputs, allocating windows, gathering
 results) a process that raised alone would leave its peers blocked in the next collective.
-These helpers run a step, then agree on its outcome, so every process raises (or returns)
-together.
+:func:`everywhere` and :func:`on_root` run a step, then agree on its outcome, so every process
+raises (or returns) together.
 """
 
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+_FIRST_PAUSE, _LONGEST_PAUSE = 1e-4, 1e-2
+
+
+def _patiently(done: Callable[[], bool]) -> None:
+    pause = _FIRST_PAUSE
+    while not done():
+        time.sleep(pause)
+        pause = min(2 * pause, _LONGEST_PAUSE)
+
+
+def patient_barrier(comm: Any) -> None:
+    """Return once every process has called it, sleeping rather than spinning meanwhile."""
+    _patiently(comm.Ibarrier().Test)
+
+
+def receive_patiently(comm: Any, source: int, tag: int) -> Any:
+    """``comm.recv(source=source, tag=tag)``, sleeping rather than spinning until it arrives."""
+    _patiently(lambda: comm.Iprobe(source=source, tag=tag))
+    return comm.recv(source=source, tag=tag)
 
 
 def _portable(err: BaseException) -> bytes:
@@ -55,6 +80,7 @@ def on_root(comm: Any, fn: Callable[[], T]) -> T | None:
             value = fn()
         except Exception as err:  # reported on every process below
             failure = err
+    patient_barrier(comm)
     data = comm.bcast(None if failure is None else _portable(failure), root=0)
     if failure is not None:
         raise failure

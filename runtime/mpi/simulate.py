@@ -23,7 +23,7 @@ from runtime import sim_errors
 from runtime.deadlock import build_report
 from runtime.memory import RankMemory, build_memory
 from runtime.mpi import load_mpi
-from runtime.mpi.collective import everywhere, on_root
+from runtime.mpi.collective import everywhere, on_root, patient_barrier, receive_patiently
 from runtime.mpi.context import RemoteRank
 from runtime.mpi.control import DEADLOCK, DONE, STOPPED, Control, Stopped
 from runtime.mpi.engine import MpiEngine
@@ -197,7 +197,7 @@ def _scatter_inputs(comm: Any, layout: RankLayout, inputs: Any) -> list[dict[str
 
     per_rank = on_root(comm, split)
     if comm.Get_rank() != 0:
-        return comm.recv(source=0, tag=1)
+        return receive_patiently(comm, source=0, tag=1)
     for proc in range(1, layout.nprocs):
         comm.send([per_rank[r] for r in layout.ranks_of(proc)], dest=proc, tag=1)
     own = [per_rank[r] for r in layout.ranks_of(0)]
@@ -295,6 +295,7 @@ def _conclude(
             doc = build_trace(merged)
             doc["otherData"].update(launcher="mpi", procs=run.layout.nprocs)
             ending["trace_path"] = write_trace(run.trace, doc)
+    patient_barrier(comm)  # process 0 may take a while to merge
     ending = comm.bcast(ending, root=0)
     ending["outputs"], ending["digests"], ending["schedule"] = outs, digests, []
     if root:
