@@ -183,21 +183,27 @@ def main() -> None:
     reference = results[variants[0]][0]["digests"]
     print()
     print(
-        "| variant | processes | job wall (s) | simulate wall (s) | simulate CPU, all processes (s) "
-        "| peak RSS process 0 (GiB) | peak RSS other processes, max (GiB) | peak RSS total (GiB) "
-        "| passive, mean per process (s) | outputs equal to the first variant |"
+        "| variant | processes | fixture drawn (s) | inputs sent, memory set up (s) | simulation wall (s) "
+        "| simulation CPU, all processes (s) | passive, mean per process (s) | peak RSS process 0 (GiB) "
+        "| peak RSS other processes, max (GiB) | peak RSS, sum over processes (GiB) | outputs equal |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for procs in variants:
         ps = results[procs]
+        comm = ps[0]["comm"]
+        if comm:  # the phases simulate_mpi measured in every process
+            setup = max(c["setup"][0] for c in comm)
+            wall = max(c["run"][0] for c in comm)
+            cpu = sum(c["run"][1] for c in comm)
+            passive = sum(c["passive_seconds"] for c in comm) / len(comm)
+        else:
+            setup, wall, cpu, passive = 0.0, ps[0]["wall"], ps[0]["cpu"], 0.0
         others = [p["peak_run_kb"] for p in ps[1:]] or [0]
-        passive = [c["passive_seconds"] for c in ps[0]["comm"]] if ps[0]["comm"] else [0.0]
         name = "in-process" if procs == 0 else f"--launcher mpi, {procs} processes"
         print(
-            f"| {name} | {max(procs, 1)} | {ps[0]['job_wall']:.0f} | {max(p['wall'] for p in ps):.1f} "
-            f"| {sum(p['cpu'] for p in ps):.1f} | {_gib(ps[0]['peak_run_kb'])} | {_gib(max(others))} "
-            f"| {_gib(sum(p['peak_run_kb'] for p in ps))} | {sum(passive) / len(passive):.1f} "
-            f"| {'yes' if ps[0]['digests'] == reference else 'NO'} |"
+            f"| {name} | {max(procs, 1)} | {ps[0]['draw_s']:.0f} | {setup:.1f} | {wall:.1f} | {cpu:.1f} "
+            f"| {passive:.1f} | {_gib(ps[0]['peak_run_kb'])} | {_gib(max(others)) if procs else '-'} "
+            f"| {_gib(sum(p['peak_run_kb'] for p in ps))} | {'yes' if ps[0]['digests'] == reference else 'NO'} |"
         )
     print()
     print("| variant | kind | operations per round | MiB per round | seconds per round (all processes) |")

@@ -60,6 +60,7 @@ def everywhere(comm: Any, fn: Callable[[], T]) -> T:
         value, error = fn(), None
     except Exception as err:  # reported on every process below
         value, error = None, err
+    patient_barrier(comm)
     failures = comm.allgather(None if error is None else _portable(error))
     if error is not None:
         raise error

@@ -13,6 +13,7 @@ rank's outputs.
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,9 +54,11 @@ class MpiRunResult(RunResult):
     entries of other ranks are empty).  ``memory`` holds the hosted ranks' tensors but their
     windows and signals (MPI memory, freed with the run; windows are in ``outputs``).
     ``digests`` maps, per rank, every output/inout tensor that is not a window to the SHA-256
-    of its bytes (every rank on process 0).  ``comm`` has, per
-    process, what it issued (``put``, ``get``, ``atomic``, ``notify``, ``read``: [operations,
-    bytes, seconds]) and ``passive_seconds``, its wall time with nothing runnable.
+    of its bytes (every rank on process 0).  ``comm`` has, per process, what it issued
+    (``put``, ``get``, ``atomic``, ``notify``, ``read``: [operations, bytes, seconds]),
+    ``passive_seconds``, its wall time with nothing runnable, and [wall, CPU] seconds of its
+    ``setup`` (inputs received, memory and windows allocated) and of its ``run`` (the
+    simulation, to the end of the termination protocol).
     """
 
     procs: int = 1
@@ -117,6 +120,7 @@ def simulate_mpi(
     layout = RankLayout(ranks, comm.Get_size())
     me = comm.Get_rank()
     hosted = layout.ranks_of(me)
+    started = time.perf_counter(), time.process_time()
     mems, windows = _memory(MPI, comm, program, layout, inputs)
     grace = stop_grace if stop_grace is not None else min(30.0, max(5.0, timeout / 4))
     control = Control(MPI, comm, grace)
@@ -140,6 +144,7 @@ def simulate_mpi(
         max_block_steps=max_block_steps,
         hosted=hosted,
     )
+    ran = time.perf_counter(), time.process_time()
     try:
         verdict = eng.run()
     except Stopped:
@@ -153,8 +158,9 @@ def simulate_mpi(
             f"internal error on MPI process {me} ({layout.describe(me)}): {type(err).__name__}: {err}",
         )
         verdict = control.finish()
+    phases = {"setup": _since(started, ran), "run": _since(ran, (time.perf_counter(), time.process_time()))}
     run = _Run(program, layout, n_aic, threads, policy, seed, outputs, trace, schedule)
-    ending = _conclude(comm, eng, control, verdict, mems, run)
+    ending = _conclude(comm, eng, control, verdict, mems, run, phases)
     windows.free()
     control.free()
     comm.Free()
@@ -254,8 +260,13 @@ class _Run:
     schedule: bool
 
 
+def _since(start: tuple[float, float], end: tuple[float, float]) -> list[float]:
+    """[wall, CPU] seconds between two (perf_counter, process_time) readings."""
+    return [end[0] - start[0], end[1] - start[1]]
+
+
 def _conclude(
-    comm: Any, eng: MpiEngine, control: Control, verdict: int, mems: list[RankMemory], run: _Run
+    comm: Any, eng: MpiEngine, control: Control, verdict: int, mems: list[RankMemory], run: _Run, phases: dict
 ) -> dict:
     """Gather on process 0, merge, and tell every process how the run ended (collective)."""
     root = comm.Get_rank() == 0
@@ -266,6 +277,7 @@ def _conclude(
     gathered = comm.gather((outs if run.outputs == "gather" else {}, digests), root=0)
     stats = {k: list(v) for k, v in eng.windows.stats.items()}
     stats["passive_seconds"] = eng.passive_seconds
+    stats.update(phases)
     counts = comm.gather((eng.blocks_run, eng.makespan, eng.waits, eng.steps), root=0)
     ending: dict[str, Any] = {"verdict": verdict, "comm": comm.gather(stats, root=0)}
     merged = None
