@@ -3,16 +3,23 @@
 models/deepseek_v4_flash/moe.dsl at its real configuration (EP = 16 ranks, 16 experts per
 rank, T = 128, D = 4096, I = 2048, top-6, hash routing), a2a3 preset, fifo policy, run for 40
 rounds back to back: once in one process (``simulate``) and once over 2, 4 and 16 MPI
-processes on this host (``simulate_mpi``, ranks in consecutive blocks). Every variant starts
-fresh processes; each process compiles the layer, process 0 draws the fixture.
+processes on this host (``simulate_mpi``, ranks in consecutive blocks), optionally over TCP
+between the processes (``--tcp``: the stand-in for several hosts).
 
-Per process: wall and CPU seconds of the simulate call (compile and fixture drawing are
-reported apart), peak RSS during the call (the high-water mark is reset just before it) and
-over the whole process, the time it had nothing to run (waiting for peers), and what it
-issued through MPI. Per variant: the SHA-256 of every rank's output tensors after the last
-round, which must be the same for every variant.
+The fixture (the golden's ``make_inputs``: 6.4 GB of INT8 expert weights) is drawn once into
+``--fixture DIR`` as .npy files; every variant then starts fresh processes and maps it
+read-only (page cache, which the kernel can reclaim, instead of private memory on a shared
+machine). Each process compiles the layer; process 0 loads the fixture and sends each process
+its ranks' inputs.
 
-Run: python bench/bench_mpi.py [--rounds 40] [--procs 2 4 16] [--D 4096] [--skip-inprocess]
+Per process: wall and CPU seconds of the setup (inputs received, memory and windows) and of
+the simulation, peak RSS from just before the simulate call (the high-water mark is reset
+there; mapped fixture pages count), the time it had nothing to run, and what it issued
+through MPI. Per variant: the SHA-256 of every rank's output tensors after the last round,
+which must be the same for every variant. Results are appended to ``--results FILE`` (a
+variant already there is not run again), then printed as tables.
+
+Run: python bench/bench_mpi.py [--rounds 40] [--procs 2 4 16] [--D 4096] [--skip-inprocess] [--tcp]
 """
 
 from __future__ import annotations
@@ -34,15 +41,45 @@ os.environ.setdefault("DSLC_CACHE_DIR", tempfile.mkdtemp(prefix="dslc-bench-"))
 ROOT = Path(__file__).resolve().parents[1]
 MOE = ROOT / "models" / "deepseek_v4_flash" / "moe.dsl"
 EP16 = {"EP": 16, "N_LOCAL": 16, "T": 128, "TOPK": 6, "I": 2048, "VOCAB": 129280}
+RUN = {"ranks": 16, "cores": "a2a3", "policy": "fifo", "seed": 0, "timeout": 1e6}
+TCP_ENV = {"MPIR_CVAR_NOLOCAL": "1", "UCX_TLS": "tcp,self"}
 
 
-def _no_huge_pages() -> None:
-    """Sparse first touches of the receive windows would each zero a 2 MiB huge page."""
-    try:
-        from numpy._core.multiarray import _set_madvise_hugepage
-    except ImportError:  # NumPy 1.x
-        from numpy.core.multiarray import _set_madvise_hugepage
-    _set_madvise_hugepage(False)
+def _layer(d: int):
+    from dsl.driver.api import compile_layer
+
+    return compile_layer(MOE, {**EP16, "D": d})
+
+
+def _first_to_go() -> None:
+    """On a shared machine, if memory runs out, the benchmark is what the kernel should kill."""
+    Path("/proc/self/oom_score_adj").write_text("1000")
+
+
+def draw(args: argparse.Namespace) -> None:
+    """Draw the fixture once and save it: rank r's tensor x is ``DIR/r/x.npy``."""
+    import numpy as np
+
+    _first_to_go()
+    layer = _layer(args.D)
+    t0 = time.perf_counter()
+    per_rank, scalars = layer.split_scalars(layer.make_inputs(0, 16))
+    out = Path(args.fixture)
+    for r, tensors in enumerate(per_rank):
+        (out / str(r)).mkdir(parents=True, exist_ok=True)
+        for name, value in tensors.items():
+            np.save(out / str(r) / f"{name}.npy", np.ascontiguousarray(value))
+    (out / "meta.json").write_text(json.dumps({"scalars": scalars, "draw_s": time.perf_counter() - t0}))
+
+
+def _load_fixture(fixture: str) -> tuple[list[dict], dict]:
+    import numpy as np
+
+    root = Path(fixture)
+    per_rank = [
+        {p.stem: np.load(p, mmap_mode="r") for p in sorted((root / str(r)).glob("*.npy"))} for r in range(16)
+    ]
+    return per_rank, json.loads((root / "meta.json").read_text())["scalars"]
 
 
 def _status_kb(field: str) -> int:
@@ -50,10 +87,6 @@ def _status_kb(field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
-
-
-def _reset_peak() -> None:
-    Path("/proc/self/clear_refs").write_text("5")  # resets VmHWM to the current RSS (Linux)
 
 
 def _digests(program, outputs: list[dict]) -> list[dict[str, str]]:
@@ -70,47 +103,34 @@ def _digests(program, outputs: list[dict]) -> list[dict[str, str]]:
 
 def worker(args: argparse.Namespace) -> None:
     """One process of a variant: ``--procs 0`` is the in-process simulator."""
-    import numpy as np
-
-    from dsl.driver.api import compile_layer
-
-    _no_huge_pages()
+    try:  # sparse first touches of the receive windows would each zero a 2 MiB huge page
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:  # NumPy 1.x
+        from numpy.core.multiarray import _set_madvise_hugepage
+    _set_madvise_hugepage(False)
+    _first_to_go()
     t0 = time.perf_counter()
-    layer = compile_layer(MOE, {**EP16, "D": args.D})
-    compile_s = time.perf_counter() - t0
-    kw = {"ranks": 16, "cores": "a2a3", "policy": "fifo", "seed": 0, "rounds": args.rounds, "timeout": 1e6}
-    line: dict = {"procs": args.procs, "compile_s": compile_s}
+    layer = _layer(args.D)
+    line: dict = {"compile_s": time.perf_counter() - t0}
+    kw = {**RUN, "rounds": args.rounds}
     if args.procs == 0:
-        t0 = time.perf_counter()
-        inputs = layer.make_inputs(0, 16)
-        line["draw_s"] = time.perf_counter() - t0
-        _reset_peak()
+        inputs, scalars = _load_fixture(args.fixture)
+        Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS (Linux)
         t0, c0 = time.perf_counter(), time.process_time()
-        result = layer.run(inputs, **kw)
+        result = layer.run([{**d, **scalars} for d in inputs], **kw)
         me, digests, comm = 0, _digests(layer.program, result.outputs), None
     else:
         from mpi4py import MPI
 
-        from runtime.mpi.collective import on_root
         from runtime.mpi.simulate import simulate_mpi
 
-        world = MPI.COMM_WORLD
-        me = world.Get_rank()
-        handed = []  # process 0 hands its inputs over and keeps no reference
-
-        def draw() -> dict:
-            per_rank, scalars = layer.split_scalars(layer.make_inputs(0, 16))
-            handed.append(per_rank)
-            return scalars
-
-        t0 = time.perf_counter()
-        scalars = world.bcast(on_root(world, draw), root=0)
-        line["draw_s"] = time.perf_counter() - t0
-        _reset_peak()
+        me = MPI.COMM_WORLD.Get_rank()
+        scalars = json.loads((Path(args.fixture) / "meta.json").read_text())["scalars"]
+        Path("/proc/self/clear_refs").write_text("5")
         t0, c0 = time.perf_counter(), time.process_time()
         result = simulate_mpi(
             layer.program,
-            handed.pop if me == 0 else None,
+            (lambda: _load_fixture(args.fixture)[0]) if me == 0 else None,
             scalars=scalars,
             outputs="none",
             schedule=False,
@@ -122,75 +142,48 @@ def worker(args: argparse.Namespace) -> None:
         wall=time.perf_counter() - t0,
         cpu=time.process_time() - c0,
         peak_run_kb=_status_kb("VmHWM"),
-        peak_kb=_rusage_peak_kb(),
         blocks_run=result.blocks_run,
         makespan=result.makespan,
     )
     if me == 0:
         line.update(digests=digests, comm=comm)
-    del np
     Path(f"{args.out}.{me}.json").write_text(json.dumps(line))
 
 
-def _rusage_peak_kb() -> int:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-
-def run_variant(procs: int, args: argparse.Namespace, out: str) -> list[dict]:
+def run_variant(name: str, procs: int, args: argparse.Namespace) -> dict:
+    out = tempfile.mkdtemp(prefix="bench-mpi-") + "/v"
     argv = [sys.executable, __file__, "worker", "--procs", str(procs), "--rounds", str(args.rounds)]
-    argv += ["--D", str(args.D), "--out", out]
+    argv += ["--D", str(args.D), "--fixture", args.fixture, "--out", out]
+    env = dict(os.environ)
     if procs:
         from runtime.mpi.launch import find_mpiexec
 
         argv = [find_mpiexec(), "-n", str(procs), *argv]
+        if args.tcp:
+            env.update(TCP_ENV)
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True)
-    wall = time.perf_counter() - t0
+    subprocess.run(argv, check=True, env=env)
     lines = sorted(
         (json.loads(Path(f).read_text()) for f in glob.glob(out + ".*.json")), key=lambda d: d["process"]
     )
-    lines[0]["job_wall"] = wall
-    return lines
+    return {"variant": name, "procs": procs, "job_wall": time.perf_counter() - t0, "processes": lines}
 
 
 def _gib(kb: float) -> str:
     return f"{kb / 2**20:.2f}"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = ap.add_subparsers(dest="cmd")
-    w = sub.add_parser("worker")
-    for p in (ap, w):
-        p.add_argument("--rounds", type=int, default=40)
-        p.add_argument("--D", type=int, default=4096)
-    w.add_argument("--procs", type=int, required=True)
-    w.add_argument("--out", required=True)
-    ap.add_argument("--procs", type=int, nargs="+", default=[2, 4, 16])
-    ap.add_argument("--skip-inprocess", action="store_true")
-    args = ap.parse_args()
-    if args.cmd == "worker":
-        worker(args)
-        return
-    tmp = tempfile.mkdtemp(prefix="bench-mpi-")
-    variants = ([] if args.skip_inprocess else [0]) + list(args.procs)
-    results = {}
-    for procs in variants:
-        results[procs] = run_variant(procs, args, f"{tmp}/v{procs}")
-        print(json.dumps({"procs": procs, "processes": results[procs]}), flush=True)
-    reference = results[variants[0]][0]["digests"]
-    print()
+def report(results: list[dict], rounds: int, draw_s: float) -> None:
+    reference = results[0]["processes"][0]["digests"]
+    print(f"fixture drawn once in {draw_s:.0f} s (not included below)\n")
     print(
-        "| variant | processes | fixture drawn (s) | inputs sent, memory set up (s) | simulation wall (s) "
+        "| variant | processes | inputs sent, memory set up (s) | simulation wall (s) "
         "| simulation CPU, all processes (s) | passive, mean per process (s) | peak RSS process 0 (GiB) "
         "| peak RSS other processes, max (GiB) | peak RSS, sum over processes (GiB) | outputs equal |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for procs in variants:
-        ps = results[procs]
-        comm = ps[0]["comm"]
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for res in results:
+        ps, comm = res["processes"], res["processes"][0]["comm"]
         if comm:  # the phases simulate_mpi measured in every process
             setup = max(c["setup"][0] for c in comm)
             wall = max(c["run"][0] for c in comm)
@@ -198,25 +191,65 @@ def main() -> None:
             passive = sum(c["passive_seconds"] for c in comm) / len(comm)
         else:
             setup, wall, cpu, passive = 0.0, ps[0]["wall"], ps[0]["cpu"], 0.0
-        others = [p["peak_run_kb"] for p in ps[1:]] or [0]
-        name = "in-process" if procs == 0 else f"--launcher mpi, {procs} processes"
+        others = max((p["peak_run_kb"] for p in ps[1:]), default=None)
         print(
-            f"| {name} | {max(procs, 1)} | {ps[0]['draw_s']:.0f} | {setup:.1f} | {wall:.1f} | {cpu:.1f} "
-            f"| {passive:.1f} | {_gib(ps[0]['peak_run_kb'])} | {_gib(max(others)) if procs else '-'} "
+            f"| {res['variant']} | {max(res['procs'], 1)} | {setup:.1f} | {wall:.1f} | {cpu:.1f} | {passive:.1f} "
+            f"| {_gib(ps[0]['peak_run_kb'])} | {_gib(others) if others else '-'} "
             f"| {_gib(sum(p['peak_run_kb'] for p in ps))} | {'yes' if ps[0]['digests'] == reference else 'NO'} |"
         )
-    print()
-    print("| variant | kind | operations per round | MiB per round | seconds per round (all processes) |")
+    print("\n| variant | kind | operations per round | MiB per round | seconds per round, all processes |")
     print("|---|---|---:|---:|---:|")
-    for procs in variants:
-        comm = results[procs][0]["comm"]
-        if not comm:
+    for res in results:
+        comm = res["processes"][0]["comm"]
+        for kind in ("put", "atomic", "notify", "read") if comm else ():
+            ops = sum(c[kind][0] for c in comm) / rounds
+            mib = sum(c[kind][1] for c in comm) / rounds / 2**20
+            secs = sum(c[kind][2] for c in comm) / rounds
+            print(f"| {res['variant']} | {kind} | {ops:.0f} | {mib:.2f} | {secs:.3f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd")
+    parsers = [ap, sub.add_parser("worker"), sub.add_parser("draw")]
+    for p in parsers:
+        p.add_argument("--rounds", type=int, default=40)
+        p.add_argument("--D", type=int, default=4096)
+        p.add_argument("--fixture", help="directory of the drawn fixture (default: under the temp dir)")
+    parsers[1].add_argument("--procs", type=int, required=True)
+    parsers[1].add_argument("--out", required=True)
+    ap.add_argument("--procs", type=int, nargs="+", default=[2, 4, 16])
+    ap.add_argument("--skip-inprocess", action="store_true")
+    ap.add_argument("--tcp", action="store_true", help="MPI processes talk TCP, as across hosts")
+    ap.add_argument("--results", help="JSON-lines file of the variants run (default: under the temp dir)")
+    args = ap.parse_args()
+    args.fixture = args.fixture or str(Path(tempfile.gettempdir()) / f"dslc-bench-moe-fixture-D{args.D}")
+    if args.cmd == "worker":
+        return worker(args)
+    if args.cmd == "draw":
+        return draw(args)
+    if not (Path(args.fixture) / "meta.json").exists():
+        subprocess.run(
+            [sys.executable, __file__, "draw", "--D", str(args.D), "--fixture", args.fixture], check=True
+        )
+    results_path = Path(
+        args.results or Path(tempfile.gettempdir()) / f"dslc-bench-mpi-D{args.D}-R{args.rounds}.jsonl"
+    )
+    done = (
+        [json.loads(line) for line in results_path.read_text().splitlines()] if results_path.exists() else []
+    )
+    wanted = ([] if args.skip_inprocess else [("in-process", 0)]) + [
+        (f"--launcher mpi, {p} processes" + (" over TCP" if args.tcp else ""), p) for p in args.procs
+    ]
+    for name, procs in wanted:
+        if any(r["variant"] == name for r in done):
             continue
-        for kind in ("put", "atomic", "notify", "read"):
-            ops = sum(c[kind][0] for c in comm) / args.rounds
-            mib = sum(c[kind][1] for c in comm) / args.rounds / 2**20
-            secs = sum(c[kind][2] for c in comm) / args.rounds
-            print(f"| {procs} processes | {kind} | {ops:.0f} | {mib:.2f} | {secs:.3f} |")
+        result = run_variant(name, procs, args)
+        with results_path.open("a") as f:
+            f.write(json.dumps(result) + "\n")
+        done.append(result)
+    meta = json.loads((Path(args.fixture) / "meta.json").read_text())
+    report(done, args.rounds, meta["draw_s"])
 
 
 if __name__ == "__main__":
