@@ -5,7 +5,9 @@ compile error or a request the host refuses (a runtime scalar outside its range,
 ``guard``), 3 deadlock or watchdog timeout (no progress).
 
 ``--scalar NAME=VALUE`` sets a runtime scalar of the request (``start_pos``, ``num_tokens``)
-on every rank, over what the golden's ``make_inputs`` gives.
+on every rank, over what the golden's ``make_inputs`` gives. ``--launcher mpi [--procs N]``
+runs the ranks as MPI processes with the same report and exit codes (``dsl.driver.run_mpi``,
+docs/distributed.md).
 """
 
 from __future__ import annotations

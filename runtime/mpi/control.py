@@ -77,6 +77,8 @@ class Control:
         self.stopping = False
         self.stop_at: float | None = None
         self.pause = _MIN_PAUSE
+        self.last_work = time.monotonic()  # when this process last did something
+        self.verdict_at: float | None = None  # when it learnt how the run ends
 
     # ------------------------------------------------------------------ stop cells
 
@@ -148,6 +150,7 @@ class Control:
         """This process did something: it is not passive since its last join."""
         self.quiet = False
         self.pause = _MIN_PAUSE
+        self.last_work = time.monotonic()
 
     def step(self, done: bool) -> int | None:
         """One passive iteration: join a round, or test the one in flight; a verdict or None."""
@@ -165,6 +168,8 @@ class Control:
         if self.req.Test():
             self.req = None
             verdict = int(self._recv[0])
+            if verdict:
+                self.verdict_at = time.monotonic()
             return verdict or None
         self._check_stop_grace()
         time.sleep(self.pause)

@@ -58,7 +58,9 @@ class MpiRunResult(RunResult):
     (``put``, ``get``, ``atomic``, ``notify``, ``read``: [operations, bytes, seconds]),
     ``passive_seconds``, its wall time with nothing runnable, and [wall, CPU] seconds of its
     ``setup`` (inputs received, memory and windows allocated) and of its ``run`` (the
-    simulation, to the end of the termination protocol).
+    simulation, to the end of the termination protocol), and the ``time.monotonic()`` of its
+    ``last_work`` and of its ``verdict_at`` (on one host, the clock is the same in every
+    process: the latest verdict minus the latest work is the protocol's latency).
     """
 
     procs: int = 1
@@ -277,7 +279,7 @@ def _conclude(
     gathered = comm.gather((outs if run.outputs == "gather" else {}, digests), root=0)
     stats = {k: list(v) for k, v in eng.windows.stats.items()}
     stats["passive_seconds"] = eng.passive_seconds
-    stats.update(phases)
+    stats.update(phases, last_work=control.last_work, verdict_at=control.verdict_at)
     counts = comm.gather((eng.blocks_run, eng.makespan, eng.waits, eng.steps), root=0)
     ending: dict[str, Any] = {"verdict": verdict, "comm": comm.gather(stats, root=0)}
     merged = None

@@ -55,6 +55,8 @@ def main() -> None:
                 "waits": result.waits,
                 "schedule": result.schedule,
                 "deadlock": None if result.deadlock is None else str(result.deadlock),
+                "latency": max(c["verdict_at"] for c in result.comm)
+                - max(c["last_work"] for c in result.comm),
             }
             with open(spec["out"], "wb") as f:
                 pickle.dump(keep, f)

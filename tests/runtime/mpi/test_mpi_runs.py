@@ -82,6 +82,24 @@ def test_handshake_without_its_edge_deadlocks_on_every_process_with_one_report(t
         assert f"  rank {rank} AIV" in report
 
 
+def test_every_process_learns_of_the_deadlock_within_a_second_of_the_last_progress(tmp_path):
+    layer, inputs, scalars = _layer(RUN / "handshake_pre.dsl", {"EP": 4})
+    kwargs = {
+        "ranks": 4,
+        "scalars": scalars,
+        "policy": "adversarial",
+        "seed": 1,
+        "rounds": 3,
+        "cores": (1, 2),
+    }
+    job = run_driver(
+        tmp_path, str(layer.module_path), nprocs=4, inputs=inputs, raise_on_deadlock=False, **kwargs
+    )
+    assert job.outcomes == ["done"] * 4  # returned, with the deadlock in the result
+    assert job.result["deadlock"].startswith("deadlock in program 'handshake'")
+    assert 0 <= job.result["latency"] < 1.0  # the latest verdict after the latest progress, on one clock
+
+
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_handshake_with_its_edge_completes_as_in_process(tmp_path, nprocs):
     layer, inputs, scalars = _layer(RUN / "handshake_post.dsl", {"EP": 4})
