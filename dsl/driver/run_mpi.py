@@ -88,16 +88,15 @@ def run_with_mpi(session) -> int:
     del drawn
     run_scalars = comm.bcast(run_scalars, root=0)
     validate = not args.no_validate and args.rounds == 1 and layer.graph.golden is not None
-    if not validate:
-        inputs = None  # then process 0 keeps only its own ranks' inputs once it sent the others
-    handed = [per_rank]
-    del per_rank
+    if root and not validate:  # hand the inputs over: process 0 keeps only its own once sent
+        inputs, handed = None, [per_rank]
+        per_rank = handed.pop
     if root:
         print(f"running {describe_run(args, layer, ranks)}, over {comm.Get_size()} MPI process(es)")
     result = guarded_run(
         lambda: simulate_mpi(
             layer.program,
-            handed.pop if root else None,
+            per_rank,
             ranks=ranks,
             scalars=run_scalars,
             cores=args.cores,
