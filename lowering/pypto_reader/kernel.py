@@ -275,15 +275,6 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             return TileVal(ir.CallV("neg", (v.value,), (), v.type))
         return UNKNOWN
 
-    def builtin(self, name: str, v: Val) -> Val:
-        if name == "float" and isinstance(v, PyVal) and isinstance(v.value, str):
-            text = v.value.strip().lower()
-            if text in ("inf", "+inf", "infinity"):
-                return PyVal(float("inf"))
-            if text in ("-inf", "-infinity"):
-                return TileVal(negative_float(float("inf")))
-        return super().builtin(name, v)
-
     def call_pl(self, path: str, node: ast.Call) -> Val:
         if path in IGNORED:
             return PyVal(None)
