@@ -37,12 +37,15 @@ sys.path.insert(0, str(ROOT))
 from dsl.driver.cli_pypto import run_rules_safely  # noqa: E402
 from lowering.checks import all_rules  # noqa: E402
 from lowering.checks.rule import CheckContext  # noqa: E402
-from lowering.pypto_reader import looks_like_pypto, read_pypto  # noqa: E402
+from lowering.pypto_reader import (  # noqa: E402
+    looks_like_pypto,
+    read_pypto,
+    stdlib,  # noqa: E402
+)
 from lowering.pypto_reader.constants import Params  # noqa: E402
 from lowering.pypto_reader.graph import entries  # noqa: E402
 from lowering.pypto_reader.modules import Loader  # noqa: E402
 from lowering.pypto_reader.notes import Notes  # noqa: E402
-from lowering.pypto_reader import stdlib  # noqa: E402
 from lowering.pypto_reader.values import FuncVal, ModuleVal  # noqa: E402
 
 GRID_NOTE = "grid size the reader cannot evaluate"
@@ -134,7 +137,9 @@ def main() -> int:
     ap.add_argument("--no-cli", action="store_true", help="skip timing `dslc check DIR`")
     args = ap.parse_args()
     files = sorted(
-        p for p in args.tree.rglob("*.py") if looks_like_pypto(p.read_text(encoding="utf-8", errors="replace"))
+        p
+        for p in args.tree.rglob("*.py")
+        if looks_like_pypto(p.read_text(encoding="utf-8", errors="replace"))
     )
     rows = []
     totals: Counter = Counter()
@@ -143,7 +148,9 @@ def main() -> int:
     for path in files:
         graphs, diags, ms = lint(path)
         src = source_scopes(path)
-        grid_notes = {(d.span.file, d.span.line) for d in diags if d.code == "P001" and GRID_NOTE in d.message}
+        grid_notes = {
+            (d.span.file, d.span.line) for d in diags if d.code == "P001" and GRID_NOTE in d.message
+        }
         in_graph = {(t.span.file, t.span.line) for g in graphs for t in g.tasks} & src
         evaluated = {s for s in in_graph if s not in grid_notes}
         kinds = Counter(_note_kind(d.message) for d in diags if d.code == "P001")
@@ -160,25 +167,33 @@ def main() -> int:
             ms=round(ms),
         )
         rows.append(row)
-        totals.update(src=row["src"], graph=row["graph"], grid=row["grid"], notes=row["notes"], tasks=row["tasks"])
+        totals.update(
+            src=row["src"], graph=row["graph"], grid=row["grid"], notes=row["notes"], tasks=row["tasks"]
+        )
         notes_total.update(kinds)
         findings_total.update(codes)
     _print(rows, args.markdown)
     worst = max(rows, key=lambda r: r["ms"]) if rows else None
     cover = totals["grid"] / totals["src"] * 100 if totals["src"] else 100.0
     print()
-    print(f"files {len(rows)}  source scopes {totals['src']}  in graph {totals['graph']}  "
-          f"with evaluated grid {totals['grid']} ({cover:.1f} %)  graph tasks {totals['tasks']}")
+    print(
+        f"files {len(rows)}  source scopes {totals['src']}  in graph {totals['graph']}  "
+        f"with evaluated grid {totals['grid']} ({cover:.1f} %)  graph tasks {totals['tasks']}"
+    )
     print(f"P001 notes {totals['notes']}  findings {dict(sorted(findings_total.items()))}")
     print("P001 by kind: " + "; ".join(f"{k} ({v})" for k, v in notes_total.most_common(12)))
     if worst:
-        print(f"in-process total {sum(r['ms'] for r in rows) / 1000:.1f} s, slowest file {worst['file']} {worst['ms']} ms")
+        print(
+            f"in-process total {sum(r['ms'] for r in rows) / 1000:.1f} s, slowest file {worst['file']} {worst['ms']} ms"
+        )
     if not args.no_cli:
         t0 = time.perf_counter()
         cpu0 = _children_cpu()
         subprocess.run([sys.executable, "-m", "dsl.driver.cli", "check", str(args.tree), "--format", "json"],
                        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)  # fmt: skip
-        print(f"dslc check {args.tree}: {time.perf_counter() - t0:.1f} s wall, {_children_cpu() - cpu0:.1f} s CPU")
+        print(
+            f"dslc check {args.tree}: {time.perf_counter() - t0:.1f} s wall, {_children_cpu() - cpu0:.1f} s CPU"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return 0
@@ -209,7 +224,9 @@ def _print(rows: list[dict], markdown: bool) -> None:
         if markdown:
             print("| " + " | ".join(str(c) for c in cells) + " |")
         else:
-            print(f"{r['file']:<52} {r['src']:>4} {r['graph']:>5} {r['grid']:>4} {r['tasks']:>5} {r['notes']:>5} {r['ms']:>6}  {findings}")
+            print(
+                f"{r['file']:<52} {r['src']:>4} {r['graph']:>5} {r['grid']:>4} {r['tasks']:>5} {r['notes']:>5} {r['ms']:>6}  {findings}"
+            )
 
 
 if __name__ == "__main__":

@@ -672,7 +672,11 @@ class PyInterpreter(Evaluator):
         out = super().index(base, key)
         if isinstance(out, Unknown) and isinstance(base, DictVal | SeqVal):
             k = self.static(key)
-            if isinstance(base, DictVal) and k is not UNKNOWN and not any(isinstance(v, Unknown) for v in base.items.values()):
+            if (
+                isinstance(base, DictVal)
+                and k is not UNKNOWN
+                and not any(isinstance(v, Unknown) for v in base.items.values())
+            ):
                 raise PyRaise(ObjVal(None, {"__exception__": PyVal("KeyError"), "args": SeqVal((key,))}))
             if isinstance(base, SeqVal) and isinstance(k, int):
                 raise PyRaise(ObjVal(None, {"__exception__": PyVal("IndexError"), "args": SeqVal((key,))}))

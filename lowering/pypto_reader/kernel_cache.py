@@ -94,7 +94,13 @@ class Recorder:
         if isinstance(value, TensorVal):
             self.roots[name] = value.root
             if value.offsets is None or value.shape is None:
-                self.lookups[name] = ("tensor", self.signature(value.root), value.offsets, value.shape, value.dropped)
+                self.lookups[name] = (
+                    "tensor",
+                    self.signature(value.root),
+                    value.offsets,
+                    value.shape,
+                    value.dropped,
+                )
                 return value
             offsets = tuple(self._capture(f"{name}.o{i}", e) for i, e in enumerate(value.offsets))
             shape = tuple(self._capture(f"{name}.s{i}", e) for i, e in enumerate(value.shape))
@@ -171,7 +177,13 @@ class KernelCache:
         bucket = self.templates.setdefault(key, [])
         if len(bucket) < MAX_TEMPLATES_PER_SCOPE:
             bucket.append(
-                _Template(dict(recorder.lookups), dict(recorder.roots), summary, recorder.env.used, dict(recorder.values))
+                _Template(
+                    dict(recorder.lookups),
+                    dict(recorder.roots),
+                    summary,
+                    recorder.env.used,
+                    dict(recorder.values),
+                )
             )
         return instantiate(summary, recorder.mapping(), {})
 
@@ -195,7 +207,11 @@ def _match(t: _Template, outer, bindings, signature, node) -> tuple[dict[str, Ex
                 if (v.offsets, v.shape, v.dropped) != fp[2:]:
                     return None
             else:
-                if v.offsets is None or v.shape is None or (v.dropped, len(v.offsets), len(v.shape)) != fp[2:]:
+                if (
+                    v.offsets is None
+                    or v.shape is None
+                    or (v.dropped, len(v.offsets), len(v.shape)) != fp[2:]
+                ):
                     return None
                 exprs.update({f"{name}.o{i}": e for i, e in enumerate(v.offsets)})
                 exprs.update({f"{name}.s{i}": e for i, e in enumerate(v.shape)})

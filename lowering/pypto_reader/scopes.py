@@ -292,7 +292,9 @@ class OrchReader(OrchestrationReader):
         orchestration loop makes of it (``kernel_cache``)."""
         outer = self.lookup if module is None else _globals_of(module)
         key = (id(stmts[0]) if stmts else id(node), len(stmts), grid, id(module))
-        found = self.prog.kernels.find(key, outer, bindings, self.prog.params.env(), self.tensor_signature, node)
+        found = self.prog.kernels.find(
+            key, outer, bindings, self.prog.params.env(), self.tensor_signature, node
+        )
         if found is not None:
             return found
         recorder = Recorder(outer, self.prog.params.env(), self.tensor_signature)
