@@ -135,6 +135,7 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true", help="print the table as markdown")
     ap.add_argument("--json", type=Path, help="write the per-file figures as JSON")
     ap.add_argument("--no-cli", action="store_true", help="skip timing `dslc check DIR`")
+    ap.add_argument("--progress", action="store_true", help="print each file's line to stderr as it is done")
     args = ap.parse_args()
     files = sorted(
         p
@@ -167,6 +168,8 @@ def main() -> int:
             ms=round(ms),
         )
         rows.append(row)
+        if args.progress:
+            print(f"{row['file']} {row['src']} {row['graph']} {row['grid']} {row['ms']} ms {row['findings']}", file=sys.stderr, flush=True)
         totals.update(
             src=row["src"], graph=row["graph"], grid=row["grid"], notes=row["notes"], tasks=row["tasks"]
         )

@@ -120,17 +120,15 @@ def base_buffer(graph: Graph, name: str) -> tuple[str, int]:
     tensor map keys every argument by its base address, so accesses through different views of
     one buffer meet there (runtime-model.md §1.4). A layer written in dslc has no views.
     """
-    cache = graph.__dict__.setdefault("_base_buffers", {})
-    found = cache.get(name)
-    if found is None:
-        offset, seen = 0, set()
-        tensor = graph.tensors[name]
-        while tensor.view_of is not None and tensor.name not in seen and tensor.view_of in graph.tensors:
-            seen.add(tensor.name)
-            offset += tensor.view_offset
-            tensor = graph.tensors[tensor.view_of]
-        found = cache[name] = (tensor.name, offset)
-    return found
+    tensor = graph.tensors[name]
+    if tensor.view_of is None:
+        return name, 0
+    offset, seen = 0, set()
+    while tensor.view_of is not None and tensor.name not in seen and tensor.view_of in graph.tensors:
+        seen.add(tensor.name)
+        offset += tensor.view_offset
+        tensor = graph.tensors[tensor.view_of]
+    return tensor.name, offset
 
 
 def _tag(graph: Graph, task: Task, fp: Footprint, writers: dict[str, set[str]]) -> str:
@@ -145,6 +143,11 @@ def _tag(graph: Graph, task: Task, fp: Footprint, writers: dict[str, set[str]]) 
     prior = any(base != task.base for base in earlier)
     promoted = task.in_sequential_loop or prior or graph.tensors[fp.tensor].kind == "inout"
     return INOUT if promoted else OUTPUT_EXISTING
+
+
+def task_footprints_cached(graph: Graph, task: Task, env: dict[str, int]) -> list[Footprint]:
+    """The footprints edge inference computed for ``task`` (one per tensor, at this point)."""
+    return _footprints(graph, task, env)
 
 
 def _footprints(graph: Graph, task: Task, env: dict[str, int]) -> list[Footprint]:

@@ -23,7 +23,7 @@ from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, is_pypto_candidate, l
 from dsl.driver.cli_run import add_parsers as add_run_parsers
 from dsl.driver.cli_run import cmd_compile, cmd_run
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
-from dsl.driver.report import FORMATS, describe_code, format_findings
+from dsl.driver.report import FORMATS, describe_code, format_findings, one_per_site
 from dsl.frontend import compile_text, read_source
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules, run_rules
@@ -246,8 +246,13 @@ def cmd_check(session: Session) -> int:
         raise UsageError("no *.dsl or PyPTO *.py files found under the given paths")
     everything: list[Diagnostic] = []
     for path in files:
-        everything.extend(lint_file(session, path, cfg))
+        everything.extend(one_per_site(lint_file(session, path, cfg)))
     sys.stdout.write(format_findings(cfg.format, everything, session.sources, session.colour))
+    if session.args.debug:
+        for d in everything:
+            trace = dict(d.data).get("traceback")
+            if trace:
+                print(f"{d.span}: {d.code} traceback:\n{trace}", file=sys.stderr)
     front_end = [d for d in everything if d.code in CODES or d.code in READER_INPUT_ERRORS]
     failing = [d for d in everything if d.severity.rank >= cfg.fail_on.rank]
     counts = ", ".join(f"{sum(d.severity is s for d in everything)} {s.value}(s)" for s in Severity)

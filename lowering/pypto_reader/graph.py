@@ -17,6 +17,7 @@ from dataclasses import replace
 from lowering import ir
 from lowering.body import Range
 from lowering.edges import infer_edges
+from lowering.pypto_reader import stdlib
 from lowering.pypto_reader.bindings import axis_bindings, harness_requests, resolve_dynamic_axes, spec_shapes
 from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.exprs import dotted
@@ -36,14 +37,16 @@ WORLD_NAMES = ("EP", "EP_WORLD_SIZE", "EP_SIZE", "WORLD_SIZE", "N_RANKS", "NRANK
 def entries(module: ModuleInfo) -> list[FuncVal]:
     """The chip-level entries of ``module``, in source order."""
     unique: dict[int, FuncVal] = {}
-    for v in module.globals.values():
+    classes: dict[int, ClassVal] = {}
+    for v in [*module.globals.values(), *stdlib.host().programs]:
         if isinstance(v, FuncVal) and v.module is module:
             unique.setdefault(id(v.node), v)
+        elif isinstance(v, ClassVal) and v.module is module:
+            classes.setdefault(id(v.node), v)
     funcs = list(unique.values())
     out = [f for f in funcs if f.kind == "jit"]
-    for v in module.globals.values():
-        if isinstance(v, ClassVal) and v.module is module:
-            out.extend(m for _, m in v.methods if m.kind == "jit")
+    for cls in classes.values():
+        out.extend(m for _, m in cls.methods if m.kind == "jit" and id(m.node) not in unique)
     if out:
         return sorted(out, key=lambda f: f.node.lineno)
     called = set()

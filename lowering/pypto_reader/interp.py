@@ -548,7 +548,16 @@ class PyInterpreter(Evaluator):
             kind = DECORATORS.get(d.path)
             if kind is None:
                 return value
-            return _with(value, kind=self.function_kind(kind, deco), decorator=deco)
+            out = _with(value, kind=self.function_kind(kind, deco), decorator=deco)
+            if out.kind == "jit":
+                stdlib.host().programs.append(out)  # an entry, even when a factory defines it
+            return out
+        if isinstance(d, PlRef) and isinstance(value, ClassVal):
+            if d.path == "pl.program":
+                stdlib.host().programs.append(
+                    value
+                )  # often built inside a function and passed to the harness
+            return value
         if isinstance(d, BuiltinVal) and isinstance(value, FuncVal) and d.name in stdlib.WRAPPERS:
             return _with(value, wrapper=d.name)
         if isinstance(d, BuiltinVal | FuncVal):

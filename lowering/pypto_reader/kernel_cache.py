@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
 
 from lowering import body as ir
-from lowering.ir import Access, BarrierOp, SignalOp
+from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
 from lowering.pypto_reader.values import (
     DtypeVal,
     IntVal,
@@ -258,14 +258,17 @@ def instantiate(
     the first read by this instance's."""
     if not mapping and not renames:
         return summary
+    if deps is None:
+        deps = _dependencies(summary, {k[1:] for k in mapping}, set(renames))
     sub = _Substituter(mapping, renames, deps)
+    fast = _Summaries(mapping, renames, deps)
     template = summary.body
     return replace(
         summary,
         body=LazyBody(lambda: sub.walk(template)),  # rules that read bodies are few: walk on demand
-        accesses=sub.walk(summary.accesses),
-        signals=sub.walk(summary.signals),
-        barriers=sub.walk(summary.barriers),
+        accesses=tuple([fast.access(a) for a in summary.accesses]),
+        signals=tuple([fast.signal(x) for x in summary.signals]),
+        barriers=tuple([fast.barrier(b) for b in summary.barriers]),
         signal_tensors=frozenset(renames.get(n, n) for n in summary.signal_tensors),
         window_tensors=frozenset(renames.get(n, n) for n in summary.window_tensors),
     )
@@ -316,6 +319,83 @@ class _Substituter:
             out = obj
         self.memo[key] = out
         return out
+
+
+class _Summaries:
+    """The same substitution as ``_Substituter``, written out for the summary records that every
+    instance needs at once (accesses, signals, barriers): edge inference reads all of them."""
+
+    def __init__(self, mapping: dict[str, Expr], renames: dict[str, str], deps: set[int]):
+        self.mapping = mapping
+        self.renames = renames
+        self.deps = deps
+        self.memo: dict[int, object] = {}
+
+    def e(self, x):
+        if x is None or id(x) not in self.deps:
+            return x
+        return substitute(x, self.mapping)
+
+    def loops(self, loops: tuple[Loop, ...]) -> tuple[Loop, ...]:
+        if id(loops) not in self.deps:
+            return loops
+        out = []
+        for lp in loops:
+            done = self.memo.get(id(lp))
+            if done is None:
+                done = (
+                    lp
+                    if id(lp) not in self.deps
+                    else Loop(lp.var, self.e(lp.start), self.e(lp.stop), self.e(lp.step), lp.kind, lp.span)
+                )
+                self.memo[id(lp)] = done
+            out.append(done)
+        return tuple(out)
+
+    def conds(self, conds: tuple[Condition, ...]) -> tuple[Condition, ...]:
+        if id(conds) not in self.deps:
+            return conds
+        return tuple([c if id(c) not in self.deps else Condition(self.e(c.expr), c.span) for c in conds])
+
+    def access(self, a: Access) -> Access:
+        if id(a) not in self.deps:
+            return a
+        region = a.region
+        if id(region) in self.deps:
+            region = tuple(
+                [
+                    r
+                    if id(r) not in self.deps
+                    else ir.Range(self.e(r.start), self.e(r.stop), self.e(r.step), r.point)
+                    for r in region
+                ]
+            )
+        tensor = self.renames.get(a.tensor, a.tensor)
+        return Access(
+            tensor,
+            a.mode,
+            region,
+            a.dtype,
+            self.loops(a.loops),
+            self.conds(a.conds),
+            a.span,
+            a.order,
+            self.e(a.peer),
+        )
+
+    def signal(self, x: SignalOp) -> SignalOp:
+        if id(x) not in self.deps:
+            return x
+        index = tuple([self.e(i) for i in x.index])
+        return SignalOp(
+            x.kind, self.renames.get(x.signal, x.signal), index, self.loops(x.loops), self.conds(x.conds), x.span,
+            x.order, self.e(x.peer), x.op, self.e(x.value), x.cmp, self.e(x.expected),
+        )  # fmt: skip
+
+    def barrier(self, b: BarrierOp) -> BarrierOp:
+        if id(b) not in self.deps:
+            return b
+        return BarrierOp(b.soft, self.loops(b.loops), self.conds(b.conds), b.span, b.order)
 
 
 _PLANS: dict[type, tuple[tuple[str, ...], tuple[int, ...]]] = {}

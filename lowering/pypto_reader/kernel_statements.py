@@ -304,11 +304,12 @@ class StatementMixin:
         else:
             cond_ir = ir.IntV(expr, ir.ScalarType("bool"))
         span = self.span(s.test)
-        then = self.branch(Condition(expr, span), s.body)
-        orelse = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
+        then, then_scope = self.branch(Condition(expr, span), s.body)
+        orelse, else_scope = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
         self.emit(ir.IfS(cond_ir, then, orelse, self.span(s)))
+        self.join_branches(then_scope, else_scope)
 
-    def branch(self, cond: Condition, stmts: list[ast.stmt]) -> tuple[ir.Stmt, ...]:
+    def branch(self, cond: Condition, stmts: list[ast.stmt]) -> tuple[tuple[ir.Stmt, ...], dict[str, Val]]:
         """One arm of an ``if``: its own block and scope, its accesses under ``cond``."""
         self.conds.append(cond)
         self.blocks.append([])
@@ -317,9 +318,26 @@ class StatementMixin:
             self.statements(stmts)
         finally:
             body = self.blocks.pop()
-            self.scopes.pop()
+            scope = self.scopes.pop()
             self.conds.pop()
-        return tuple(body)
+        return tuple(body), scope
+
+    def join_branches(self, a: dict[str, Val], b: dict[str, Val]) -> None:
+        """Names an ``if`` binds stay bound after it (Python scoping): a value both arms agree
+        on as is, a local the arms assign (``valid = pl.min(CAP, n)`` / ``valid = CAP``) as that
+        local, whose bound the validity analysis joins across the arms."""
+        for name in dict.fromkeys([*a, *b]):
+            if self.is_local(name):
+                continue
+            x, y = a.get(name), b.get(name)
+            if x is not None and (x == y or y is None and not s_int(x)):
+                self.bind(name, x)
+            elif y is not None and x is None and not s_int(y):
+                self.bind(name, y)
+            elif s_int(x) or s_int(y):
+                self.bind(name, IntVal(Sym(name, DYNAMIC)))
+            elif isinstance(x, TileVal) and isinstance(x.value, ir.LocalV) and x.value.name == name:
+                self.bind(name, x)
 
     def with_stmt(self, s: ast.With) -> None:
         for item in s.items:
@@ -339,6 +357,11 @@ class StatementMixin:
                     "its body is read as is",
                 )
         self.statements(s.body)
+
+
+def s_int(v: Val | None) -> bool:
+    """A symbolic integer bound to a local of the kernel (an int assigned more than once)."""
+    return isinstance(v, IntVal) and isinstance(v.expr, Sym) and v.expr.kind == DYNAMIC
 
 
 def assignment_counts(stmts: list[ast.stmt]) -> Counter[str]:

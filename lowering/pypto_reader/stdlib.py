@@ -78,6 +78,9 @@ class HostState:
     environ: EnvironVal = field(default_factory=EnvironVal)
     path: SeqVal = field(default_factory=lambda: SeqVal([], "list"))
     records: list[ObjVal] = field(default_factory=list)  # harness TensorSpec/ScalarSpec calls
+    programs: list[Val] = field(
+        default_factory=list
+    )  # ``@pl.program`` classes and ``@pl.jit`` functions defined anywhere
 
 
 _HOST: ContextVar[HostState | None] = ContextVar("dslc_pypto_host", default=None)
