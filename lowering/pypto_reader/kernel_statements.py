@@ -152,9 +152,11 @@ class StatementMixin:
                 )
 
     def assign_name(self, name: str, value: Val, stmt: ast.stmt) -> None:
-        if isinstance(value, IntVal) and self.assigned[name] <= 1 and not self.is_local(name):
-            self.bind(name, value)  # an integer let: inlined, as in the DSL
-            return
+        if isinstance(value, IntVal) and name not in self.unstable:
+            existing = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+            if not s_int(existing) or existing.expr.name != name:  # type: ignore[union-attr]
+                self.bind(name, value)  # an integer let: inlined (each assignment rebinds, as in Python)
+                return
         if isinstance(value, TensorVal | PlRef | FuncVal | Unknown) or (
             isinstance(value, PyVal) and not isinstance(value.value, float | bool)
         ):
@@ -362,6 +364,77 @@ class StatementMixin:
 def s_int(v: Val | None) -> bool:
     """A symbolic integer bound to a local of the kernel (an int assigned more than once)."""
     return isinstance(v, IntVal) and isinstance(v.expr, Sym) and v.expr.kind == DYNAMIC
+
+
+def loop_carried(stmts: list[ast.stmt]) -> set[str]:
+    """Names whose value a loop carries from one iteration to the next or out of the loop:
+    read in the loop body before it assigns them, or read after the loop that assigns them.
+    Any other integer assignment can be inlined where it is used, however often the name is
+    reassigned (``n0 = nb * TILE`` in four loops is four lets, not one mutable local)."""
+    out: set[str] = set()
+
+    def names_read(node: ast.AST) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    def linear(body: list[ast.stmt]) -> list[tuple[str, set[str]]]:
+        """(kind, names) events in source order: reads of a statement before its stores."""
+        events: list[tuple[str, set[str]]] = []
+        for s in body:
+            if isinstance(s, ast.For | ast.AsyncFor):
+                events.append(("read", names_read(s.iter)))
+                events.append(("store", _targets(s.target)))
+                events.extend(linear(s.body))
+                events.extend(linear(s.orelse))
+            elif isinstance(s, ast.While):
+                events.append(("read", names_read(s.test)))
+                events.extend(linear(s.body))
+            elif isinstance(s, ast.If):
+                events.append(("read", names_read(s.test)))
+                events.extend(linear(s.body))
+                events.extend(linear(s.orelse))
+            elif isinstance(s, ast.With):
+                for item in s.items:
+                    events.append(("read", names_read(item.context_expr)))
+                events.extend(linear(s.body))
+            elif isinstance(s, ast.AugAssign):
+                events.append(("read", names_read(s.value) | _targets(s.target)))
+                events.append(("store", _targets(s.target)))
+            elif isinstance(s, ast.Assign | ast.AnnAssign):
+                if s.value is not None:
+                    events.append(("read", names_read(s.value)))
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                for t in targets:
+                    events.append(("store", _targets(t)))
+            elif not isinstance(s, ast.FunctionDef | ast.ClassDef):
+                events.append(("read", names_read(s)))
+        return events
+
+    def visit(body: list[ast.stmt]) -> None:
+        for i, s in enumerate(body):
+            if isinstance(s, ast.For | ast.AsyncFor | ast.While):
+                stored: set[str] = set()
+                assigned = {n for kind, names in linear(s.body) if kind == "store" for n in names}
+                for kind, names in linear(s.body):
+                    if kind == "read":
+                        out.update((names & assigned) - stored)
+                    else:
+                        stored |= names
+                after = {n for _, names in linear(body[i + 1 :]) if _ == "read" for n in names}
+                out.update(assigned & after)
+                visit(s.body)
+                visit(s.orelse)
+            elif isinstance(s, ast.If):
+                visit(s.body)
+                visit(s.orelse)
+            elif isinstance(s, ast.With):
+                visit(s.body)
+
+    visit(list(stmts))
+    return out
+
+
+def _targets(t: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def assignment_counts(stmts: list[ast.stmt]) -> Counter[str]:

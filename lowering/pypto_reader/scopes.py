@@ -32,7 +32,7 @@ from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import Frame
 from lowering.pypto_reader.kernel import KernelReader
 from lowering.pypto_reader.kernel_cache import ARG, KernelSummary, Recorder
-from lowering.pypto_reader.kernel_statements import assignment_counts
+from lowering.pypto_reader.kernel_statements import assignment_counts, loop_carried
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.orchestration import PRESET_CORES, OrchestrationReader
@@ -337,11 +337,12 @@ class OrchReader(OrchestrationReader):
         for kw in node.keywords:
             if kw.arg:
                 bound[kw.arg] = k.eval(kw.value)
-        saved_outer, saved_file, saved_assigned = k.outer, k.file, k.assigned
+        saved_outer, saved_file, saved_assigned, saved_unstable = k.outer, k.file, k.assigned, k.unstable
         k.outer, k.file = _globals_of(func.module), func.module.file
         k.scopes.append(bound)
         k.depth += 1
         k.assigned = saved_assigned + assignment_counts(func.node.body)
+        k.unstable = saved_unstable | loop_carried(func.node.body)
         k.returned = None
         try:
             k.statements(func.node.body)
@@ -349,7 +350,7 @@ class OrchReader(OrchestrationReader):
         finally:
             k.depth -= 1
             k.scopes.pop()
-            k.outer, k.file, k.assigned = saved_outer, saved_file, saved_assigned
+            k.outer, k.file, k.assigned, k.unstable = saved_outer, saved_file, saved_assigned, saved_unstable
 
     def add_task(
         self,
