@@ -139,3 +139,26 @@ def typecheck(devkit: Devkit, workdir: Path, main: str) -> subprocess.CompletedP
 
 def bisheng() -> str | None:
     return shutil.which("bisheng")
+
+
+def one_unit(projects: list[dict[str, str]]) -> str:
+    """One translation unit holding every project: all kernel headers, then each host program
+    (launches stripped, see ``host_view``) inside a namespace of its own, so ``main`` and
+    ``dslc_host`` do not clash. Parsing kernel_operator.h once is most of the cost."""
+    includes: list[str] = []
+    kernels: list[str] = []
+    hosts: list[str] = []
+    for i, files in enumerate(projects):
+        for name, text in files.items():
+            if name.endswith("_kernels.h"):
+                kernels.append(f'#include "{name}"')
+            elif name.endswith(".asc"):
+                body = []
+                for line in host_view(text).splitlines():
+                    if line.startswith("#include <"):
+                        includes.append(line)
+                    elif not line.startswith("#include"):
+                        body.append(line)
+                hosts.append(f"namespace host{i} {{\n" + "\n".join(body) + f"\n}}  // namespace host{i}\n")
+    head = sorted(set(includes)) + ['#include "acl/acl.h"']
+    return "\n".join(head + kernels) + "\n" + "\n".join(hosts)

@@ -360,7 +360,7 @@ class VectorWriter(CommMixin, VectorOps, BodyWriter):
             self.emit(f"const int64_t {n} = dslc::Min({chunk}, {total} - {r0});")
         count = f"static_cast<uint16_t>({n})"
         dst_at = f"{gm}[{self.int(dst_offset)}{f' + {r0} * {dst_width}' if loop else ''}]"
-        out_gap = (dst_width - cols) * size
+        out_gap = (dst_width - cols) * size if chunk > 1 else 0
         if src is not None:
             src_dims = self.dims(src.tensor, self.span)
             src_width = src_dims[-1] if src_dims else 1
@@ -369,7 +369,7 @@ class VectorWriter(CommMixin, VectorOps, BodyWriter):
             tile = self.queue_tile("inQueue", chunk, cols, dtype)
             src_at = f"{src_gm}[{self.int(src_offset)}{f' + {r0} * {src_width}' if loop else ''}]"
             pad = f"AscendC::DataCopyPadExtParams<{cxx_type(dtype)}>{{false, 0, 0, 0}}"
-            gap = (src_width - cols) * size
+            gap = (src_width - cols) * size if chunk > 1 else 0
             self.emit(
                 f"AscendC::DataCopyPad({tile.base}, {src_at}, AscendC::DataCopyExtParams{{{count}, {cols * size}, "
                 f"{gap}, 0, 0}}, {pad});"
@@ -460,7 +460,8 @@ class VectorWriter(CommMixin, VectorOps, BodyWriter):
 
     # ---------------------------------------------------------------- copies
     def copy(self, dst: Tile, src: Tile) -> None:
-        """UB -> UB on the vector pipe (``Copy``), row by row through repeat strides."""
+        """UB -> UB on the vector pipe (``Copy``): the whole tile at once when both are packed
+        alike, else row by row through the repeat strides."""
         if (dst.rows, dst.cols) != (src.rows, src.cols) or dst.dtype != src.dtype:
             raise refuse(
                 "A704",
@@ -470,26 +471,42 @@ class VectorWriter(CommMixin, VectorOps, BodyWriter):
         if not (dst.aligned and src.aligned):
             self.scalar_copy(dst, src)
             return
-        dtype, d, s = dst.dtype, dst, src
-        cols = padded(dst.cols, dtype)
-        if DTYPE_BYTES[dtype] == 1:  # Copy moves 16/32-bit lanes: int8 as int16 pairs
+        d, s = dst, src
+        if DTYPE_BYTES[dst.dtype] == 1:  # Copy moves 16/32-bit lanes: int8 as int16 pairs
             d, s = self.reinterpret(dst, "i16"), self.reinterpret(src, "i16")
-            cols //= 2
-            dtype = "i16"
-        lanes = 256 // DTYPE_BYTES[dtype]
-        rep_d = d.stride * DTYPE_BYTES[dtype] // BLOCK_BYTES
-        rep_s = s.stride * DTYPE_BYTES[dtype] // BLOCK_BYTES
+        size = DTYPE_BYTES[d.dtype]
+        lanes = 256 // size
+        if (d.dense and s.dense and d.stride == s.stride) or d.rows == 1:
+            count = padded(d.cols, d.dtype) if d.rows == 1 else d.rows * d.stride
+            self.copy_run(d, s, count, lanes)
+            return
+        cols = padded(d.cols, d.dtype)
+        rep_d, rep_s = d.stride * size // BLOCK_BYTES, s.stride * size // BLOCK_BYTES
         for c0 in range(0, cols, lanes):
-            width = min(lanes, cols - c0)
-            at = str(c0)
             for r0 in range(0, d.rows, 255):
                 rows = min(255, d.rows - r0)
-                extra_d = f"{at} + {r0 * d.stride}" if r0 else at
-                extra_s = f"{at} + {r0 * s.stride}" if r0 else at
+                at_d = " + ".join(p for p in (str(c0), str(r0 * d.stride)) if p != "0") or "0"
+                at_s = " + ".join(p for p in (str(c0), str(r0 * s.stride)) if p != "0") or "0"
                 self.emit(
-                    f"AscendC::Copy({d.ref(extra_d)}, {s.ref(extra_s)}, {width}, {rows}, "
+                    f"AscendC::Copy({d.ref(at_d)}, {s.ref(at_s)}, {min(lanes, cols - c0)}, {rows}, "
                     f"AscendC::CopyRepeatParams{{1, 1, {rep_d}, {rep_s}}});"
                 )
+
+    def copy_run(self, d: Tile, s: Tile, count: int, lanes: int) -> None:
+        """``count`` contiguous elements: full repeats of 256 bytes, then the tail."""
+        done = 0
+        while count - done >= lanes:
+            repeat = min(255, (count - done) // lanes)
+            at = str(done)
+            self.emit(
+                f"AscendC::Copy({d.ref(at)}, {s.ref(at)}, {lanes}, {repeat}, AscendC::CopyRepeatParams{{1, 1, 8, 8}});"
+            )
+            done += repeat * lanes
+        if done < count:
+            at = str(done)
+            self.emit(
+                f"AscendC::Copy({d.ref(at)}, {s.ref(at)}, {count - done}, 1, AscendC::CopyRepeatParams{{1, 1, 8, 8}});"
+            )
 
     def reinterpret(self, t: Tile, dtype: str) -> Tile:
         ratio = DTYPE_BYTES[dtype] // DTYPE_BYTES[t.dtype]

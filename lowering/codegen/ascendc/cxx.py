@@ -15,7 +15,21 @@ from collections.abc import Callable, Mapping
 
 from lowering.codegen.ascendc import names
 from lowering.ir import DTYPE_BYTES
-from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, RANK, SCALAR, Bin, Const, EvalError, Expr, Sym
+from lowering.symbolic import (
+    BLOCK,
+    DYNAMIC,
+    LOOP,
+    NRANKS,
+    RANK,
+    SCALAR,
+    Bin,
+    Const,
+    EvalError,
+    Expr,
+    Sym,
+    simplify,
+    substitute,
+)
 from lowering.symbolic import bounds as sym_bounds
 
 CXX_TYPES = {
@@ -56,14 +70,31 @@ def float_literal(x: float, dtype: str = "f32") -> str:
     if math.isinf(x):
         inf = "__builtin_huge_valf()" if x > 0 else "-__builtin_huge_valf()"
         return inf if dtype == "f32" else f"static_cast<{cxx_type(dtype)}>({inf})"
-    single = struct.unpack("<f", struct.pack("<f", x))[0] if abs(x) < 3.5e38 else x
-    text = repr(single)
-    if "e" not in text and "." not in text:
+    text = shortest_f32(x)
+    if "e" not in text and "." not in text and "n" not in text:
         text += ".0"
     text += "f"
     if dtype == "f32":
         return text
     return f"static_cast<{cxx_type(dtype)}>({text})"
+
+
+def to_f32(x: float) -> float:
+    """``x`` rounded to the nearest float32 (overflow to inf), as a Python float."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+def shortest_f32(x: float) -> str:
+    """The shortest decimal that reads back as the float32 nearest to ``x``."""
+    single = to_f32(x)
+    for digits in range(1, 18):
+        text = f"{single:.{digits}g}"
+        if to_f32(float(text)) == single:
+            return text
+    return repr(single)
 
 
 def int_literal(v: int) -> str:
@@ -82,6 +113,7 @@ class IntWriter:
         self.ranges = dict(ranges)  # block, rank, loop and scalar intervals for sign proofs
         self.nranks = nranks
         self.helpers = helpers  # namespace of FloorDiv/FloorMod/Min/Max (device or host)
+        self.folding = {k: Const(v) for k, v in self.env.items()}
 
     def name_of(self, sym: Sym) -> str:
         if sym.kind == BLOCK:
@@ -105,14 +137,10 @@ class IntWriter:
             return False
 
     def fold(self, e: Expr) -> Expr:
-        from lowering.symbolic import substitute
-
-        return substitute(e, {k: Const(v) for k, v in self.env.items()})
+        return substitute(e, self.folding)
 
     def constant(self, e: Expr) -> int | None:
         """The value of ``e`` when it is known at compile time."""
-        from lowering.symbolic import simplify
-
         folded = simplify(self.fold(e))
         return folded.value if isinstance(folded, Const) else None
 

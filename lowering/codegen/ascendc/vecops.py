@@ -83,12 +83,15 @@ class VectorOps:
             )
 
     def scalar_arg(self, v: ir.Value, dtype: str) -> str:
+        """The scalar operand of a vector op, as a literal or a named ``const`` read once."""
         s = self.scalar(v)
         if s.const is not None and dtype in FLOAT_DTYPES:
             return float_literal(float(s.const), dtype)
         if s.const is not None:
             return f"static_cast<{cxx_type(dtype)}>({int(s.const)})"
-        return f"static_cast<{cxx_type(dtype)}>({s.code})"
+        var = self.fresh("s")
+        self.emit(f"const {cxx_type(dtype)} {var} = static_cast<{cxx_type(dtype)}>({s.code});")
+        return var
 
     # ---------------------------------------------------------------- elementwise helpers
     def vector_call(self, api: str, dst: Tile, srcs: list[Tile], extra: list[str] | None = None) -> None:
@@ -135,12 +138,10 @@ class VectorOps:
                 "Adds" if v.op == "add" else "Muls", dst, [x], [self.scalar_arg(scalar_side, dtype)]
             )
         elif v.op == "sub" and a_tile:  # x - s == x + (-s), exactly
-            neg = (
-                float_literal(-float(s.const), dtype)
-                if s.const is not None and dtype in FLOAT_DTYPES
-                else None
-            )
-            arg = neg or f"static_cast<{cxx_type(dtype)}>(-({s.code}))"
+            if s.const is not None and dtype in FLOAT_DTYPES:
+                arg = float_literal(-float(s.const), dtype)
+            else:
+                arg = f"static_cast<{cxx_type(dtype)}>(-({self.scalar_arg(scalar_side, dtype)}))"
             self.vector_call("Adds", dst, [x], [arg])
         elif v.op == "sub":  # s - x == (-x) + s
             self.vector_call("Muls", dst, [x], [self.minus_one(dtype)])

@@ -259,7 +259,7 @@ class BodyWriter:
 
     def scalar(self, v: ir.Value) -> Scalar:
         """A scalar value as C++ code (float constants folded in double, then rounded once)."""
-        folded = _fold_float(v)
+        folded = _fold_float(v, self.ints.constant)
         if folded is not None:
             return Scalar(float_literal(folded), "f32", folded)
         if isinstance(v, ir.IntV):
@@ -368,8 +368,9 @@ def _as_float(s: Scalar) -> str:
     return s.code if s.dtype == "f32" else f"static_cast<float>({s.code})"
 
 
-def _fold_float(v: ir.Value) -> float | None:
-    """A float scalar expression of literals, evaluated in double as the simulator does."""
+def _fold_float(v: ir.Value, constant) -> float | None:
+    """A float scalar expression of literals and parameters, evaluated in double as the
+    simulator does (then rounded once to f32 where it is used)."""
     if isinstance(v, ir.FloatV):
         return None  # a plain literal is written as is
     if not (isinstance(v, ir.BinV) and isinstance(v.type, ir.ScalarType)):
@@ -379,9 +380,8 @@ def _fold_float(v: ir.Value) -> float | None:
         if isinstance(x, ir.FloatV):
             return x.value
         if isinstance(x, ir.IntV):
-            from lowering.symbolic import Const
-
-            return float(x.expr.value) if isinstance(x.expr, Const) else None
+            known = constant(x.expr)
+            return float(known) if known is not None else None
         if isinstance(x, ir.BinV):
             a, b = value(x.a), value(x.b)
             if a is None or b is None or x.op not in _ARITH:
