@@ -287,9 +287,13 @@ def cmd_explain(session: Session) -> int:
     if code in META_CODES or code in READER_CODES:
         print(describe_code(code)["docs"])
         return EXIT_OK
-    entry = CODES.get(code)
+    from lowering.codegen.ascendc.diagnostics import CODES as TARGET_CODES
+
+    entry = CODES.get(code) or TARGET_CODES.get(code)
     if entry is None:
-        known = ", ".join(sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES))
+        known = ", ".join(
+            sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES) + sorted(TARGET_CODES)
+        )
         raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
     print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
     return EXIT_OK

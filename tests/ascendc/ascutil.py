@@ -56,3 +56,49 @@ def kernels(files: dict[str, str]) -> str:
 
 def host(files: dict[str, str]) -> str:
     return next(text for name, text in files.items() if name.endswith(".asc"))
+
+
+def filecheck(text: str, checks: str) -> None:
+    """A small FileCheck: ``CHECK:`` finds the pattern on a line at or after the last match,
+    ``CHECK-NEXT:`` on the very next line, ``CHECK-SAME:`` on the line of the last match,
+    ``CHECK-NOT:`` on no line between the last match and the next match (or the end).
+    Patterns are literal text except ``{{regex}}`` parts. Raises AssertionError with the
+    first check that fails and the text around it."""
+    import re
+
+    lines = text.splitlines()
+
+    def compile_pattern(p: str) -> re.Pattern:
+        parts = re.split(r"\{\{(.*?)\}\}", p.strip())
+        return re.compile("".join(re.escape(s) if i % 2 == 0 else f"(?:{s})" for i, s in enumerate(parts)))
+
+    pos = 0  # first line a CHECK may match
+    last = -1  # line of the last match
+    pending_not: list[tuple[str, re.Pattern]] = []
+    for raw in checks.strip().splitlines():
+        raw = raw.strip()
+        if not raw:
+            continue
+        kind, _, pattern = raw.partition(":")
+        rx = compile_pattern(pattern)
+        if kind == "CHECK-NOT":
+            pending_not.append((pattern, rx))
+            continue
+        if kind == "CHECK":
+            hit = next((i for i in range(pos, len(lines)) if rx.search(lines[i])), None)
+        elif kind == "CHECK-NEXT":
+            hit = last + 1 if last + 1 < len(lines) and rx.search(lines[last + 1]) else None
+        elif kind == "CHECK-SAME":
+            hit = last if last >= 0 and rx.search(lines[last]) else None
+        else:
+            raise ValueError(f"unknown check {kind!r}")
+        window = "\n".join(lines[max(pos - 2, 0) : pos + 8])
+        assert hit is not None, f"{raw!r} not found after line {pos + 1}:\n{window}"
+        for text_not, rx_not in pending_not:
+            bad = next((i for i in range(max(last, 0), hit) if rx_not.search(lines[i])), None)
+            assert bad is None, f"CHECK-NOT {text_not!r} matched line {bad + 1}: {lines[bad]}"
+        pending_not = []
+        last, pos = hit, hit + (0 if kind == "CHECK-SAME" else 1)
+    for text_not, rx_not in pending_not:
+        bad = next((i for i in range(max(last, 0), len(lines)) if rx_not.search(lines[i])), None)
+        assert bad is None, f"CHECK-NOT {text_not!r} matched line {bad + 1}: {lines[bad]}"

@@ -125,7 +125,10 @@ MISTAKES = {
     "wrong API name": (r"AscendC::Muls\(", "AscendC::Mulss("),
     "wrong arity": (r"AscendC::RoundMode::CAST_NONE, ", ""),
     "unknown enum member": (r"CAST_NONE", "CAST_NONEX"),
-    "wrong struct field count": (r"AscendC::DataCopyParams\{8, 32, 224, 0\}", "AscendC::DataCopyParams{8, 32, 224, 0, 7, 7}"),
+    "wrong struct field count": (
+        r"AscendC::DataCopyParams\{8, 32, 224, 0\}",
+        "AscendC::DataCopyParams{8, 32, 224, 0, 7, 7}",
+    ),
     "wrong argument type": (r"inQueue\.EnQue\(in2\)", "inQueue.EnQue(t_x)"),
     "wrong template argument": (r"inQueue\.DeQue<bfloat16_t>\(\)", "inQueue.DeQue<AscendC::TPipe>()"),
 }
@@ -139,7 +142,9 @@ def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
     for i, (mistake, (pattern, replacement)) in enumerate(sorted(MISTAKES.items())):
         broken, n = re.subn(pattern, replacement, text, count=1)
         assert n == 1, f"the mistake {mistake!r} found nothing to break"
-        broken = broken.replace("hc_postzk", f"hc_postm{i}zk").replace("DSLC_HC_POST_KERNELS_H", f"MISTAKE{i}_H")
+        broken = broken.replace("hc_postzk", f"hc_postm{i}zk").replace(
+            "DSLC_HC_POST_KERNELS_H", f"MISTAKE{i}_H"
+        )
         (tmp_path / f"mistake{i}.h").write_text(broken, encoding="utf-8")
         includes.append(f'#include "mistake{i}.h"')
     (tmp_path / "unit.cpp").write_text("\n".join(includes) + "\n", encoding="utf-8")

@@ -44,6 +44,10 @@ _ACC = {"f16": "f32", "bf16": "f32", "f32": "f32", "i8": "i32"}
 MAX_ND2NZ = 65535
 
 
+def _at(tensor: str, offset: int) -> str:
+    return f"{tensor}[{offset}]" if offset else tensor
+
+
 @dataclass
 class CubeTile:
     """A matrix in L1 (Nz) or L0C: ``rows x cols`` padded to ``prows x pcols``."""
@@ -181,7 +185,8 @@ class CubeWriter(BodyWriter):
         )
         start, _ = self.row_major(v.tensor, v.region, self.span)
         gm = self.gm(v.tensor)
-        at = f"{gm}[{self.int(start + k0) if k0 else self.int(start)}]"
+        code = self.int(start + k0) if k0 else self.int(start)
+        at = gm if code == "0" else f"{gm}[{code}]"
         self.flag("MTE1_MTE2")  # the previous LoadData has read this L1 range
         self.emit(
             f"AscendC::DataCopy({var}, {at}, AscendC::Nd2NzParams{{1, {rows}, {cols}, 0, {row_step * width}, "
@@ -279,20 +284,20 @@ class CubeWriter(BodyWriter):
         for i in range(mp // FRACTAL_ROWS):
             src = at + i * FRACTAL_ROWS * c0
             self.emit(
-                f"AscendC::LoadData({a2}[{i * FRACTAL_ROWS * kc}], {a1.base}[{src}], "
+                f"AscendC::LoadData({_at(a2, i * FRACTAL_ROWS * kc)}, {_at(a1.base, src)}, "
                 f"AscendC::LoadData2DParams{{0, {kc // c0}, {a1.prows // FRACTAL_ROWS}, 0, 0, false, 0}});"
             )
 
     def load_b(self, b2: str, b1: CubeTile, at: int, np_: int, kc: int, c0: int, b_trans: bool) -> None:
         if b_trans:  # Nz of B^T == Zn of B: the chunk's fractals are contiguous
             self.emit(
-                f"AscendC::LoadData({b2}, {b1.base}[{at}], "
+                f"AscendC::LoadData({b2}, {_at(b1.base, at)}, "
                 f"AscendC::LoadData2DParams{{0, {(np_ // FRACTAL_ROWS) * (kc // c0)}, 1, 0, 0, false, 0}});"
             )
             return
         for i in range(kc // FRACTAL_ROWS):  # 16-bit B [K, N]: transpose each 16x16 fractal
             self.emit(
-                f"AscendC::LoadData({b2}[{i * np_ * FRACTAL_ROWS}], {b1.base}[{at + i * FRACTAL_ROWS * FRACTAL_ROWS}], "
+                f"AscendC::LoadData({_at(b2, i * np_ * FRACTAL_ROWS)}, {_at(b1.base, at + i * FRACTAL_ROWS * FRACTAL_ROWS)}, "
                 f"AscendC::LoadData2DParams{{0, {np_ // FRACTAL_ROWS}, {b1.prows // FRACTAL_ROWS}, 0, 0, true, 0}});"
             )
 
@@ -331,7 +336,8 @@ class CubeWriter(BodyWriter):
         row_step = self.const_int(s.region[0].step)
         gm = self.gm(s.tensor)
         self.tensors[s.tensor].dma_written = True
-        at = f"{gm}[{self.int(start)}]"
+        code = self.int(start)
+        at = gm if code == "0" else f"{gm}[{code}]"
         self.flag("M_FIX")
         if s.mode == "atomic":
             self.emit(f"AscendC::SetAtomicAdd<{cxx_type(dtype)}>();")

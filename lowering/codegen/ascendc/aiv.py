@@ -31,6 +31,12 @@ MAX_DATACOPY_ROWS = 4095
 CHUNK_BYTES = 32768  # UB per chunk of a GM -> GM copy or fill
 
 
+def _at(tensor: str, *offsets: str) -> str:
+    """``tensor[a + b]`` without the zero terms (``tensor`` itself at offset 0)."""
+    terms = [o for o in offsets if o != "0"]
+    return f"{tensor}[{' + '.join(terms)}]" if terms else tensor
+
+
 def fill_rows(fill: ir.CallV, rows: int) -> ir.CallV:
     """``full(dtype, [rows, cols], v)``: the fill of one chunk of rows."""
     dtype, shape, value = fill.args
@@ -359,7 +365,7 @@ class VectorWriter(CommMixin, VectorOps, BodyWriter):
             self.depth += 1
             self.emit(f"const int64_t {n} = dslc::Min({chunk}, {total} - {r0});")
         count = f"static_cast<uint16_t>({n})"
-        dst_at = f"{gm}[{self.int(dst_offset)}{f' + {r0} * {dst_width}' if loop else ''}]"
+        dst_at = _at(gm, self.int(dst_offset), f"{r0} * {dst_width}" if loop else "0")
         out_gap = (dst_width - cols) * size if chunk > 1 else 0
         if src is not None:
             src_dims = self.dims(src.tensor, self.span)
@@ -367,7 +373,7 @@ class VectorWriter(CommMixin, VectorOps, BodyWriter):
             src_offset, _ = self.row_major(src.tensor, src.region, self.span)
             src_gm = self.gm(src.tensor)
             tile = self.queue_tile("inQueue", chunk, cols, dtype)
-            src_at = f"{src_gm}[{self.int(src_offset)}{f' + {r0} * {src_width}' if loop else ''}]"
+            src_at = _at(src_gm, self.int(src_offset), f"{r0} * {src_width}" if loop else "0")
             pad = f"AscendC::DataCopyPadExtParams<{cxx_type(dtype)}>{{false, 0, 0, 0}}"
             gap = (src_width - cols) * size if chunk > 1 else 0
             self.emit(

@@ -29,6 +29,7 @@ from lowering.symbolic import Const
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "eq": "==", "ne": "!=",
         "lt": "<", "le": "<=", "gt": ">", "ge": ">="}  # fmt: skip
 _COMMENT_SAFE = re.compile(r"[^A-Za-z0-9_.\[\]]")
+AIV_CORES = 48  # a2a3 (Atlas A2/A3): 24 clusters of 1 AIC + 2 AIV
 
 
 @dataclass
@@ -68,6 +69,13 @@ def build_kernel(graph: Graph, task: Task, index: int, env: dict[str, int]) -> K
     barrier = any(isinstance(s, ir.BarrierS) for s in ir.nested_stmts(task.body))
     if barrier and core != "aiv":
         raise refuse("A701", "a barrier in an aic task (SyncAll is emitted for aiv tasks)", task.header_span)
+    if barrier and task.blocks > AIV_CORES:
+        raise refuse(
+            "A721",
+            f"task {task.name} holds a barrier over {task.blocks} blocks, more than the {AIV_CORES} AIV cores "
+            "of an a2a3 device: they cannot all be resident",
+            task.header_span,
+        )
     w.depth = 1 if barrier else 2
     w.block(task.body)
     body = w.lines
