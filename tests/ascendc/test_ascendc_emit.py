@@ -105,9 +105,9 @@ def test_broadcasts_read_the_row_scalar_once_after_a_barrier_and_casts_round_to_
         kernels(emit(REDUCE)),
         """
         CHECK: AscendC::PipeBarrier<PIPE_ALL>();
-        CHECK-NEXT: for (int32_t r14 = 0; r14 < 8; ++r14) {
-        CHECK-NEXT: const float s15 = in12.GetValue(r14 * 8);
-        CHECK-NEXT: AscendC::Muls(ub13[r14 * 64], in11[r14 * 64], s15, 64);
+        CHECK-NEXT: for (int32_t r15 = 0; r15 < 8; ++r15) {
+        CHECK-NEXT: const float s14 = in12.GetValue(r15 * 8);
+        CHECK-NEXT: AscendC::Muls(ub13[r15 * 64], in11[r15 * 64], s14, 64);
         CHECK: AscendC::Add(ub17[r18 * 64], ub13[r18 * 64], in16, 64);
         CHECK: AscendC::Cast(out10, ub17, AscendC::RoundMode::CAST_RINT, 512);
         """,

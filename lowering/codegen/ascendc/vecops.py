@@ -103,10 +103,20 @@ class VectorOps:
             args = [t.ref() for t in tiles] + extra + [str(count)]
             self.emit(f"AscendC::{api}({', '.join(args)});")
             return
+        self.per_row(
+            dst.rows, lambda r: [f"AscendC::{api}({', '.join([t.row(r) for t in tiles] + extra + [str(dst.cols)])});"]
+        )
+
+    def per_row(self, rows: int, body) -> None:
+        """The lines ``body(r)`` for each row r: a C++ loop, or the lines for row 0 alone."""
+        if rows == 1:
+            for line in body("0"):
+                self.emit(line)
+            return
         r = self.fresh("r")
-        self.emit(f"for (int32_t {r} = 0; {r} < {dst.rows}; ++{r}) {{")
-        args = [t.row(r) for t in tiles] + extra + [str(dst.cols)]
-        self.emit(f"    AscendC::{api}({', '.join(args)});")
+        self.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
+        for line in body(r):
+            self.emit("    " + line)
         self.emit("}")
 
     def operands(self, values: tuple[ir.Value, ...]) -> list[Tile]:
@@ -178,10 +188,9 @@ class VectorOps:
             dst = self.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
             if row.base == dst.base:
                 dst = self.temp_like(x)
-            r = self.fresh("r")
-            self.emit(f"for (int32_t {r} = 0; {r} < {x.rows}; ++{r}) {{")
-            self.emit(f"    AscendC::{_COL_EXPAND[op]}({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});")
-            self.emit("}")
+            self.per_row(
+                x.rows, lambda r: [f"AscendC::{_COL_EXPAND[op]}({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});"]
+            )
             self.consume(x, row, keep=dst)
             return dst
         if op == "cast":
@@ -285,12 +294,10 @@ class VectorOps:
         dst = self.calc_tile(x.rows, 1, x.dtype, "row reduction")
         work = self.calc_tile(1, x.cols, x.dtype, "reduction work")
         calindex = ", false" if v.op != "row_sum" else ""
-        r = self.fresh("r")
-        self.emit(f"for (int32_t {r} = 0; {r} < {x.rows}; ++{r}) {{")
-        self.emit(
-            f"    AscendC::{_ROW_REDUCE[v.op]}({dst.row(r)}, {x.row(r)}, {work.ref()}, {x.cols}{calindex});"
+        api = _ROW_REDUCE[v.op]
+        self.per_row(
+            x.rows, lambda r: [f"AscendC::{api}({dst.row(r)}, {x.row(r)}, {work.ref()}, {x.cols}{calindex});"]
         )
-        self.emit("}")
         self.consume(x, work)
         return dst
 
@@ -317,19 +324,22 @@ class VectorOps:
         row = self.calc_tile(1, x.cols, x.dtype, "broadcast row") if op == "div" else None
         ctype = cxx_type(x.dtype)
         self.scalar_barrier()
-        r, s = self.fresh("r"), self.fresh("s")
-        self.emit(f"for (int32_t {r} = 0; {r} < {x.rows}; ++{r}) {{")
-        self.emit(f"    const {ctype} {s} = {col.base}.GetValue({col.index(r)});")
-        if op == "mul":
-            self.emit(f"    AscendC::Muls({dst.row(r)}, {x.row(r)}, {s}, {x.cols});")
-        elif op == "add":
-            self.emit(f"    AscendC::Adds({dst.row(r)}, {x.row(r)}, {s}, {x.cols});")
-        elif op == "sub":
-            self.emit(f"    AscendC::Adds({dst.row(r)}, {x.row(r)}, static_cast<{ctype}>(-{s}), {x.cols});")
-        else:
-            self.emit(f"    AscendC::Duplicate({row.ref()}, {s}, {x.cols});")
-            self.emit(f"    AscendC::Div({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});")
-        self.emit("}")
+        s = self.fresh("s")
+
+        def body(r: str) -> list[str]:
+            lines = [f"const {ctype} {s} = {col.base}.GetValue({col.index(r)});"]
+            if op == "mul":
+                lines.append(f"AscendC::Muls({dst.row(r)}, {x.row(r)}, {s}, {x.cols});")
+            elif op == "add":
+                lines.append(f"AscendC::Adds({dst.row(r)}, {x.row(r)}, {s}, {x.cols});")
+            elif op == "sub":
+                lines.append(f"AscendC::Adds({dst.row(r)}, {x.row(r)}, static_cast<{ctype}>(-{s}), {x.cols});")
+            else:
+                lines.append(f"AscendC::Duplicate({row.ref()}, {s}, {x.cols});")
+                lines.append(f"AscendC::Div({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});")
+            return lines
+
+        self.per_row(x.rows, body)
         self.consume(x, col, row, keep=dst)
         return dst
 
@@ -363,10 +373,7 @@ class VectorOps:
             count = padded(dst.cols, dst.dtype) if dst.rows == 1 else dst.rows * dst.stride
             self.emit(f"AscendC::Cast({dst.ref()}, {src.ref()}, {rounding}, {count});")
             return
-        r = self.fresh("r")
-        self.emit(f"for (int32_t {r} = 0; {r} < {dst.rows}; ++{r}) {{")
-        self.emit(f"    AscendC::Cast({dst.row(r)}, {src.row(r)}, {rounding}, {dst.cols});")
-        self.emit("}")
+        self.per_row(dst.rows, lambda r: [f"AscendC::Cast({dst.row(r)}, {src.row(r)}, {rounding}, {dst.cols});"])
 
     # ---------------------------------------------------------------- layout ops
     def transpose(self, v: ir.CallV) -> Tile:
