@@ -47,7 +47,7 @@ EXPECTED = {
     "tests/fixtures/seed/gm_roundtrip_out_post.dsl:pack_rows": None,
     "tests/fixtures/seed/gm_roundtrip_out_pre.dsl:pack_rows": None,
     "tests/fixtures/seed/hc_head_oob_post.dsl:hc_head": "A701",  # valid() on the cube core
-    "tests/fixtures/seed/hc_head_oob_pre.dsl:hc_head": "A704",  # a 3-D tensor
+    "tests/fixtures/seed/hc_head_oob_pre.dsl:hc_head": "A704",  # x's rows depend on a runtime scalar
     "tests/fixtures/seed/hc_pre_post.dsl:hc_pre": None,
     "tests/fixtures/seed/hc_pre_pre.dsl:hc_pre": None,
     "tests/fixtures/seed/indexer_topk_post.dsl:prefill_indexer": None,
@@ -156,14 +156,6 @@ def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
         if not re.search(rf"mistake{i}\.h:\d+:\d+: error", proc.stderr)
     ]
     assert missed == [], f"g++ accepted: {missed}"
-
-
-def test_a_kernels_header_is_one_self_contained_unit(devkit, projects, tmp_path):
-    files = projects["models/deepseek_v4_flash/hc_pre.dsl:hc_pre"]
-    (tmp_path / "hc_pre_kernels.h").write_text(kernels(files), encoding="utf-8")
-    (tmp_path / "unit.cpp").write_text('#include "hc_pre_kernels.h"\n', encoding="utf-8")
-    proc = typecheck(devkit, tmp_path, "unit.cpp")
-    assert proc.returncode == 0, proc.stderr[-3000:]
 
 
 def test_bisheng_compiles_a_project_for_real(projects, tmp_path):

@@ -17,6 +17,10 @@ is produced. Output is byte-identical for the same graph and parameters.
 
 from __future__ import annotations
 
+from functools import cache
+
+import jinja2
+
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.diagnostics import CODES, UnsupportedForAscendC, as_compile_error
 from lowering.codegen.ascendc.host import host_context
@@ -61,7 +65,7 @@ def render_project(graph: Graph, source_hash: str, version: str) -> dict[str, st
     kernels = emit_kernels(graph)
     files = project_files(graph)
     stem = names.encode(graph.name)
-    env = template_environment("ascendc")
+    env = _templates()
     host = host_context(graph, kernels, graph.env())
     context = {
         "layer_comment": comment_text(graph.name),
@@ -81,6 +85,12 @@ def render_project(graph: Graph, source_hash: str, version: str) -> dict[str, st
         files["cmake"]: env.get_template("CMakeLists.txt.j2").render(**context),
         files["readme"]: env.get_template("README.md.j2").render(**context),
     }
+
+
+@cache
+def _templates() -> jinja2.Environment:
+    """The target's templates, compiled once per process."""
+    return template_environment("ascendc")
 
 
 def _in_launch_order(kernels: list[Kernel], host: dict) -> list[Kernel]:

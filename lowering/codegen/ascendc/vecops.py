@@ -104,7 +104,8 @@ class VectorOps:
             self.emit(f"AscendC::{api}({', '.join(args)});")
             return
         self.per_row(
-            dst.rows, lambda r: [f"AscendC::{api}({', '.join([t.row(r) for t in tiles] + extra + [str(dst.cols)])});"]
+            dst.rows,
+            lambda r: [f"AscendC::{api}({', '.join([t.row(r) for t in tiles] + extra + [str(dst.cols)])});"],
         )
 
     def per_row(self, rows: int, body) -> None:
@@ -189,7 +190,8 @@ class VectorOps:
             if row.base == dst.base:
                 dst = self.temp_like(x)
             self.per_row(
-                x.rows, lambda r: [f"AscendC::{_COL_EXPAND[op]}({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});"]
+                x.rows,
+                lambda r: [f"AscendC::{_COL_EXPAND[op]}({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});"],
             )
             self.consume(x, row, keep=dst)
             return dst
@@ -333,7 +335,9 @@ class VectorOps:
             elif op == "add":
                 lines.append(f"AscendC::Adds({dst.row(r)}, {x.row(r)}, {s}, {x.cols});")
             elif op == "sub":
-                lines.append(f"AscendC::Adds({dst.row(r)}, {x.row(r)}, static_cast<{ctype}>(-{s}), {x.cols});")
+                lines.append(
+                    f"AscendC::Adds({dst.row(r)}, {x.row(r)}, static_cast<{ctype}>(-{s}), {x.cols});"
+                )
             else:
                 lines.append(f"AscendC::Duplicate({row.ref()}, {s}, {x.cols});")
                 lines.append(f"AscendC::Div({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});")
@@ -373,7 +377,9 @@ class VectorOps:
             count = padded(dst.cols, dst.dtype) if dst.rows == 1 else dst.rows * dst.stride
             self.emit(f"AscendC::Cast({dst.ref()}, {src.ref()}, {rounding}, {count});")
             return
-        self.per_row(dst.rows, lambda r: [f"AscendC::Cast({dst.row(r)}, {src.row(r)}, {rounding}, {dst.cols});"])
+        self.per_row(
+            dst.rows, lambda r: [f"AscendC::Cast({dst.row(r)}, {src.row(r)}, {rounding}, {dst.cols});"]
+        )
 
     # ---------------------------------------------------------------- layout ops
     def transpose(self, v: ir.CallV) -> Tile:

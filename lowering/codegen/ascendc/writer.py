@@ -74,8 +74,10 @@ class BodyWriter:
         self.certain: list[bool] = []  # per enclosing loop/if: does its body surely run?
         self.span: Span = task.span
         self.reassigned = {s.name for s in ir.nested_stmts(task.body) if isinstance(s, ir.AssignS)}
-        self.dma_written = {
-            s.tensor for s in ir.nested_stmts(task.body) if isinstance(s, ir.StoreS | ir.RemoteStoreS)
+        self.dma_written = {  # tensors this task stores to by DMA (not element by element)
+            s.tensor
+            for s in ir.nested_stmts(task.body)
+            if isinstance(s, ir.RemoteStoreS) or isinstance(s, ir.StoreS) and not self.is_scalar_store(s)
         }
 
     # ---------------------------------------------------------------- text
@@ -327,6 +329,8 @@ class BodyWriter:
         offset, _ = self.row_major(load.tensor, load.region, self.span)
         gm = self.gm(load.tensor)
         code = self.int(offset)
+        if load.tensor in self.dma_written:
+            self.emit("AscendC::PipeBarrier<PIPE_ALL>();  // this task's DMA stores to it have landed")
         if load.tensor in self.dma_written or self.tensors[load.tensor].scalar_written:
             # written by this task (DMA or scalar): drop a stale cache line before reading
             self.emit(
