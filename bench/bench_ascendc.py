@@ -60,7 +60,9 @@ def main() -> None:
                 best = min(best, time.perf_counter() - t0)
             if error is not None:
                 d = error.diagnostics[0]
-                refused.append((name, d.code, f"{d.span.line}:{d.span.col} {d.message}", len(error.diagnostics)))
+                refused.append(
+                    (name, d.code, f"{d.span.line}:{d.span.col} {d.message}", len(error.diagnostics))
+                )
                 continue
             kernels = next(t for n, t in files.items() if n.endswith("_kernels.h"))
             host = next(t for n, t in files.items() if n.endswith(".asc"))

@@ -66,7 +66,9 @@ def test_a_model_layer_built_with_cann_matches_its_golden_on_the_npu(tmp_path):
             data = _to_file(inputs[t.name], layer.graph.tensors[t.name].dtype)
             (project / "input" / f"{names.encode(t.name)}.bin").write_bytes(data)
     binary = build / names.encode(layer.graph.name)
-    proc = subprocess.run([str(binary), "--device", "0"], cwd=project, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [str(binary), "--device", "0"], cwd=project, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     outputs = {}
     for t in layer.program.tensors:
