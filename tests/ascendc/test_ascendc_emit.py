@@ -426,3 +426,19 @@ def test_filecheck_itself_fails_on_a_missing_line_and_a_forbidden_one():
     with pytest.raises(AssertionError):
         filecheck("a\nx\nb\n", "CHECK: a\nCHECK-NOT: x\nCHECK: b")
     filecheck("a\nb\n", "CHECK: a\nCHECK-NEXT: b\nCHECK-NOT: a")
+
+
+def test_a_branch_decided_by_the_parameters_is_emitted_alone():
+    text = """
+    layer pick(MODE = 0 in {0, 1}) {
+      input x: f32[8, 8]
+      output y: f32[8, 8]
+      task t on aiv {
+        if MODE == 1 { y[:, :] = exp(x[:, :]) } else { y[:, :] = sqrt(x[:, :]) }
+      }
+    }
+    """
+    code = kernels(emit(text))
+    filecheck(code, "CHECK: AscendC::Sqrt(\nCHECK-NOT: if (")
+    assert "Exp(" not in code
+    assert "AscendC::Exp(" in kernels(emit(text, MODE=1))

@@ -39,7 +39,6 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         self.inq = QueueUse()
         self.outq = QueueUse()
         self.pending: list[tuple[str, QueueUse]] = []  # FreeTensor lines of the current statement
-        self.uses_barrier = False
         self.temps: dict[str, int] = {}  # calc temporaries not consumed yet: var -> offset
 
     # ---------------------------------------------------------------- placement
@@ -169,7 +168,6 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         elif isinstance(s, ir.WaitS):
             self.wait(s)
         elif isinstance(s, ir.BarrierS):
-            self.uses_barrier = True
             self.emit(
                 "AscendC::SyncAll<true>();" + ("  // soft barrier, emitted as the hard one" if s.soft else "")
             )

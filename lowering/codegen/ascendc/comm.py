@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from lowering import body as ir
 from lowering.codegen.ascendc import names
-from lowering.codegen.ascendc.cxx import RANK_VAR, cxx_type
+from lowering.codegen.ascendc.cxx import cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.symbolic import Const, Expr
 
@@ -94,4 +94,4 @@ class CommMixin:
         self.emit("}")
 
 
-__all__ = ["CommMixin", "RANK_VAR", "peers"]
+__all__ = ["CommMixin", "peers"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from lowering.codegen.ascendc import names
 from lowering.ir import DTYPE_BYTES
@@ -177,16 +177,3 @@ class IntWriter:
         if op == "or":
             return f"({a} || {b})"
         raise EvalError(f"operator {op!r} has no C++ form")
-
-
-def joined(items: list[str], sep: str = ", ") -> str:
-    return sep.join(items)
-
-
-def call(fn: str, *args: str, template: str | None = None) -> str:
-    """``fn<template>(args);`` as one statement."""
-    head = f"{fn}<{template}>" if template else fn
-    return f"{head}({', '.join(args)});"
-
-
-Renderer = Callable[[Expr], str]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import struct
 
 from lowering import body as ir
-from lowering.codegen.ascendc.cxx import cxx_type, float_literal, round_up
+from lowering.codegen.ascendc.cxx import cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.tiles import Tile, padded
 from lowering.ir import DTYPE_BYTES, FLOAT_DTYPES
@@ -428,8 +428,3 @@ class VectorOps:
         from lowering.codegen.ascendc.sort import SortOps
 
         return SortOps.lower(self, v, hint)
-
-
-def repeats(count: int, dtype: str) -> int:
-    """Repeats of 256 bytes a level-0 op needs to cover ``count`` elements."""
-    return round_up(count * DTYPE_BYTES[dtype], 256) // 256

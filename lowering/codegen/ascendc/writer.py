@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from lowering import body as ir
 from lowering.codegen.ascendc import names
-from lowering.codegen.ascendc.cxx import RANK_VAR, IntWriter, cxx_type, float_literal, int_literal
+from lowering.codegen.ascendc.cxx import IntWriter, cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.ir import FLOAT_DTYPES, Graph, Task
 from lowering.source import Span
@@ -111,12 +111,6 @@ class BodyWriter:
                 self.scalars.add(s.name)
             elif s.kind == RANK:
                 self.uses_rank = True
-
-    def nonneg_range(self, e: Expr, env: dict) -> bool:
-        try:
-            return bounds(e, {**self.env, **env})[0] >= 0
-        except EvalError:
-            return False
 
     # ---------------------------------------------------------------- GM tensors
     def gm(self, tensor: str) -> str:
@@ -228,6 +222,10 @@ class BodyWriter:
             return -(2**62), 2**62
 
     def if_stmt(self, s: ir.IfS) -> None:
+        known = self.ints.constant(s.cond.expr) if isinstance(s.cond, ir.IntV) else None
+        if known is not None:  # decided by the parameters: only the branch taken is emitted
+            self.block(s.then if known else s.orelse)
+            return
         self.emit(f"if ({self.condition(s.cond)}) {{")
         self.depth += 1
         self.certain.append(False)
@@ -363,10 +361,6 @@ class BodyWriter:
             f"AscendC::DcciDst::CACHELINE_OUT>({gm}[{code}]);"
         )
 
-    def rank_code(self) -> str:
-        self.uses_rank = True
-        return RANK_VAR
-
 
 def _as_float(s: Scalar) -> str:
     return s.code if s.dtype == "f32" else f"static_cast<float>({s.code})"
@@ -400,4 +394,4 @@ def _fold_float(v: ir.Value, constant) -> float | None:
     return value(v)
 
 
-__all__ = ["BodyWriter", "GmUse", "Scalar", "Scope", "int_literal"]
+__all__ = ["BodyWriter", "GmUse", "Scalar", "Scope"]
