@@ -335,7 +335,6 @@ class CubeWriter(BodyWriter):
         width = self.dims(s.tensor, s.span)[-1]
         row_step = self.const_int(s.region[0].step)
         gm = self.gm(s.tensor)
-        self.tensors[s.tensor].dma_written = True
         code = self.int(start)
         at = gm if code == "0" else f"{gm}[{code}]"
         self.flag("M_FIX")

@@ -3,7 +3,7 @@
 The statements of one block, in the asc-devkit introduction idiom: a GM region becomes a
 tile through ``inQueue`` (``AllocTensor``, ``DataCopy``/``DataCopyPad``, ``EnQue``,
 ``DeQue``: the queue carries the MTE2 -> V hand-off), vector ops write tiles of the calc
-buffer (one ``TBuf<VECCALC>``, placed like a stack, ``lowering.codegen.ascendc.tiles``), and
+buffer (one ``TBuf<VECCALC>``, placed first fit, ``lowering.codegen.ascendc.tiles``), and
 a store computes its value into an ``outQueue`` tile that is enqueued, dequeued (V -> MTE3)
 and copied to GM. ``+= atomic`` wraps the copy in ``SetAtomicAdd<T>()`` ...
 ``SetAtomicNone()``.

@@ -40,7 +40,6 @@ class CommMixin:
         if kind not in ("window", "signal"):
             raise refuse("A705", f"{tensor} is a {kind}, not a window: it has no peer copies", self.span)
         self.gm(tensor)
-        self.tensors[tensor].remote = True
         dtype = cxx_type(self.graph.tensors[tensor].dtype)
         var = self.fresh("remote")
         self.emit(f"AscendC::GlobalTensor<{dtype}> {var};")

@@ -108,7 +108,6 @@ class TransferMixin:
             self.emit("AscendC::SetAtomicNone();")
         self.emit(f"outQueue.FreeTensor({out.base});")
         self.outq.give()
-        self.tensors[tensor].dma_written = True
 
     def put(self, tensor: str, region: tuple[ir.Range, ...], value: ir.Value, atomic: bool, gm: str) -> None:
         """Store ``value`` into ``gm``'s region: a GM -> GM copy, a fill, or a computed tile."""
@@ -200,7 +199,6 @@ class TransferMixin:
             self.hard_event("MTE3_MTE2")  # the next load into this buffer waits for the store
         self.emit(f"{queue}.FreeTensor({tile.base});")
         (self.inq if queue == "inQueue" else self.outq).give()
-        self.tensors[tensor].dma_written = True
         if loop:
             self.depth -= 1
             self.emit("}")

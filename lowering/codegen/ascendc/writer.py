@@ -37,11 +37,9 @@ class Scalar:
 
 @dataclass
 class GmUse:
-    """How a task uses one tensor: read/written by DMA or by the scalar unit, remotely."""
+    """How a task uses one tensor: whether the scalar unit has written an element of it yet."""
 
-    dma_written: bool = False
     scalar_written: bool = False
-    remote: bool = False
 
 
 @dataclass
