@@ -39,14 +39,14 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
 DESCRIPTION = """\
 dslc compiles NPU layers written as task graphs, proves the concurrency and numerics bugs
 of the Ascend task runtime absent (or names them with the line and the fix), and emits
-NumPy kernels for the simulator and PyPTO for the device.
+NumPy kernels for the simulator, and PyPTO and AscendC for the device.
 
 commands:
   check PATH...        lint .dsl and PyPTO .py files, or the directories holding them
   graph FILE           print the task graph with every edge and its reason (json or dot)
   explain CODE         explain a diagnostic code
   run FILE             compile to NumPy kernels, run on the simulated NPU, compare with the golden
-  compile FILE         write the generated code (--target numpy|pypto) into a directory
+  compile FILE         write the generated code (--target numpy|pypto|ascendc) into a directory
   fix FILE...          print (or --write) the rewrites the lint can prove safe
 
 examples:
@@ -292,9 +292,13 @@ def cmd_explain(session: Session) -> int:
     if code in META_CODES or code in READER_CODES:
         print(describe_code(code)["docs"])
         return EXIT_OK
-    entry = CODES.get(code)
+    from lowering.codegen.ascendc.diagnostics import CODES as TARGET_CODES
+
+    entry = CODES.get(code) or TARGET_CODES.get(code)
     if entry is None:
-        known = ", ".join(sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES))
+        known = ", ".join(
+            sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES) + sorted(TARGET_CODES)
+        )
         raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
     print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
     return EXIT_OK

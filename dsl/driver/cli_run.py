@@ -21,7 +21,7 @@ from runtime.loader import write_atomically
 from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
-TARGETS = ("numpy", "pypto")
+TARGETS = ("numpy", "pypto", "ascendc")
 
 
 def _cores(text: str) -> str | tuple[int, int]:
@@ -166,6 +166,10 @@ def cmd_compile(session) -> int:
         from dsl.driver.cli_pypto import compile_to_pypto
 
         return compile_to_pypto(session)
+    if args.target == "ascendc":
+        from dsl.driver.cli_ascendc import compile_to_ascendc
+
+        return compile_to_ascendc(session)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():
