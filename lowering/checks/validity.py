@@ -26,6 +26,7 @@ from lowering.source import Span
 from lowering.symbolic import Const, EvalError, Expr, binop, bounds, free_symbols
 
 MAX_REPEATS = 255  # mrgsort repeats per instruction (pto-isa TMrgSort)
+_WIDE = 1 << 62  # the range of an integer read from data
 
 
 @dataclass(frozen=True)
@@ -205,12 +206,20 @@ class Interpreter:
         """An integer local (``valid = pl.min(CAP, n)``) ranges over its value's bounds, so a
         valid extent written through it keeps its bound."""
         if isinstance(s.value, ir.IntV):
+            expr = s.value.expr
+            env = self.env
+            unknown = {x.name for x in free_symbols(expr) if x.name not in env}
+            if unknown:  # a value read from data: unbounded, but min(n, CAP) is still <= CAP
+                env = {**env, **{n: (-_WIDE, _WIDE) for n in unknown}}
             try:
-                lo, hi = bounds(s.value.expr, self.env)
+                lo, hi = bounds(expr, env)
             except EvalError:
                 self.env.pop(s.name, None)
                 return
-            self.env[s.name] = int(lo) if lo == hi else (int(lo), int(hi))
+            if hi >= _WIDE // 2:
+                self.env.pop(s.name, None)
+                return
+            self.env[s.name] = int(lo) if lo == hi else (max(int(lo), -_WIDE), int(hi))
         else:
             self.env.pop(s.name, None)
 

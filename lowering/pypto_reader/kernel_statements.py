@@ -308,8 +308,8 @@ class StatementMixin:
         span = self.span(s.test)
         then, then_scope = self.branch(Condition(expr, span), s.body)
         orelse, else_scope = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
+        then, orelse = self.join_branches(then_scope, else_scope, then, orelse, s)
         self.emit(ir.IfS(cond_ir, then, orelse, self.span(s)))
-        self.join_branches(then_scope, else_scope)
 
     def branch(self, cond: Condition, stmts: list[ast.stmt]) -> tuple[tuple[ir.Stmt, ...], dict[str, Val]]:
         """One arm of an ``if``: its own block and scope, its accesses under ``cond``."""
@@ -324,22 +324,32 @@ class StatementMixin:
             self.conds.pop()
         return tuple(body), scope
 
-    def join_branches(self, a: dict[str, Val], b: dict[str, Val]) -> None:
-        """Names an ``if`` binds stay bound after it (Python scoping): a value both arms agree
-        on as is, a local the arms assign (``valid = pl.min(CAP, n)`` / ``valid = CAP``) as that
-        local, whose bound the validity analysis joins across the arms."""
+    def join_branches(self, a: dict[str, Val], b: dict[str, Val], then: tuple, orelse: tuple, s: ast.If):
+        """Names an ``if`` binds stay bound after it (Python scoping). A value both arms agree on
+        stays as is; an integer the arms compute differently (``valid = CAP`` / ``valid =
+        pl.min(n, CAP)``) becomes a local each arm assigns, whose bound the validity analysis
+        joins across the arms. Returns the arms' statements with those assignments."""
+        then, orelse = list(then), list(orelse)
         for name in dict.fromkeys([*a, *b]):
-            if self.is_local(name):
+            if self.is_local(name) and not any(name in sc for sc in (a, b)):
                 continue
-            x, y = a.get(name), b.get(name)
-            if x is not None and (x == y or y is None and not s_int(x)):
+            outer = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+            x, y = a.get(name, outer), b.get(name, outer)
+            if x is None or y is None:
+                self.bind(name, x if x is not None else y)  # bound on one path only
+            elif x == y:
                 self.bind(name, x)
-            elif y is not None and x is None and not s_int(y):
-                self.bind(name, y)
-            elif s_int(x) or s_int(y):
-                self.bind(name, IntVal(Sym(name, DYNAMIC)))
+            elif isinstance(x, IntVal) and isinstance(y, IntVal):
+                local = IntVal(Sym(name, DYNAMIC))
+                for arm, v in ((then, x), (orelse, y)):
+                    if v != local:
+                        arm.append(ir.LetS(name, ir.IntV(v.expr), self.span(s)))
+                self.bind(name, local)
             elif isinstance(x, TileVal) and isinstance(x.value, ir.LocalV) and x.value.name == name:
                 self.bind(name, x)
+            elif isinstance(y, TileVal) and isinstance(y.value, ir.LocalV) and y.value.name == name:
+                self.bind(name, y)
+        return tuple(then), tuple(orelse)
 
     def with_stmt(self, s: ast.With) -> None:
         for item in s.items:
@@ -412,15 +422,10 @@ def loop_carried(stmts: list[ast.stmt]) -> set[str]:
     def visit(body: list[ast.stmt]) -> None:
         for i, s in enumerate(body):
             if isinstance(s, ast.For | ast.AsyncFor | ast.While):
-                stored: set[str] = set()
-                assigned = {n for kind, names in linear(s.body) if kind == "store" for n in names}
-                for kind, names in linear(s.body):
-                    if kind == "read":
-                        out.update((names & assigned) - stored)
-                    else:
-                        stored |= names
-                after = {n for _, names in linear(body[i + 1 :]) if _ == "read" for n in names}
-                out.update(assigned & after)
+                events = linear(s.body)
+                assigned = {n for kind, names in events if kind == "store" for n in names}
+                out.update(assigned & _live(events))
+                out.update(assigned & _live(linear(body[i + 1 :])))
                 visit(s.body)
                 visit(s.orelse)
             elif isinstance(s, ast.If):
@@ -430,6 +435,18 @@ def loop_carried(stmts: list[ast.stmt]) -> set[str]:
                 visit(s.body)
 
     visit(list(stmts))
+    return out
+
+
+def _live(events: list[tuple[str, set[str]]]) -> set[str]:
+    """Names read before the events store them (the values that flow in from before)."""
+    stored: set[str] = set()
+    out: set[str] = set()
+    for kind, names in events:
+        if kind == "read":
+            out |= names - stored
+        else:
+            stored |= names
     return out
 
 

@@ -159,11 +159,14 @@ class OrchestrationCalls:
         shape = self.int_seq(b.get("shape"))
         dtype = self.dtype_named(b.get("dtype"), "f32")
         manual = "manual_dep" in b and self.truth(self.eval(b["manual_dep"])) is True
+        init = self.static(self.eval(b["init_value"])) if "init_value" in b else None
         name = self.pending_name or f"tensor_{node.lineno}"
         name += "".join(f"[{v}]" for v in self.loop_indices())
         info = self.prog.tensors.add(
             TensorInfo(name, dtype, shape, "scratch", manual, span_of(self.file, node))
         )
+        if isinstance(init, int | float) and not isinstance(init, bool):
+            info.init_value = float(init)
         return TensorVal(info.name)
 
     def reshape(self, node: ast.Call) -> Val:
