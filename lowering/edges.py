@@ -195,6 +195,7 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
             registrations = []
             for fp in fps:
                 tensor = graph.tensors[fp.tensor]
+                span = None
                 if tensor.manual_dep:
                     continue
                 tag = tags[task.name][fp.tensor]
@@ -216,11 +217,13 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
                                 if written.tensor == fp.tensor
                                 else f" (written as {written.tensor}{written.text()})"
                             )
+                            if span is None:
+                                span = _access_span(task, fp.tensor)
                             found[key] = Edge(
                                 entry.task,
                                 task.name,
                                 kind,
-                                _access_span(task, fp.tensor),
+                                span,
                                 fp.tensor,
                                 region,
                                 fp.anchor_only,

@@ -283,7 +283,7 @@ class Task:
 EDGE_KINDS = ("explicit", "raw", "waw", "creator")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     src: str
     dst: str

@@ -749,6 +749,10 @@ def _join(a: dict[str, Val], b: dict[str, Val], same) -> dict[str, Val]:
 
 
 def _assigned_names(stmts) -> list[str]:
+    """Names a statement list binds (cached on its first statement: havoc runs often)."""
+    key = "_dslc_assigned"
+    if len(stmts) == 1 and hasattr(stmts[0], key):
+        return getattr(stmts[0], key)
     out: dict[str, None] = {}
 
     def target(t: ast.expr) -> None:
@@ -769,7 +773,10 @@ def _assigned_names(stmts) -> list[str]:
                 target(node.target)
             elif isinstance(node, ast.FunctionDef | ast.ClassDef):
                 out[node.name] = None
-    return list(out)
+    names = list(out)
+    if len(stmts) == 1:
+        setattr(stmts[0], key, names)
+    return names
 
 
 def _is_generator(node: ast.AST) -> bool:
