@@ -41,6 +41,7 @@ from lowering.codegen.numpy.emit import content_hash, render_numpy
 from lowering.ir import Graph
 from lowering.source import CompileError, Span
 from runtime import compare
+from runtime.decisions import Decision
 from runtime.loader import cached_module_path, load_module, load_program
 from runtime.program import Program, numpy_dtype
 from runtime.simulator import RunResult, simulate
@@ -140,7 +141,11 @@ class CompiledLayer:
         trace: str | Path | None = None,
         progress: bool = False,
         raise_on_deadlock: bool = True,
+        replay: list[Decision] | None = None,
+        sched_threads: int | None = None,
     ) -> RunResult:
+        """Simulate; ``replay`` runs the recorded schedule (``dslc verify`` counterexamples,
+        ``runtime.decisions``) instead of the seeded ``policy``."""
         ranks = ranks or self.ranks
         if inputs is None:
             inputs = self.make_inputs(seed, ranks)
@@ -158,6 +163,8 @@ class CompiledLayer:
             trace=trace,
             progress=progress,
             raise_on_deadlock=raise_on_deadlock,
+            replay=replay,
+            sched_threads=sched_threads,
         )
 
     def split_scalars(self, per_rank: list[dict]) -> tuple[list[dict], dict[str, int]]:
