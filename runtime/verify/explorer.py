@@ -311,15 +311,15 @@ class _Search:
         via += [Decision(k, i, n) for k, i, n, _r in log]
         if f.effect is None:
             f.effect = effect
-        self._next_script(f, log)
         sleep: dict[Block, Effect] = {}
         if self.reduce and effect is not None:
             for a, ea in f.sleep.items():
                 if ea.independent(effect):
                     sleep[a] = ea
-            for a, ea in f.done:
+            for a, ea in f.done:  # blocks fully explored here before this one (not itself)
                 if ea.independent(effect):
                     sleep[a] = ea
+        self._next_script(f, log)
         self._visit(f, sleep, via)
 
     def _next_script(self, f: _Frame, log: list) -> None:

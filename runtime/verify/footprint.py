@@ -78,6 +78,10 @@ class Footprint:
     notify_add: frozenset[str] = frozenset()
     notify_set: frozenset[str] = frozenset()
     waits: frozenset[str] = frozenset()
+    barriers: bool = False
+    #: every tensor access is a direct subscript of ``ctx.t(...)``/``ctx.peer(...)`` (or of an
+    #: alias of one), so observing the subscripts observes every element the kernel touches
+    exact: bool = False
     unknown: bool = False
     why: str = ""
 
@@ -96,9 +100,12 @@ class _Collect:
     notify_add: set[str] = field(default_factory=set)
     notify_set: set[str] = field(default_factory=set)
     waits: set[str] = field(default_factory=set)
+    barriers: bool = False
+    exact: bool = True
 
     def freeze(self) -> Footprint:
-        return Footprint(**{k: frozenset(v) for k, v in self.__dict__.items()})
+        sets = {k: frozenset(v) for k, v in self.__dict__.items() if isinstance(v, set)}
+        return Footprint(**sets, barriers=self.barriers, exact=self.exact)
 
 
 class _Unknown(Exception):
@@ -185,18 +192,57 @@ def _analyse(fn_node: ast.FunctionDef | ast.Lambda) -> Footprint:
             aliases[target] = name
             alias_defs.add(id(node.targets[0]))
             alias_defs.add(id(node.value))
+    views = _view_locals(fn_node, ctx, aliases)
     for node in ast.walk(fn_node):
         if isinstance(node, ast.Name):
             if node.id == ctx and not _ctx_use_ok(node, parent):
                 raise _Unknown("ctx is used other than through its methods")
             if node.id in aliases and id(node) not in alias_defs:
                 _alias_use(node, aliases[node.id], parent, out)
+            elif node.id in views and _mutates(node, parent):
+                out.writes.add(views[node.id])  # written through a view held in a local
+                out.exact = False
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             f = node.func
             if isinstance(f.value, ast.Name) and f.value.id == ctx:
                 if id(node) not in alias_defs:
                     _ctx_call(node, f.attr, parent, out)
     return out.freeze()
+
+
+def _view_locals(fn_node: ast.AST, ctx: str, aliases: dict[str, str]) -> dict[str, str]:
+    """Locals bound to a subscript of a tensor (possibly a view of it): local -> tensor."""
+    out: dict[str, str] = {}
+    for node in ast.walk(fn_node):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Subscript):
+            base = node.value.value
+            name = None
+            if isinstance(base, ast.Name) and base.id in aliases:
+                name = aliases[base.id]
+            elif _is_ctx_call(base, ctx, "t") or _is_ctx_call(base, ctx, "peer"):
+                try:
+                    name = _literal(base.args[0] if base.args else None)
+                except _Unknown:
+                    name = None
+            if name is not None:
+                for t in node.targets:
+                    names = t.elts if isinstance(t, ast.Tuple | ast.List) else [t]
+                    for n in names:
+                        if isinstance(n, ast.Name):
+                            out[n.id] = name
+    return out
+
+
+def _mutates(node: ast.Name, parent: dict[int, ast.AST]) -> bool:
+    """Is this use of a local one that writes into the array it names?"""
+    p = parent.get(id(node))
+    if isinstance(node.ctx, ast.Store) and isinstance(p, ast.AugAssign):
+        return True
+    if isinstance(p, ast.Subscript) and p.value is node and isinstance(p.ctx, ast.Store | ast.Del):
+        return True
+    if isinstance(p, ast.Attribute) and p.value is node and p.attr not in _READ_ATTRS:
+        return True
+    return isinstance(p, ast.Call) and node is not p.func and _mutating_callee(p)
 
 
 def _is_ctx_call(node: ast.AST, ctx: str, attr: str) -> bool:
@@ -234,11 +280,10 @@ def _alias_use(node: ast.Name, tensor: str, parent: dict[int, ast.AST], out: _Co
             return
         _loaded(p, tensor, parent, out)
         return
+    out.exact = False  # the array itself escapes the subscript: its accesses cannot be seen
     if isinstance(p, ast.Attribute) and p.value is node:
-        if p.attr in _READ_ATTRS:
-            out.reads.add(tensor)
-        else:
-            out.reads.add(tensor)
+        out.reads.add(tensor)
+        if p.attr not in _READ_ATTRS:
             out.writes.add(tensor)
         return
     _loaded(node, tensor, parent, out)
@@ -250,15 +295,33 @@ def _loaded(node: ast.AST, tensor: str, parent: dict[int, ast.AST], out: _Collec
     p = parent.get(id(node))
     if isinstance(p, ast.Call) and node is not p.func and _mutating_callee(p):
         out.writes.add(tensor)
+        out.exact = False
+    elif isinstance(p, ast.Subscript) and p.value is node and isinstance(p.ctx, ast.Store | ast.Del):
+        out.writes.add(tensor)  # t[a][b] = v writes through the view t[a]
+        out.exact = False
 
 
 def _ctx_call(call: ast.Call, attr: str, parent: dict[int, ast.AST], out: _Collect) -> None:
     first = call.args[0] if call.args else None
-    if attr in ("scalar", "barrier"):
+    if attr == "scalar":
+        return
+    if attr == "barrier":
+        out.barriers = True
         return
     if attr == "t":
-        out.reads.add(_literal(first))
-        out.writes.add(_literal(first))
+        name = _literal(first)
+        p = parent.get(id(call))
+        if isinstance(p, ast.Subscript) and p.value is call:
+            if isinstance(p.ctx, ast.Store | ast.Del):
+                out.writes.add(name)
+                if isinstance(parent.get(id(p)), ast.AugAssign):
+                    out.reads.add(name)
+            else:
+                _loaded(p, name, parent, out)
+            return
+        out.reads.add(name)
+        out.writes.add(name)
+        out.exact = False
         return
     if attr == "peer":
         name = _literal(first)
@@ -273,9 +336,11 @@ def _ctx_call(call: ast.Call, attr: str, parent: dict[int, ast.AST], out: _Colle
                 q = parent.get(id(p))
                 if isinstance(q, ast.Call) and p is not q.func and _mutating_callee(q):
                     out.peer_writes.add(name)
+                    out.exact = False
         else:
             out.peer_reads.add(name)
             out.peer_writes.add(name)
+            out.exact = False
         return
     if attr == "atomic_add":
         name = _literal(first)

@@ -45,10 +45,11 @@ import numpy as np
 
 from runtime.decisions import Decider, block_label
 from runtime.machine import BARRIER, DONE, RUN, SPIN, WAKE, Block, Core, TaskInst
-from runtime.memory import BlockContext, build_memory, cell_key
+from runtime.memory import build_memory
 from runtime.program import OUTPUT_KINDS, Program, numpy_dtype
 from runtime.scheduler import Engine
 from runtime.simulator import check_cohorts
+from runtime.verify.effects import Effect, ExploreContext, Observer, Rebuilding
 from runtime.verify.footprint import kernel_footprint, predicate_reads
 
 _INST_FIELDS = (
@@ -66,121 +67,31 @@ _INST_FIELDS = (
     "barrier_gen",
 )
 _inst_get = attrgetter(*_INST_FIELDS)
+_COMPLETE = _INST_FIELDS.index("complete")
+
+
+def _set_inst(inst: TaskInst, f: tuple) -> None:
+    """Write the fields ``_inst_get`` read (one unpacking assignment, no loop)."""
+    (
+        inst.n_incomplete,
+        inst.n_unresolved,
+        inst.resolved,
+        inst.complete,
+        inst.ready,
+        inst.early,
+        inst.queued,
+        inst.pred_done,
+        inst.retired,
+        inst.next_block,
+        inst.finished,
+        inst.barrier_gen,
+    ) = f
+
+
+_core_get = attrgetter("running", "pending")
 _BLOCK_FIELDS = ("cores", "nrun", "gated", "state", "gen", "ctx", "wait", "steps")
 _block_get = attrgetter(*_BLOCK_FIELDS)
 _SHAPES = ("mix", "aic", "aiv")
-
-
-class _Observer:
-    """What ``ctx`` saw one step do: peer arrays, atomics, notifies and waits."""
-
-    __slots__ = ("peers", "atomics", "notifies", "waits")
-
-    def __init__(self) -> None:
-        self.peers: list[tuple[str, int]] = []
-        self.atomics: list[tuple[str, int]] = []
-        self.notifies: list[tuple[str, int, tuple[int, ...], str, int]] = []
-        self.waits: list[tuple[str, tuple[int, ...]]] = []
-
-
-class ExploreContext(BlockContext):
-    """``ctx`` for explored runs: the same operations, also reported to the observer."""
-
-    __slots__ = ()
-
-    def peer(self, name: str, peer_rank: int) -> np.ndarray:
-        obs = self._engine.observer
-        if obs is not None:
-            obs.peers.append((name, int(peer_rank)))
-        return BlockContext.peer(self, name, peer_rank)
-
-    def atomic_add(self, name: str, index: Any, value: Any, peer: int | None = None) -> None:
-        obs = self._engine.observer
-        if obs is not None:
-            obs.atomics.append((name, self.rank if peer is None else int(peer)))
-        BlockContext.atomic_add(self, name, index, value, peer)
-
-    def notify(self, signal: str, index: Any, peer: int, value: int = 1, op: str = "add") -> None:
-        obs = self._engine.observer
-        if obs is not None:
-            obs.notifies.append((signal, int(peer), cell_key(index), op, int(value)))
-        BlockContext.notify(self, signal, index, peer, value, op)
-
-    def wait(self, signal: str, index: Any, cmp: str = "ge", expected: int = 1) -> Any:
-        obs = self._engine.observer
-        if obs is not None:
-            obs.waits.append((signal, cell_key(index)))
-        return BlockContext.wait(self, signal, index, cmp, expected)
-
-
-class _Rebuilding:
-    """Stands in for the engine while a generator is replayed: notifies change nothing."""
-
-    observer = None
-
-    def notified(self, *args: Any) -> None:
-        return None
-
-
-_REBUILDING = _Rebuilding()
-
-
-class Effect:
-    """What one transition touched.  Masks have a bit per (rank, tensor) array: ``reads``,
-    ``writes`` and ``adds`` (integer atomics, which commute with each other); signal cells
-    are (array, cell) pairs read by waits, set or added to by notifies, with ``*_arrays`` the
-    masks of their arrays.  ``sched`` marks steps that changed scheduler state their rank
-    shares (a block finished and freed its cores, or a barrier moved)."""
-
-    __slots__ = (
-        "rank",
-        "sched",
-        "reads",
-        "writes",
-        "adds",
-        "cell_reads",
-        "cell_sets",
-        "cell_adds",
-        "read_arrays",
-        "set_arrays",
-        "add_arrays",
-    )
-
-    def __init__(self, rank: int, sched: bool, reads: int, writes: int, adds: int) -> None:
-        self.rank = rank
-        self.sched = sched
-        self.reads = reads
-        self.writes = writes
-        self.adds = adds
-        self.cell_reads: set[tuple[int, tuple[int, ...]]] = set()
-        self.cell_sets: set[tuple[int, tuple[int, ...]]] = set()
-        self.cell_adds: set[tuple[int, tuple[int, ...]]] = set()
-        self.read_arrays = 0
-        self.set_arrays = 0
-        self.add_arrays = 0
-
-    def independent(self, o: Effect) -> bool:
-        """Do the two transitions commute (and neither disables the other)?"""
-        if self.rank == o.rank and self.sched and o.sched:
-            return False
-        mine = self.read_arrays | self.set_arrays | self.add_arrays
-        theirs = o.read_arrays | o.set_arrays | o.add_arrays
-        if self.writes & (o.reads | o.writes | o.adds | theirs) or o.writes & (self.reads | self.adds | mine):
-            return False
-        if self.adds & (o.reads | o.read_arrays | o.set_arrays) or o.adds & (
-            self.reads | self.read_arrays | self.set_arrays
-        ):
-            return False
-        if self.reads & (o.set_arrays | o.add_arrays) or o.reads & (self.set_arrays | self.add_arrays):
-            return False
-        if mine & theirs:
-            if self.cell_sets and self.cell_sets & (o.cell_reads | o.cell_sets | o.cell_adds):
-                return False
-            if o.cell_sets and o.cell_sets & (self.cell_reads | self.cell_adds):
-                return False
-            if self.cell_adds & o.cell_reads or o.cell_adds & self.cell_reads:
-                return False
-        return True
 
 
 class RankSnap:
@@ -235,11 +146,13 @@ class Space:
         eng.context_class = ExploreContext
         eng.new_block = self._new_block
         eng.observer = None
+        eng.space = self
+        self._rebuilding = Rebuilding(self)
         self.ranks = ranks
         self.insts = eng.insts
         self.rank_insts = [[i for i in self.insts if i.rank == r] for r in range(ranks)]
         self.touched: set[int] = set(range(ranks))  # ranks the last transition changed
-        self.last_observer = _Observer()  # what ctx saw the last transition do
+        self.last_observer = Observer()  # what ctx saw the last transition do
         self.live_ranks: list[RankSnap | None] = [None] * ranks
         self._core_forms: dict[tuple, tuple] = {}
         self._inst_blocks: dict[int, list[Block]] = {id(i): [] for i in self.insts}
@@ -248,6 +161,8 @@ class Space:
         self.tensor_index = {n: i for i, n in enumerate(names)}
         self.arrays = [self.mems[r].arrays[n] for r in range(ranks) for n in names]
         self.live: list[bytes] = [a.tobytes() for a in self.arrays]
+        # byte views of the (C-contiguous) arrays: restoring one is a memcpy from its bytes
+        self.views = [memoryview(a).cast("B") if a.flags.writeable else None for a in self.arrays]
         self.all_mask = (1 << len(self.arrays)) - 1
         self.output_slots = [
             r * self.nt + i
@@ -259,6 +174,8 @@ class Space:
             t.name for t in program.tensors if np.issubdtype(numpy_dtype(t.dtype), np.floating)
         }
         self.footprints = [kernel_footprint(t.kernel) for t in program.tasks]
+        self.barriers = any(fp.unknown or fp.barriers for fp in self.footprints)
+        self.exact_tasks = {t.name for t, fp in zip(program.tasks, self.footprints, strict=True) if fp.exact}
         self._static_masks()
         self.trails: dict[Block, tuple] = {}
         self.live_gens: dict[Block, tuple] = {}  # block -> (trail, generator, ctx) it embodies
@@ -372,7 +289,7 @@ class Space:
         steps0 = block.steps
         gen0 = inst.barrier_gen
         waiting = block.wait
-        obs = eng.observer = self.last_observer = _Observer()
+        obs = eng.observer = self.last_observer = Observer()
         self.invalidate()
         try:
             eng.advance(block)
@@ -384,15 +301,9 @@ class Space:
         if self._after_settle():
             touched = set(range(self.ranks))
         self.touched = touched
+        effect = self._effect(block, rank, si, obs, waiting, steps0, gen0)
         # memory: re-serialise what the step may have written
-        dirty = self.local_writes[si][rank]
-        slot = self.slot
-        for name, r in obs.peers:
-            dirty |= 1 << slot(r, name)
-        for name, r in obs.atomics:
-            dirty |= 1 << slot(r, name)
-        for sig, r, _key, _op, _v in obs.notifies:
-            dirty |= 1 << slot(r, sig)
+        dirty = effect.writes | effect.adds
         arrays = self.arrays
         i = 0
         while dirty:
@@ -410,7 +321,7 @@ class Space:
             trail = self.trails.get(block, ()) + ((entry, block.steps - steps0),)
             self.trails[block] = trail
             self.live_gens[block] = (trail, block.gen, block.ctx)
-        return self._effect(block, rank, si, obs, waiting, steps0, gen0)
+        return effect
 
     def _after_settle(self) -> bool:
         """Nothing runnable but work left: re-check spinners (True if that was needed)."""
@@ -421,48 +332,35 @@ class Space:
         return False
 
     def _effect(
-        self, b: Block, rank: int, si: int, obs: _Observer, waiting: Any, steps0: int, gen0: int
+        self, b: Block, rank: int, si: int, obs: Observer, waiting: Any, steps0: int, gen0: int
     ) -> Effect:
         sched = b.state in (DONE, BARRIER) or b.inst.barrier_gen != gen0
+        e = Effect(rank, sched)
         fp = self.footprints[si]
         ran = b.steps != steps0 or b.state == DONE
-        slot = self.slot
-        if not ran:  # a woken spinner found its cell changed again and spins on
-            e = Effect(rank, sched, 0, 0, 0)
-        elif fp.unknown:
-            e = Effect(rank, sched, self.all_mask, self.all_mask, 0)
-        else:
-            reads = self.local_reads[si][rank]
-            writes = self.local_writes[si][rank]
-            adds = 0
+        if ran and fp.unknown:
+            e.whole("reads", self.all_mask)
+            e.whole("writes", self.all_mask)
+        elif ran and not fp.exact:
+            e.whole("reads", self.local_reads[si][rank])
+            e.whole("writes", self.local_writes[si][rank])
+            slot = self.slot
             for name, r in obs.peers:
-                bit = 1 << slot(r, name)
+                s = slot(r, name)
                 if name in fp.peer_writes:
-                    writes |= bit
+                    e.add("writes", s, None)
                 if name in fp.peer_reads or name not in fp.peer_writes:
-                    reads |= bit
-            for name, r in obs.atomics:
-                bit = 1 << slot(r, name)
-                if name in self.float_tensors:
-                    writes |= bit
-                else:
-                    adds |= bit
-            e = Effect(rank, sched, reads, writes, adds)
-        for sig, r, key, op, _v in obs.notifies:
-            s = slot(r, sig)
-            if op == "add":
-                e.cell_adds.add((s, key))
-                e.add_arrays |= 1 << s
-            else:
-                e.cell_sets.add((s, key))
-                e.set_arrays |= 1 << s
-        waits = obs.waits if waiting is None else [*obs.waits, (waiting.signal, waiting.key)]
-        for sig, key in waits:
-            s = slot(rank, sig)
-            e.cell_reads.add((s, key))
-            e.read_arrays |= 1 << s
-        if sched:
-            e.reads |= self.predicate_mask[rank]
+                    e.add("reads", s, None)
+        for s, bx in obs.reads:
+            e.add("reads", s, bx)
+        for s, bx in obs.writes:
+            e.add("writes", s, bx)
+        for s, bx in obs.adds:
+            e.add("adds", s, bx)
+        if waiting is not None:  # a woken spinner re-read its cell
+            e.add("reads", self.slot(rank, waiting.signal), tuple((k, k + 1) for k in waiting.key))
+        if sched and self.predicate_mask[rank]:
+            e.whole("reads", self.predicate_mask[rank])
         return e
 
     # ------------------------------------------------------------------ snapshots
@@ -504,11 +402,17 @@ class Space:
         old_insts = prev.insts if prev is not None else None
         old_blocks = prev.blocks if prev is not None else {}
         for k, inst in enumerate(self.rank_insts[r]):
-            f = _inst_get(inst)
             if old_insts is not None:
                 o = old_insts[k]
+                if o[_COMPLETE]:  # completion is final along a path: nothing of it changes
+                    insts.append(o)
+                    keys.append(o)
+                    continue
+                f = _inst_get(inst)
                 if o == f:
                     f = o
+            else:
+                f = _inst_get(inst)
             insts.append(f)
             keys.append(f)
             if inst.complete:
@@ -532,13 +436,14 @@ class Space:
                     spinners.append(b)
         snap.insts = insts
         snap.blocks = blocks
-        snap.cores = tuple((c.running, c.pending) for c in rs.cores)
+        snap.cores = tuple(map(_core_get, rs.cores))
+        normal, sync, early = rs.normal, rs.sync, rs.early
         snap.queues = (
-            tuple(tuple(rs.normal[s]) for s in _SHAPES),
-            tuple(tuple(rs.sync[s]) for s in _SHAPES),
-            tuple(tuple(rs.early[s]) for s in _SHAPES),
+            (tuple(normal["mix"]), tuple(normal["aic"]), tuple(normal["aiv"])),
+            (tuple(sync["mix"]), tuple(sync["aic"]), tuple(sync["aiv"])),
+            (tuple(early["mix"]), tuple(early["aic"]), tuple(early["aiv"])),
             tuple(rs.early_sync),
-            tuple(rs.early_occ[s] for s in _SHAPES),
+            tuple(rs.early_occ.values()),
         )
         snap.runnable = runnable
         snap.spinners = spinners
@@ -603,9 +508,7 @@ class Space:
         for k, (inst, f) in enumerate(zip(self.rank_insts[r], rsnap.insts, strict=True)):
             if live is not None and live.insts[k] is f:
                 continue
-            if _inst_get(inst) != f:
-                for name, v in zip(_INST_FIELDS, f, strict=True):
-                    setattr(inst, name, v)
+            _set_inst(inst, f)
             inst.blocks = pool[id(inst)][: inst.next_block]
             changed[inst] = None
         live_blocks = live.blocks if live is not None else {}
@@ -626,8 +529,9 @@ class Space:
                     gen, ctx = self._rebuild(b, trail)
                     live_gens[b] = (trail, gen, ctx)
             b.gen, b.ctx = gen, ctx
-        for inst in changed:
-            inst.barrier_wait = [b for b in inst.blocks if b.state == BARRIER]
+        if self.barriers:
+            for inst in changed:
+                inst.barrier_wait = [b for b in inst.blocks if b.state == BARRIER]
         rs = eng.ranks[r]
         if live is None or live.cores != rsnap.cores:
             for c, (running, pending) in zip(rs.cores, rsnap.cores, strict=True):
@@ -646,12 +550,11 @@ class Space:
         self.live_ranks[r] = rsnap
 
     def _restore_memory(self, mem: tuple[bytes, ...]) -> None:
-        live, arrays = self.live, self.arrays
+        live, views = self.live, self.views
         for i, want in enumerate(mem):
             if live[i] is not want:
                 if live[i] != want:
-                    a = arrays[i]
-                    a[...] = np.frombuffer(want, dtype=a.dtype).reshape(a.shape)
+                    views[i][:] = want
                 live[i] = want
 
     def _rebuild(self, b: Block, trail: tuple) -> tuple[Any, Any]:
@@ -663,15 +566,14 @@ class Space:
         ctx = ExploreContext(
             b.index, inst.nblocks, inst.rank, eng.nranks, inst.round, spec.name, inst.mem, eng.mems, eng, b
         )
-        ctx._engine = _REBUILDING
+        ctx._engine = self._rebuilding
         slots = self.read_slots[inst.si][inst.rank]
-        arrays, live = self.arrays, self.live
+        arrays, live, views = self.arrays, self.live, self.views
         gen = spec.kernel(ctx)
         for entry, resumes in trail:
             for i, want in zip(slots, entry, strict=True):
                 if live[i] is not want:
-                    a = arrays[i]
-                    a[...] = np.frombuffer(want, dtype=a.dtype).reshape(a.shape)
+                    views[i][:] = want
                     live[i] = want
             for _ in range(resumes):
                 next(gen)
