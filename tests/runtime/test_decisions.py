@@ -10,8 +10,8 @@ import json
 
 import numpy as np
 import pytest
-
 import verify_programs as vp
+
 from runtime.decisions import Decision, Schedule, ScheduleMismatch
 from runtime.program import Program, TaskSpec, TensorSpec
 from runtime.simulator import simulate
