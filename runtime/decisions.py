@@ -306,6 +306,7 @@ class Schedule:
     early_capacity: int = 64
     sched_threads: int = 3
     note: str = ""
+    round_scalars: tuple[str, ...] = ("epoch",)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -320,6 +321,7 @@ class Schedule:
             "scalars": dict(sorted(self.scalars.items())),
             "early_capacity": self.early_capacity,
             "sched_threads": self.sched_threads,
+            "round_scalars": list(self.round_scalars),
             "note": self.note,
             "decisions": [d.to_json() for d in self.decisions],
         }
@@ -356,6 +358,9 @@ class Schedule:
             if not isinstance(table, dict) or not all(isinstance(v, int) for v in table.values()):
                 raise ScheduleMismatch(f"field {name!r} must map names to integers")
         decisions = need("decisions", list)
+        round_scalars = doc.get("round_scalars", ["epoch"])
+        if not isinstance(round_scalars, list) or not all(isinstance(n, str) for n in round_scalars):
+            raise ScheduleMismatch("field 'round_scalars' must be a list of scalar names")
         ints = {k: need(k, int) for k in ("ranks", "rounds", "seed")}
         if ints["ranks"] < 1 or ints["rounds"] < 1:
             raise ScheduleMismatch("fields 'ranks' and 'rounds' must be >= 1")
@@ -371,4 +376,5 @@ class Schedule:
             early_capacity=int(doc.get("early_capacity", 64)),
             sched_threads=int(doc.get("sched_threads", 3)),
             note=str(doc.get("note", "")),
+            round_scalars=tuple(round_scalars),
         )

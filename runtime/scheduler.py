@@ -67,6 +67,7 @@ class Engine(DispatchMixin):
         on_round_done: Callable[[int], None] | None = None,
         decider: Decider | None = None,
         record: bool = False,
+        round_scalars: tuple[str, ...] = ("epoch",),
     ) -> None:
         self.program = program
         specs = program.tasks
@@ -110,6 +111,7 @@ class Engine(DispatchMixin):
         self.insts: list[TaskInst] = []
         self.n_complete = 0
         self.round_left = [self.nranks * len(specs)] * rounds
+        self.round_scalars = round_scalars
         self._build(specs, scalars)
 
     # ------------------------------------------------------------------ setup
@@ -118,8 +120,9 @@ class Engine(DispatchMixin):
         prev: list[list[TaskInst]] = []
         for rnd in range(self.rounds):
             sc = dict(scalars)
-            if "epoch" in self.program.scalars:
-                sc["epoch"] = rnd + 1
+            for name in self.round_scalars:  # epoch-like scalars count the rounds from 1
+                if name in self.program.scalars:
+                    sc[name] = rnd + 1
             cur = []
             for r in range(self.nranks):
                 mem = self.mems[r].for_round(sc)

@@ -122,13 +122,17 @@ def check_cohorts(program: Program, n_aic: int) -> None:
             raise CohortTooLargeError(t.name, int(t.blocks), cap, unit)
 
 
-def _check_scalars(program: Program, scalars: dict[str, Any]) -> None:
+def check_scalars(
+    program: Program, scalars: dict[str, Any], round_scalars: tuple[str, ...] = ("epoch",)
+) -> None:
+    """Every runtime scalar given, none unknown, and none of the ones the rounds set."""
     unknown = set(scalars) - set(program.scalars)
     if unknown:
         raise ValueError(f"scalars {sorted(unknown)} are not declared by program {program.name!r}")
-    if "epoch" in scalars:
-        raise ValueError("'epoch' is set by the simulator to round + 1; do not pass it")
-    missing = [s for s in program.scalars if s != "epoch" and s not in scalars]
+    for name in round_scalars:
+        if name in scalars:
+            raise ValueError(f"{name!r} is set by the simulator to round + 1; do not pass it")
+    missing = [s for s in program.scalars if s not in round_scalars and s not in scalars]
     if missing:
         raise ValueError(f"program {program.name!r} needs runtime scalars {missing}")
 
@@ -187,13 +191,15 @@ def simulate(
     max_block_steps: int = 1_000_000,
     record: bool = False,
     replay: list[Decision] | None = None,
+    round_scalars: tuple[str, ...] = ("epoch",),
 ) -> RunResult:
     """Run ``program`` on ``ranks`` simulated devices for ``rounds`` back-to-back rounds.
 
     ``inputs`` is one dict of arrays for every rank or a list with one dict per rank; tensors of
     kind output/scratch/window/signal default to zeros.  ``cores`` is ``(n_aic, n_aiv)`` or a
     preset ("sim" 8/16, "a2a3" 24/48, "a5" 36/72).  ``policy`` is "fifo", "random" or
-    "adversarial", seeded by ``seed``.  Memory persists across rounds; ``epoch`` = round + 1.
+    "adversarial", seeded by ``seed``.  Memory persists across rounds; ``epoch`` (and every other
+    scalar named in ``round_scalars``) is round + 1.
 
     Raises :class:`DeadlockError` when no block can progress (or returns it in
     ``RunResult.deadlock`` with ``raise_on_deadlock=False``), :class:`CohortTooLargeError` for a
@@ -215,7 +221,7 @@ def simulate(
     n_aic, threads = _resolve_cores(cores, sched_threads)
     check_cohorts(program, n_aic)
     scalars = dict(scalars or {})
-    _check_scalars(program, scalars)
+    check_scalars(program, scalars, round_scalars)
     mems = build_memory(program, inputs if inputs is not None else {}, ranks)
     bar, on_round = _progress(rounds, progress)
     eng = Engine(
@@ -233,6 +239,7 @@ def simulate(
         on_round_done=on_round,
         decider=ScriptedDecider(replay) if replay is not None else None,
         record=record,
+        round_scalars=tuple(round_scalars),
     )
     trace_path = None
     try:

@@ -64,6 +64,13 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
     run.add_argument(
+        "--round-scalar",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
+    )
+    run.add_argument(
         "--replay",
         metavar="SCHEDULE.json",
         help="run exactly the schedule a `dslc verify` counterexample saved (it fixes ranks, cores, rounds, seed)",
@@ -93,12 +100,17 @@ def cmd_run(session) -> int:
         _replay_options(args, session.overrides, schedule)
         args.rounds, args.ranks, args.seed = schedule.rounds, schedule.ranks, schedule.seed
         args.cores, args.policy = schedule.cores, "replay"
-        layer = compile_layer(args.file, {**schedule.params, **session.overrides}, args.layer)
+        args.round_scalar = [n for n in schedule.round_scalars if n != "epoch"]
+        layer = compile_layer(args.file, session.overrides or None, args.layer)
         _check_layer(layer, schedule)
+        params = {k: v for k, v in schedule.params.items() if k in layer.params}
+        if params != {k: layer.params[k] for k in params}:
+            layer = compile_layer(args.file, {**params, **session.overrides}, args.layer)
         scalars = dict(schedule.scalars)
     else:
         layer = compile_layer(args.file, session.overrides or None, args.layer)
         scalars = _scalars(args.scalar, layer)
+    round_scalars = round_scalar_names(args.round_scalar, layer, scalars)
     ranks = args.ranks or layer.ranks
     inputs = layer.make_inputs(args.seed, ranks)
     for per in inputs:
@@ -122,6 +134,7 @@ def cmd_run(session) -> int:
             progress=sys.stderr.isatty(),
             replay=schedule.decisions if schedule is not None else None,
             sched_threads=schedule.sched_threads if schedule is not None else None,
+            round_scalars=round_scalars,
         )
     except ScheduleMismatch as err:
         print(f"refused: the schedule does not fit this layer: {err}")
@@ -195,6 +208,7 @@ def _replay_options(args, overrides: dict[str, int], schedule: Schedule) -> None
             ("--seed", args.seed, 0),
             ("--policy", args.policy, "fifo"),
             ("--scalar", args.scalar, []),
+            ("--round-scalar", args.round_scalar, []),
         )
         if value != default
     ]
@@ -213,6 +227,24 @@ def _check_layer(layer, schedule: Schedule) -> None:
         raise UsageError(
             f"--replay: the schedule is of layer {schedule.layer!r}, the file defines {layer.graph.name!r}"
         )
+
+
+def round_scalar_names(options: list[str], layer, scalars: dict[str, int]) -> tuple[str, ...]:
+    """``epoch`` plus the ``--round-scalar`` names: declared, not also given a value."""
+    from dsl.driver.cli import UsageError
+
+    declared = [n for n in layer.graph.scalars if n != "epoch"]
+    for name in options:
+        if name not in declared:
+            known = ", ".join(declared) or "none"
+            raise UsageError(
+                f"--round-scalar {name}: layer '{layer.graph.name}' has no runtime scalar {name!r} ({known})"
+            )
+        if name in scalars:
+            raise UsageError(
+                f"--round-scalar {name}: it is round + 1 in every round; drop --scalar {name}=..."
+            )
+    return ("epoch", *dict.fromkeys(options))
 
 
 def _scalars(options: list[str], layer) -> dict[str, int]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from dsl.driver.api import CompiledLayer, RequestRefused, compile_layer
-from dsl.driver.cli_run import _cores, _scalars
+from dsl.driver.cli_run import _cores, _scalars, round_scalar_names
 from dsl.driver.verify_report import Verdict, render_json, render_text
 from runtime.decisions import Schedule
 from runtime.loader import write_atomically
@@ -59,6 +59,13 @@ def add_parser(sub, common) -> None:
         help="set a runtime scalar (repeatable)",
     )
     p.add_argument(
+        "--round-scalar",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
+    )
+    p.add_argument(
         "--save", metavar="SCHEDULE.json", help="write the counterexample's schedule for `dslc run --replay`"
     )
     p.add_argument(
@@ -87,9 +94,7 @@ def default_clusters(program: Program) -> int:
     return need
 
 
-def _config(args, layer: CompiledLayer, scalars: dict[str, int]) -> Config:
-    from dsl.driver.cli import UsageError
-
+def _config(args, layer: CompiledLayer, scalars: dict[str, int], round_scalars: tuple[str, ...]) -> Config:
     if args.cores is None:
         n_aic, threads = default_clusters(layer.program), 3
     elif isinstance(args.cores, str):
@@ -97,8 +102,6 @@ def _config(args, layer: CompiledLayer, scalars: dict[str, int]) -> Config:
     else:
         n_aic, threads = args.cores[0], 3
     ranks = args.ranks or layer.ranks
-    if args.rounds < 1 or ranks < 1 or args.max_states < 1 or args.timeout <= 0 or args.probes < 0:
-        raise UsageError("--rounds, --ranks, --max-states and --timeout must be positive, --probes >= 0")
     return Config(
         ranks=ranks,
         n_aic=n_aic,
@@ -106,6 +109,7 @@ def _config(args, layer: CompiledLayer, scalars: dict[str, int]) -> Config:
         rounds=args.rounds,
         scalars=tuple(sorted(scalars.items())),
         max_block_steps=args.max_block_steps,
+        round_scalars=round_scalars,
     )
 
 
@@ -144,21 +148,32 @@ class _Progress:
         self.live.stop()
 
 
+def _check_options(args) -> None:
+    from dsl.driver.cli import UsageError
+
+    if args.ranks is not None and args.ranks < 1 or args.rounds < 1 or args.max_states < 1:
+        raise UsageError("--rounds, --ranks and --max-states must be positive")
+    if args.timeout <= 0 or args.probes < 0 or args.max_block_steps < 1:
+        raise UsageError("--timeout must be positive and --probes >= 0")
+
+
 def cmd_verify(session) -> int:
     args = session.args
+    _check_options(args)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     scalars = _scalars(args.scalar, layer)
-    config = _config(args, layer, scalars)
-    inputs = layer.make_inputs(args.seed, config.ranks)
+    round_scalars = round_scalar_names(args.round_scalar, layer, scalars)
+    inputs = layer.make_inputs(args.seed, args.ranks or layer.ranks)
     for per in inputs:
         per.update(scalars)
     try:
-        per_rank, request = layer.split_scalars(inputs)
+        per_rank, request = layer.split_scalars(inputs, round_scalars)
     except RequestRefused as err:
         print(f"refused: layer {err.layer} does not accept the request")
         for reason in err.reasons:
             print(f"  {reason}")
         return EXIT_ERROR
+    config = _config(args, layer, request, round_scalars)
     progress = _Progress() if sys.stderr.isatty() and args.format == "text" else None
     started = time.monotonic()
     try:
@@ -192,7 +207,7 @@ def cmd_verify(session) -> int:
         verdict.witness = replay_witness(layer.program, per_rank, config, v.decisions)
         verdict.schedule = _schedule(layer, config, args.seed, verdict.witness.decisions, v.kind)
         if v.reference is not None:
-            ref = replay_witness(layer.program, per_rank, config, v.reference)
+            verdict.reference_witness = ref = replay_witness(layer.program, per_rank, config, v.reference)
             verdict.reference = _schedule(layer, config, args.seed, ref.decisions, "reference outputs")
         _write_artifacts(args, layer, per_rank, config, verdict)
     sys.stdout.write(render_json(verdict) if args.format == "json" else render_text(verdict))
@@ -214,6 +229,7 @@ def _schedule(layer: CompiledLayer, config: Config, seed: int, decisions, note: 
         early_capacity=config.early_capacity,
         sched_threads=config.n_threads,
         note=f"dslc verify counterexample: {note}",
+        round_scalars=config.round_scalars,
     )
 
 
@@ -245,6 +261,7 @@ def _replay_to_trace(layer: CompiledLayer, per_rank, config: Config, verdict: Ve
             scalars=dict(config.scalars),
             sched_threads=config.n_threads,
             replay=verdict.schedule.decisions,
+            round_scalars=config.round_scalars,
             trace=path,
             raise_on_deadlock=False,
             max_block_steps=config.max_block_steps,

@@ -48,7 +48,7 @@ from runtime.machine import BARRIER, DONE, RUN, SPIN, WAKE, Block, Core, TaskIns
 from runtime.memory import build_memory
 from runtime.program import OUTPUT_KINDS, Program, numpy_dtype
 from runtime.scheduler import Engine
-from runtime.simulator import check_cohorts
+from runtime.simulator import check_cohorts, check_scalars
 from runtime.verify.effects import Effect, ExploreContext, Observer, Rebuilding
 from runtime.verify.footprint import kernel_footprint, predicate_reads
 
@@ -118,6 +118,7 @@ class Config:
     scalars: tuple[tuple[str, Any], ...] = ()
     early_capacity: int = 64
     max_block_steps: int = 10_000
+    round_scalars: tuple[str, ...] = ("epoch",)  # scalars that are round + 1 in each round
 
 
 class Space:
@@ -127,6 +128,7 @@ class Space:
         ranks = config.ranks
         program.validate()
         check_cohorts(program, config.n_aic)
+        check_scalars(program, dict(config.scalars), config.round_scalars)
         self.program = program
         self.mems = build_memory(program, inputs, ranks)
         self.eng = eng = Engine(
@@ -142,6 +144,7 @@ class Space:
             early_capacity=config.early_capacity,
             max_block_steps=config.max_block_steps,
             decider=decider,
+            round_scalars=config.round_scalars,
         )
         eng.context_class = ExploreContext
         eng.new_block = self._new_block
@@ -161,6 +164,7 @@ class Space:
         self.tensor_index = {n: i for i, n in enumerate(names)}
         self.arrays = [self.mems[r].arrays[n] for r in range(ranks) for n in names]
         self.live: list[bytes] = [a.tobytes() for a in self.arrays]
+        self.shapes = [a.shape for a in self.arrays]
         # byte views of the (C-contiguous) arrays: restoring one is a memcpy from its bytes
         self.views = [memoryview(a).cast("B") if a.flags.writeable else None for a in self.arrays]
         self.all_mask = (1 << len(self.arrays)) - 1
@@ -351,6 +355,10 @@ class Space:
                     e.add("writes", s, None)
                 if name in fp.peer_reads or name not in fp.peer_writes:
                     e.add("reads", s, None)
+        if obs.read_keys:
+            e.add_keys("reads", obs.read_keys, self.shapes)
+        if obs.write_keys:
+            e.add_keys("writes", obs.write_keys, self.shapes)
         for s, bx in obs.reads:
             e.add("reads", s, bx)
         for s, bx in obs.writes:
