@@ -113,6 +113,25 @@ def _config(args, layer: CompiledLayer, scalars: dict[str, int], round_scalars: 
     )
 
 
+def configuration_notes(program: Program, config: Config) -> list[str]:
+    """What the configuration hides: a grid of FP atomics on a shape with one core per rank runs
+    its blocks one at a time in block order, so their sums cannot race there."""
+    from runtime.program import numpy_dtype
+    from runtime.verify.footprint import kernel_footprint
+
+    floats = {t.name for t in program.tensors if numpy_dtype(t.dtype).kind == "f"}
+    cores = {"aic": config.n_aic, "mix": config.n_aic, "aiv": 2 * config.n_aic}
+    notes = []
+    for t in program.tasks:
+        fp = kernel_footprint(t.kernel)
+        if t.blocks > 1 and cores[t.shape] == 1 and (fp.atomics | fp.peer_atomics) & floats:
+            notes.append(
+                f"task {t.name}'s {t.blocks} blocks run one at a time on the only {t.shape.upper()} core "
+                f"of a rank: their FP atomics cannot race here; try --cores {2 * config.n_aic},{4 * config.n_aic}"
+            )
+    return notes
+
+
 def _golden(layer: CompiledLayer, inputs: list[dict], rounds: int):
     if layer.graph.golden is None or rounds != 1:
         return None
@@ -198,6 +217,7 @@ def cmd_verify(session) -> int:
         budget = max(1.0, min(10.0, time.monotonic() - started))
         estimate = estimate_naive(layer.program, per_rank, config, probes=args.probes, timeout=budget)
     verdict = Verdict(layer.graph.name, str(args.file), config, args.seed, result, estimate)
+    verdict.notes = configuration_notes(layer.program, config)
     if layer.graph.golden is None:
         verdict.golden = "the layer names no golden"
     elif config.rounds != 1:

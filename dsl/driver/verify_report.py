@@ -4,7 +4,7 @@ and the counterexample (as a story, as the deadlock report of ``dslc run``, as a
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from runtime.decisions import Schedule
@@ -31,10 +31,12 @@ class Verdict:
     witness: Witness | None = None
     schedule: Schedule | None = None
     reference: Schedule | None = None
+    reference_witness: Witness | None = None
     saved: str | None = None
     saved_reference: str | None = None
     trace: str | None = None
     golden: str | None = None  # why the golden is not checked, or None when it is
+    notes: list[str] = field(default_factory=list)  # what this configuration cannot show
 
     @property
     def outcome(self) -> str:
@@ -94,7 +96,9 @@ def _reduction(v: Verdict) -> str:
 
 def render_text(v: Verdict) -> str:
     r, s = v.result, v.result.stats
-    out = [f"verify {v.layer} ({v.file}): {_config_line(v)}", ""]
+    out = [f"verify {v.layer} ({v.file}): {_config_line(v)}"]
+    out += [f"  note: {n}" for n in v.notes]
+    out.append("")
     for kind, name, _meaning in PROPERTIES:
         status, why = _status(v, kind)
         out.append(f"  {name:<17} {status:<12} {why}")
@@ -133,6 +137,8 @@ def _counterexample(v: Verdict) -> list[str]:
         out += ["  " + line for line in w.deadlock.render().splitlines()]
     if viol.kind == "nondeterminism" and v.reference is not None:
         d = viol.detail
+        if v.reference_witness is not None:
+            out += ["", "the reference schedule (the other bits):", v.reference_witness.render()]
         out += [
             "",
             f"first differing element: {d['tensor']}{d['index']} on rank {d['rank']}: "
@@ -168,6 +174,7 @@ def render_json(v: Verdict) -> str:
             "scalars": dict(v.config.scalars),
             "sched_threads": v.config.n_threads,
         },
+        "notes": v.notes,
         "result": v.outcome,
         "certainty": v.certainty,
         "stopped": r.stopped or None,

@@ -86,13 +86,21 @@ def overlap(a: Box, b: Box) -> bool:
     return all(lo1 < hi2 and lo2 < hi1 for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=False))
 
 
-class Observer:
-    """What one step did, as ``ctx`` saw it: boxes read, written and added to per array slot,
-    peers touched by kernels that are not tracked, and the notifies (for the witness)."""
+#: More distinct boxes than this on one array in one step and the step touches it whole:
+#: a kernel reading a table element by element need not cost a box per element.
+BOX_LIMIT = 8
 
-    __slots__ = ("reads", "writes", "adds", "peers", "notifies")
+
+class Observer:
+    """What one step did, as ``ctx`` saw it: the subscripts of tracked arrays read and written
+    (raw keys, turned into boxes once, after the step), boxes read, written and added to by
+    ``ctx`` operations, peers touched by kernels that are not tracked, and the notifies."""
+
+    __slots__ = ("read_keys", "write_keys", "reads", "writes", "adds", "peers", "notifies")
 
     def __init__(self) -> None:
+        self.read_keys: list[tuple[int, Any]] = []
+        self.write_keys: list[tuple[int, Any]] = []
         self.reads: list[tuple[int, Box]] = []
         self.writes: list[tuple[int, Box]] = []
         self.adds: list[tuple[int, Box]] = []
@@ -113,13 +121,13 @@ class Tracked:
     def __getitem__(self, key: Any) -> Any:
         obs = self._eng.observer
         if obs is not None:
-            obs.reads.append((self._slot, box(key, self._arr.shape)))
+            obs.read_keys.append((self._slot, key))
         return self._arr[key]
 
     def __setitem__(self, key: Any, value: Any) -> None:
         obs = self._eng.observer
         if obs is not None:
-            obs.writes.append((self._slot, box(key, self._arr.shape)))
+            obs.write_keys.append((self._slot, key))
         self._arr[key] = value
 
 
@@ -222,10 +230,24 @@ class Effect:
         if have is None:
             boxes[slot] = [b]
         elif have != [None] and b not in have:
-            if b is None:
+            if b is None or len(have) >= BOX_LIMIT:
                 boxes[slot] = [None]
             else:
                 have.append(b)
+
+    def add_keys(self, kind: str, keys: list[tuple[int, Any]], shapes: list[tuple[int, ...]]) -> None:
+        """Subscripts ``(slot, key)`` of a tracked kernel; a slot subscripted more than
+        ``BOX_LIMIT`` times is taken whole without looking at the keys."""
+        per: dict[int, list[Any]] = {}
+        for slot, key in keys:
+            per.setdefault(slot, []).append(key)
+        for slot, ks in per.items():
+            if len(ks) > BOX_LIMIT:
+                self.add(kind, slot, None)
+            else:
+                shape = shapes[slot]
+                for k in ks:
+                    self.add(kind, slot, box(k, shape))
 
     def independent(self, o: Effect) -> bool:
         """Do the two transitions commute (and neither disables the other)?"""
