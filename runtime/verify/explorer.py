@@ -39,8 +39,10 @@ import numpy as np
 from runtime.decisions import Decider, Decision
 from runtime.machine import Block, Core
 from runtime.program import Program
-from runtime.sim_errors import KernelError, SimulatorError, StepLimitExceeded
-from runtime.verify.space import Config, Effect, Snapshot, Space
+from runtime.sim_errors import SimulatorError, StepLimitExceeded
+from runtime.verify.effects import Effect
+from runtime.verify.snapshots import Snapshot
+from runtime.verify.space import Config, Space
 
 #: Violation kinds, in the order the report lists properties.
 KINDS = ("deadlock", "nondeterminism", "golden", "kernel-error", "step-limit")
@@ -200,11 +202,19 @@ def explore(
     turns off sleep and persistent sets (state hashing and symmetry stay), for measuring what
     they save.  ``progress(stats, stack_depth)`` is called about ten times a second.
     """
-    search = _Search(
-        program, inputs, config, max_states, timeout, check_outputs, determinism, shortest, reduce, progress
-    )
-    search.exhaustive = exhaustive
-    return search.run()
+    return _Search(
+        program,
+        inputs,
+        config,
+        max_states,
+        timeout,
+        check_outputs,
+        determinism,
+        shortest,
+        exhaustive,
+        reduce,
+        progress,
+    ).run()
 
 
 class _Search:
@@ -218,6 +228,7 @@ class _Search:
         check_outputs: OutputCheck | None,
         determinism: bool,
         shortest: bool,
+        exhaustive: bool,
         reduce: bool,
         progress: Any,
     ) -> None:
@@ -238,9 +249,8 @@ class _Search:
         self.outputs: dict[tuple[bytes, ...], tuple[int, list[Decision]]] = {}
         self.live: Any = None  # the frame whose state the engine holds (None: unknown)
         self.stack: list[_Frame] = []
-        self.exhaustive = False
+        self.exhaustive = exhaustive
         self.deadlocks: set[tuple] = set()
-        self._static = None
 
     # ------------------------------------------------------------------ main loop
 
@@ -301,7 +311,7 @@ class _Search:
             effect = space.execute(b)
         except SimulatorError as err:
             via += [Decision(k, i, n) for k, i, n, _r in decider.log]
-            self._error(f, b, err, via)
+            self._error(f, err, via)
             self._next_script(f, decider.log)
             return
         log = decider.log
@@ -482,10 +492,9 @@ class _Search:
             }
         raise AssertionError("outputs differ but no element does")  # pragma: no cover
 
-    def _error(self, f: _Frame, b: Block | None, err: SimulatorError, via: list[Decision]) -> None:
+    def _error(self, f: _Frame, err: SimulatorError, via: list[Decision]) -> None:
+        """A kernel raised (or a block passed the step limit) in this transition."""
         kind = "step-limit" if isinstance(err, StepLimitExceeded) else "kernel-error"
-        if not isinstance(err, KernelError | StepLimitExceeded):
-            kind = "kernel-error"
         self._found(Violation(kind, str(err), f.path() + via, f.depth + 1))
 
     def _found(self, v: Violation) -> None:

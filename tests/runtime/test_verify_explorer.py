@@ -203,3 +203,40 @@ def test_explorer_agrees_with_brute_force_on_random_programs(case):
             program, {}, ranks=ranks, cores=(1, 2), replay=res.violation.decisions, raise_on_deadlock=False
         )
         assert replayed.deadlock is not None
+
+
+def set_one(ctx):
+    ctx.t("x")[0] = 1
+
+
+def fail_if_set(ctx):
+    if ctx.t("x")[0] == 1:
+        raise ValueError("the writer ran first")
+
+
+def spin_forever(ctx):
+    while True:
+        yield
+
+
+def test_a_kernel_that_raises_under_some_schedule_is_a_replayable_violation():
+    from runtime.sim_errors import KernelError
+
+    program = Program(
+        "raises",
+        (TensorSpec("x", (1,), "int32", "scratch"),),
+        (),
+        (TaskSpec("writer", "aiv", 1, set_one), TaskSpec("reader", "aiv", 1, fail_if_set)),
+    )
+    res = explore(program, {}, Config(ranks=1, n_aic=1))
+    v = res.violation
+    assert v is not None and v.kind == "kernel-error" and "the writer ran first" in v.message
+    with pytest.raises(KernelError, match="the writer ran first"):
+        simulate(program, {}, cores=(1, 2), replay=v.decisions)
+
+
+def test_a_block_that_never_returns_hits_the_step_limit():
+    program = Program("spins", (), (), (TaskSpec("s", "aiv", 1, spin_forever),))
+    res = explore(program, {}, Config(ranks=1, n_aic=1, max_block_steps=50))
+    assert res.violation is not None and res.violation.kind == "step-limit"
+    assert "resumed more than 50 times" in res.violation.message
