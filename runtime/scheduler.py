@@ -23,6 +23,13 @@ completes).  A consumer becomes ready at the time its last producer completes.
 Early candidates (§1.7): every direct producer complete or (flagged ``early_resolve`` and fully
 published, i.e. all its blocks placed); no predicate; at most ``early_capacity`` unstaged
 candidate blocks per shape queue - a candidate that does not fit waits for normal readiness.
+
+Choice points (``runtime.decisions``).  Which core a block takes, which cores a cohort takes and
+in which order released consumers enter their queues are asked of ``self.policy``; which block
+steps next comes from the event heap.  An engine built with a *decider* runs untimed instead:
+every block whose next step may run is in ``self.runnable`` and the decider picks one
+(``advance``), one unit of logical time per step - how ``dslc run --replay`` and ``dslc
+verify`` drive the same rules.  ``record=True`` wraps the policy so its answers are kept.
 """
 
 from __future__ import annotations
@@ -173,9 +180,8 @@ class Engine(DispatchMixin):
         self._settle()
 
     def _run_untimed(self) -> bool:
-        runnable = self.runnable
         while True:
-            while runnable:
+            while self.runnable:
                 self.advance(self.policy.pick_step(self.runnable_blocks()))
             if self.n_complete == len(self.insts):
                 return True
