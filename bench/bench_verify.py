@@ -59,7 +59,11 @@ def _prepare(path: str, params: dict, scalars: dict, n_aic: int, rounds: int):
     for per in inputs:
         per.update(scalars)
     per_rank, sc = layer.split_scalars(inputs)
-    return layer, per_rank, Config(ranks=layer.ranks, n_aic=n_aic, rounds=rounds, scalars=tuple(sorted(sc.items())))
+    return (
+        layer,
+        per_rank,
+        Config(ranks=layer.ranks, n_aic=n_aic, rounds=rounds, scalars=tuple(sorted(sc.items()))),
+    )
 
 
 def _run(program, inputs, config, determinism: bool, reduce: bool):
@@ -117,7 +121,9 @@ def restore_vs_replay() -> None:
     for kind, rows in timings.items():
         mean = sum(t for t, _ in rows) / len(rows)
         depth = sum(d for _, d in rows) / len(rows)
-        print(f"{kind:<8} {len(rows):>6} samples, mean {mean * 1e6:>9,.0f} us (CPU) at mean depth {depth:.1f}")
+        print(
+            f"{kind:<8} {len(rows):>6} samples, mean {mean * 1e6:>9,.0f} us (CPU) at mean depth {depth:.1f}"
+        )
 
 
 def _replay_prefix(program, inputs, config, decisions, steps: int) -> None:
