@@ -169,7 +169,11 @@ def main() -> int:
         )
         rows.append(row)
         if args.progress:
-            print(f"{row['file']} {row['src']} {row['graph']} {row['grid']} {row['ms']} ms {row['findings']}", file=sys.stderr, flush=True)
+            print(
+                f"{row['file']} {row['src']} {row['graph']} {row['grid']} {row['ms']} ms {row['findings']}",
+                file=sys.stderr,
+                flush=True,
+            )
         totals.update(
             src=row["src"], graph=row["graph"], grid=row["grid"], notes=row["notes"], tasks=row["tasks"]
         )

@@ -111,7 +111,9 @@ def main() -> int:
     args = ap.parse_args()
     files = sorted(args.tree.rglob("*.py"))
     r = with_reader(files)
-    print(f"reader : {r[0]} of {r[1]} module constants with one integer value, {r[2]:.1f} s CPU ({len(files)} files)")
+    print(
+        f"reader : {r[0]} of {r[1]} module constants with one integer value, {r[2]:.1f} s CPU ({len(files)} files)"
+    )
     a = with_astroid(files)
     if a is None:
         print("astroid: not installed (pip install astroid)")

@@ -1,8 +1,8 @@
 """The ``dslc`` command line.
 
 Exit codes: 0 clean, 1 findings at or above ``--fail-on``, 2 usage, input or internal
-error (every front-end error is a 2), 3 deadlock in ``dslc run``. No traceback reaches the
-user unless ``--debug`` is given.
+error (every front-end error is a 2), 3 deadlock in ``dslc run``, 4 ``dslc verify``
+inconclusive (bounded). No traceback reaches the user unless ``--debug`` is given.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from dsl.driver.cli_fix import cmd_fix
 from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, is_pypto_candidate, lint_pypto_file
 from dsl.driver.cli_run import add_parsers as add_run_parsers
 from dsl.driver.cli_run import cmd_compile, cmd_run
+from dsl.driver.cli_verify import add_parser as add_verify_parser
+from dsl.driver.cli_verify import cmd_verify
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
 from dsl.driver.report import FORMATS, describe_code, format_findings, one_per_site
 from dsl.frontend import compile_text, read_source
@@ -46,6 +48,7 @@ commands:
   graph FILE           print the task graph with every edge and its reason (json or dot)
   explain CODE         explain a diagnostic code
   run FILE             compile to NumPy kernels, run on the simulated NPU, compare with the golden
+  verify FILE          explore every schedule: prove deadlock freedom and determinism, or a counterexample
   compile FILE         write the generated code (--target numpy|pypto|ascendc) into a directory
   fix FILE...          print (or --write) the rewrites the lint can prove safe
 
@@ -118,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", parents=[common], help="explain a diagnostic code")
     explain.add_argument("code", metavar="CODE")
     add_run_parsers(sub, common)
+    add_verify_parser(sub, common)
     add_fix_parser(sub, common)
     return parser
 
@@ -311,6 +315,7 @@ COMMANDS = {
     "run": cmd_run,
     "compile": cmd_compile,
     "fix": cmd_fix,
+    "verify": cmd_verify,
 }
 
 

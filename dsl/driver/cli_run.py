@@ -2,7 +2,12 @@
 
 Exit codes of ``run``: 0 outputs match the golden (or no golden), 1 mismatch, 2 usage or
 compile error or a request the host refuses (a runtime scalar outside its range, a false
-``guard``), 3 deadlock or watchdog timeout (no progress).
+``guard``) or a ``--replay`` schedule that does not fit the layer, 3 deadlock or watchdog
+timeout (no progress).
+
+``--replay SCHEDULE.json`` runs the untimed engine on the decisions of a schedule that
+``dslc verify`` wrote for a counterexample: the same placements, interleaving and completion
+order, so the same deadlock or the same bits.
 
 ``--scalar NAME=VALUE`` sets a runtime scalar of the request (``start_pos``, ``num_tokens``)
 on every rank, over what the golden's ``make_inputs`` gives.
@@ -11,12 +16,14 @@ on every rank, over what the golden's ``make_inputs`` gives.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from dsl import __version__
 from dsl.driver.api import RequestRefused, compile_layer
 from lowering.codegen.numpy.emit import content_hash, render_numpy
+from runtime.decisions import Schedule, ScheduleMismatch
 from runtime.loader import write_atomically
 from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
 
@@ -57,6 +64,18 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
     run.add_argument(
+        "--round-scalar",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
+    )
+    run.add_argument(
+        "--replay",
+        metavar="SCHEDULE.json",
+        help="run exactly the schedule a `dslc verify` counterexample saved (it fixes ranks, cores, rounds, seed)",
+    )
+    run.add_argument(
         "--scalar",
         action="append",
         default=[],
@@ -76,28 +95,50 @@ def cmd_run(session) -> int:
         from dsl.driver.cli import UsageError
 
         raise UsageError("--rounds, --ranks and --timeout must be positive")
-    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    schedule = load_schedule(args.replay) if args.replay else None
+    if schedule is not None:
+        _replay_options(args, session.overrides, schedule)
+        args.rounds, args.ranks, args.seed = schedule.rounds, schedule.ranks, schedule.seed
+        args.cores, args.policy = schedule.cores, "replay"
+        args.round_scalar = [n for n in schedule.round_scalars if n != "epoch"]
+        layer = compile_layer(args.file, session.overrides or None, args.layer)
+        _check_layer(layer, schedule)
+        params = {k: v for k, v in schedule.params.items() if k in layer.params}
+        if params != {k: layer.params[k] for k in params}:
+            layer = compile_layer(args.file, {**params, **session.overrides}, args.layer)
+        scalars = dict(schedule.scalars)
+    else:
+        layer = compile_layer(args.file, session.overrides or None, args.layer)
+        scalars = _scalars(args.scalar, layer)
+    round_scalars = round_scalar_names(args.round_scalar, layer, scalars)
     ranks = args.ranks or layer.ranks
-    scalars = _scalars(args.scalar, layer)
     inputs = layer.make_inputs(args.seed, ranks)
     for per in inputs:
         per.update(scalars)
     where = (
         f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}"
     )
+    if schedule is not None:
+        where = f"the schedule in {args.replay} ({len(schedule.decisions)} decisions): " + where
     print(f"running {where}, {args.rounds} round(s)")
     try:
         result = layer.run(
             inputs,
             ranks=ranks,
             seed=args.seed,
-            policy=args.policy,
+            policy="fifo" if schedule is not None else args.policy,
             rounds=args.rounds,
             cores=args.cores,
             timeout=args.timeout,
             trace=args.trace,
             progress=sys.stderr.isatty(),
+            replay=schedule.decisions if schedule is not None else None,
+            sched_threads=schedule.sched_threads if schedule is not None else None,
+            round_scalars=round_scalars,
         )
+    except ScheduleMismatch as err:
+        print(f"refused: the schedule does not fit this layer: {err}")
+        return EXIT_ERROR
     except RequestRefused as err:
         print(f"refused: layer {err.layer} does not accept the request")
         for reason in err.reasons:
@@ -136,6 +177,74 @@ def cmd_run(session) -> int:
             f"{c.frac_out_of_tol:>10.2%}  {verdict}"
         )
     return EXIT_OK if validation.passed else EXIT_MISMATCH
+
+
+def load_schedule(path: str) -> Schedule:
+    """Read a ``--replay`` schedule; anything wrong with it is a usage error (exit 2)."""
+    from dsl.driver.cli import UsageError
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UsageError(f"--replay {path}: cannot read: {err.strerror or err}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"--replay {path}: not JSON: {err}") from None
+    try:
+        return Schedule.from_json(doc)
+    except ScheduleMismatch as err:
+        raise UsageError(f"--replay {path}: {err}") from None
+
+
+def _replay_options(args, overrides: dict[str, int], schedule: Schedule) -> None:
+    """A replay takes its configuration from the schedule; options that say otherwise are errors."""
+    from dsl.driver.cli import UsageError
+
+    given = [
+        name
+        for name, value, default in (
+            ("--rounds", args.rounds, 1),
+            ("--ranks", args.ranks, None),
+            ("--cores", args.cores, "sim"),
+            ("--seed", args.seed, 0),
+            ("--policy", args.policy, "fifo"),
+            ("--scalar", args.scalar, []),
+            ("--round-scalar", args.round_scalar, []),
+        )
+        if value != default
+    ]
+    if given:
+        raise UsageError(f"--replay takes the configuration from the schedule; drop {', '.join(given)}")
+    clash = [f"{k}={v}" for k, v in overrides.items() if schedule.params.get(k, v) != v]
+    if clash:
+        fixed = ", ".join(f"{k}={schedule.params[k]}" for k, _ in (c.split("=") for c in clash))
+        raise UsageError(f"--set {', '.join(clash)}: the schedule was recorded with {fixed}")
+
+
+def _check_layer(layer, schedule: Schedule) -> None:
+    from dsl.driver.cli import UsageError
+
+    if layer.graph.name != schedule.layer:
+        raise UsageError(
+            f"--replay: the schedule is of layer {schedule.layer!r}, the file defines {layer.graph.name!r}"
+        )
+
+
+def round_scalar_names(options: list[str], layer, scalars: dict[str, int]) -> tuple[str, ...]:
+    """``epoch`` plus the ``--round-scalar`` names: declared, not also given a value."""
+    from dsl.driver.cli import UsageError
+
+    declared = [n for n in layer.graph.scalars if n != "epoch"]
+    for name in options:
+        if name not in declared:
+            known = ", ".join(declared) or "none"
+            raise UsageError(
+                f"--round-scalar {name}: layer '{layer.graph.name}' has no runtime scalar {name!r} ({known})"
+            )
+        if name in scalars:
+            raise UsageError(
+                f"--round-scalar {name}: it is round + 1 in every round; drop --scalar {name}=..."
+            )
+    return ("epoch", *dict.fromkeys(options))
 
 
 def _scalars(options: list[str], layer) -> dict[str, int]:
