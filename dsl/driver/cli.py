@@ -1,8 +1,8 @@
 """The ``dslc`` command line.
 
 Exit codes: 0 clean, 1 findings at or above ``--fail-on``, 2 usage, input or internal
-error (every front-end error is a 2), 3 deadlock in ``dslc run``. No traceback reaches the
-user unless ``--debug`` is given.
+error (every front-end error is a 2), 3 deadlock in ``dslc run``, 4 ``dslc verify``
+inconclusive (bounded). No traceback reaches the user unless ``--debug`` is given.
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from dsl.driver.cli_fix import cmd_fix
 from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, is_pypto_candidate, lint_pypto_file
 from dsl.driver.cli_run import add_parsers as add_run_parsers
 from dsl.driver.cli_run import cmd_compile, cmd_run
+from dsl.driver.cli_verify import add_parser as add_verify_parser
+from dsl.driver.cli_verify import cmd_verify
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
-from dsl.driver.report import FORMATS, describe_code, format_findings
+from dsl.driver.report import FORMATS, describe_code, format_findings, one_per_site
 from dsl.frontend import compile_text, read_source
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules, run_rules
@@ -39,14 +41,15 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
 DESCRIPTION = """\
 dslc compiles NPU layers written as task graphs, proves the concurrency and numerics bugs
 of the Ascend task runtime absent (or names them with the line and the fix), and emits
-NumPy kernels for the simulator and PyPTO for the device.
+NumPy kernels for the simulator, and PyPTO and AscendC for the device.
 
 commands:
   check PATH...        lint .dsl and PyPTO .py files, or the directories holding them
   graph FILE           print the task graph with every edge and its reason (json or dot)
   explain CODE         explain a diagnostic code
   run FILE             compile to NumPy kernels, run on the simulated NPU, compare with the golden
-  compile FILE         write the generated code (--target numpy|pypto) into a directory
+  verify FILE          explore every schedule: prove deadlock freedom and determinism, or a counterexample
+  compile FILE         write the generated code (--target numpy|pypto|ascendc) into a directory
   fix FILE...          print (or --write) the rewrites the lint can prove safe
 
 examples:
@@ -118,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", parents=[common], help="explain a diagnostic code")
     explain.add_argument("code", metavar="CODE")
     add_run_parsers(sub, common)
+    add_verify_parser(sub, common)
     add_fix_parser(sub, common)
     return parser
 
@@ -246,8 +250,13 @@ def cmd_check(session: Session) -> int:
         raise UsageError("no *.dsl or PyPTO *.py files found under the given paths")
     everything: list[Diagnostic] = []
     for path in files:
-        everything.extend(lint_file(session, path, cfg))
+        everything.extend(one_per_site(lint_file(session, path, cfg)))
     sys.stdout.write(format_findings(cfg.format, everything, session.sources, session.colour))
+    if session.args.debug:
+        for d in everything:
+            trace = dict(d.data).get("traceback")
+            if trace:
+                print(f"{d.span}: {d.code} traceback:\n{trace}", file=sys.stderr)
     front_end = [d for d in everything if d.code in CODES or d.code in READER_INPUT_ERRORS]
     failing = [d for d in everything if d.severity.rank >= cfg.fail_on.rank]
     counts = ", ".join(f"{sum(d.severity is s for d in everything)} {s.value}(s)" for s in Severity)
@@ -287,9 +296,13 @@ def cmd_explain(session: Session) -> int:
     if code in META_CODES or code in READER_CODES:
         print(describe_code(code)["docs"])
         return EXIT_OK
-    entry = CODES.get(code)
+    from lowering.codegen.ascendc.diagnostics import CODES as TARGET_CODES
+
+    entry = CODES.get(code) or TARGET_CODES.get(code)
     if entry is None:
-        known = ", ".join(sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES))
+        known = ", ".join(
+            sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES) + sorted(TARGET_CODES)
+        )
         raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
     print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
     return EXIT_OK
@@ -302,6 +315,7 @@ COMMANDS = {
     "run": cmd_run,
     "compile": cmd_compile,
     "fix": cmd_fix,
+    "verify": cmd_verify,
 }
 
 

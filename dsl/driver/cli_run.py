@@ -2,28 +2,36 @@
 
 Exit codes of ``run``: 0 outputs match the golden (or no golden), 1 mismatch, 2 usage or
 compile error or a request the host refuses (a runtime scalar outside its range, a false
-``guard``), 3 deadlock or watchdog timeout (no progress).
+``guard``) or a ``--replay`` schedule that does not fit the layer, 3 deadlock or watchdog
+timeout (no progress).
+
+``--replay SCHEDULE.json`` runs the untimed engine on the decisions of a schedule that
+``dslc verify`` wrote for a counterexample: the same placements, interleaving and completion
+order, so the same deadlock or the same bits.
 
 ``--scalar NAME=VALUE`` sets a runtime scalar of the request (``start_pos``, ``num_tokens``)
 on every rank, over what the golden's ``make_inputs`` gives. ``--launcher mpi [--procs N]``
 runs the ranks as MPI processes with the same report and exit codes (``dsl.driver.run_mpi``,
-docs/distributed.md).
+docs/distributed.md); ``--replay`` does not combine with it (a usage error): a schedule is one
+interleaving of every rank's steps, and across MPI processes that interleaving is real time.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from dsl import __version__
 from dsl.driver.api import RequestRefused, compile_layer
 from lowering.codegen.numpy.emit import content_hash, render_numpy
+from runtime.decisions import Schedule, ScheduleMismatch
 from runtime.loader import write_atomically
 from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
-TARGETS = ("numpy", "pypto")
+TARGETS = ("numpy", "pypto", "ascendc")
 LAUNCHERS = ("inprocess", "mpi")
 
 
@@ -60,6 +68,18 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
     run.add_argument(
+        "--round-scalar",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
+    )
+    run.add_argument(
+        "--replay",
+        metavar="SCHEDULE.json",
+        help="run exactly the schedule a `dslc verify` counterexample saved (it fixes ranks, cores, rounds, seed)",
+    )
+    run.add_argument(
         "--launcher",
         choices=LAUNCHERS,
         default="inprocess",
@@ -86,35 +106,48 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(session) -> int:
+    from dsl.driver.cli import UsageError
+
     args = session.args
     if args.rounds < 1 or (args.ranks is not None and args.ranks < 1) or args.timeout <= 0:
-        from dsl.driver.cli import UsageError
-
         raise UsageError("--rounds, --ranks and --timeout must be positive")
     if args.launcher == "mpi":
+        if args.replay:
+            raise UsageError(
+                "--replay runs one recorded interleaving of every rank's steps in-process; over MPI "
+                "processes that interleaving is real time: drop --launcher mpi to replay"
+            )
         from dsl.driver.run_mpi import run_with_mpi
 
         return run_with_mpi(session)
     if args.procs is not None:
-        from dsl.driver.cli import UsageError
-
         raise UsageError("--procs starts MPI processes: it needs --launcher mpi")
-    layer, ranks, scalars = prepare_run(session)
+    schedule = load_schedule(args.replay) if args.replay else None
+    if schedule is not None:
+        layer, ranks, scalars, round_scalars = _prepare_replay(session, schedule)
+    else:
+        layer, ranks, scalars, round_scalars = prepare_run(session)
     inputs = layer.make_inputs(args.seed, ranks)
     for per in inputs:
         per.update(scalars)
-    print(f"running {describe_run(args, layer, ranks)}")
+    where = describe_run(args, layer, ranks)
+    if schedule is not None:
+        where = f"the schedule in {args.replay} ({len(schedule.decisions)} decisions): " + where
+    print(f"running {where}")
     result = guarded_run(
         lambda: layer.run(
             inputs,
             ranks=ranks,
             seed=args.seed,
-            policy=args.policy,
+            policy="fifo" if schedule is not None else args.policy,
             rounds=args.rounds,
             cores=args.cores,
             timeout=args.timeout,
             trace=args.trace,
             progress=sys.stderr.isatty(),
+            replay=schedule.decisions if schedule is not None else None,
+            sched_threads=schedule.sched_threads if schedule is not None else None,
+            round_scalars=round_scalars,
         )
     )
     if isinstance(result, int):
@@ -123,10 +156,27 @@ def cmd_run(session) -> int:
 
 
 def prepare_run(session):
-    """Compile the layer of ``dslc run`` and read its rank count and ``--scalar`` options."""
+    """Compile the layer of ``dslc run``; its rank count, ``--scalar`` values and round scalars."""
     args = session.args
     layer = compile_layer(args.file, session.overrides or None, args.layer)
-    return layer, args.ranks or layer.ranks, _scalars(args.scalar, layer)
+    scalars = _scalars(args.scalar, layer)
+    return layer, args.ranks or layer.ranks, scalars, round_scalar_names(args.round_scalar, layer, scalars)
+
+
+def _prepare_replay(session, schedule: Schedule):
+    """:func:`prepare_run` for ``--replay``: the configuration comes from the schedule."""
+    args = session.args
+    _replay_options(args, session.overrides, schedule)
+    args.rounds, args.ranks, args.seed = schedule.rounds, schedule.ranks, schedule.seed
+    args.cores, args.policy = schedule.cores, "replay"
+    args.round_scalar = [n for n in schedule.round_scalars if n != "epoch"]
+    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    _check_layer(layer, schedule)
+    params = {k: v for k, v in schedule.params.items() if k in layer.params}
+    if params != {k: layer.params[k] for k in params}:
+        layer = compile_layer(args.file, {**params, **session.overrides}, args.layer)
+    scalars = dict(schedule.scalars)
+    return layer, args.ranks or layer.ranks, scalars, round_scalar_names(args.round_scalar, layer, scalars)
 
 
 def describe_run(args, layer, ranks: int) -> str:
@@ -140,6 +190,9 @@ def guarded_run(run):
     """``run()``, or the exit code of the error it raised (printed as ``dslc run`` reports it)."""
     try:
         return run()
+    except ScheduleMismatch as err:
+        print(f"refused: the schedule does not fit this layer: {err}")
+        return EXIT_ERROR
     except RequestRefused as err:
         print(f"refused: layer {err.layer} does not accept the request")
         for reason in err.reasons:
@@ -184,6 +237,74 @@ def report_run(args, layer, inputs, result) -> int:
     return EXIT_OK if validation.passed else EXIT_MISMATCH
 
 
+def load_schedule(path: str) -> Schedule:
+    """Read a ``--replay`` schedule; anything wrong with it is a usage error (exit 2)."""
+    from dsl.driver.cli import UsageError
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UsageError(f"--replay {path}: cannot read: {err.strerror or err}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"--replay {path}: not JSON: {err}") from None
+    try:
+        return Schedule.from_json(doc)
+    except ScheduleMismatch as err:
+        raise UsageError(f"--replay {path}: {err}") from None
+
+
+def _replay_options(args, overrides: dict[str, int], schedule: Schedule) -> None:
+    """A replay takes its configuration from the schedule; options that say otherwise are errors."""
+    from dsl.driver.cli import UsageError
+
+    given = [
+        name
+        for name, value, default in (
+            ("--rounds", args.rounds, 1),
+            ("--ranks", args.ranks, None),
+            ("--cores", args.cores, "sim"),
+            ("--seed", args.seed, 0),
+            ("--policy", args.policy, "fifo"),
+            ("--scalar", args.scalar, []),
+            ("--round-scalar", args.round_scalar, []),
+        )
+        if value != default
+    ]
+    if given:
+        raise UsageError(f"--replay takes the configuration from the schedule; drop {', '.join(given)}")
+    clash = [f"{k}={v}" for k, v in overrides.items() if schedule.params.get(k, v) != v]
+    if clash:
+        fixed = ", ".join(f"{k}={schedule.params[k]}" for k, _ in (c.split("=") for c in clash))
+        raise UsageError(f"--set {', '.join(clash)}: the schedule was recorded with {fixed}")
+
+
+def _check_layer(layer, schedule: Schedule) -> None:
+    from dsl.driver.cli import UsageError
+
+    if layer.graph.name != schedule.layer:
+        raise UsageError(
+            f"--replay: the schedule is of layer {schedule.layer!r}, the file defines {layer.graph.name!r}"
+        )
+
+
+def round_scalar_names(options: list[str], layer, scalars: dict[str, int]) -> tuple[str, ...]:
+    """``epoch`` plus the ``--round-scalar`` names: declared, not also given a value."""
+    from dsl.driver.cli import UsageError
+
+    declared = [n for n in layer.graph.scalars if n != "epoch"]
+    for name in options:
+        if name not in declared:
+            known = ", ".join(declared) or "none"
+            raise UsageError(
+                f"--round-scalar {name}: layer '{layer.graph.name}' has no runtime scalar {name!r} ({known})"
+            )
+        if name in scalars:
+            raise UsageError(
+                f"--round-scalar {name}: it is round + 1 in every round; drop --scalar {name}=..."
+            )
+    return ("epoch", *dict.fromkeys(options))
+
+
 def _scalars(options: list[str], layer) -> dict[str, int]:
     """``--scalar NAME=VALUE`` options: declared runtime scalars with integer values."""
     from dsl.driver.cli import UsageError
@@ -212,6 +333,10 @@ def cmd_compile(session) -> int:
         from dsl.driver.cli_pypto import compile_to_pypto
 
         return compile_to_pypto(session)
+    if args.target == "ascendc":
+        from dsl.driver.cli_ascendc import compile_to_ascendc
+
+        return compile_to_ascendc(session)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     out_dir = Path(args.output)
     if out_dir.exists() and not out_dir.is_dir():

@@ -25,7 +25,8 @@ from dsl.driver.cli_run import EXIT_OK, describe_run, guarded_run, prepare_run, 
 from runtime import mpi
 
 #: Options of ``dslc run`` a ``--procs`` launch passes on to its processes (``procs`` is
-#: consumed here; the test of this module checks that no option is forgotten).
+#: consumed here and ``replay`` refused before; the test of this module checks that no
+#: option is forgotten).
 FORWARDED = (
     "file",
     "policy",
@@ -37,6 +38,7 @@ FORWARDED = (
     "trace",
     "no_validate",
     "scalar",
+    "round_scalar",
     "launcher",
     "set",
     "layer",
@@ -70,7 +72,7 @@ def run_with_mpi(session) -> int:
 
     comm = MPI.COMM_WORLD
     root = comm.Get_rank() == 0
-    layer, ranks, scalars = prepare_run(session)  # the same everywhere, errors included
+    layer, ranks, scalars, round_scalars = prepare_run(session)  # the same everywhere, errors included
     if comm.Get_size() > ranks:
         raise _usage(f"mpiexec started {comm.Get_size()} processes for {ranks} rank(s): use at most {ranks}")
 
@@ -78,7 +80,7 @@ def run_with_mpi(session) -> int:
         inputs = layer.make_inputs(args.seed, ranks)
         for per in inputs:
             per.update(scalars)
-        per_rank, run_scalars = layer.split_scalars(inputs)
+        per_rank, run_scalars = layer.split_scalars(inputs, round_scalars)
         return inputs, per_rank, run_scalars
 
     drawn = guarded_run(lambda: on_root(comm, draw))  # a refused request: exit 2 on every process
@@ -107,6 +109,7 @@ def run_with_mpi(session) -> int:
             trace=args.trace,
             outputs="gather" if validate else "none",
             schedule=False,
+            round_scalars=round_scalars,
         )
     )
     if isinstance(result, int):
@@ -129,6 +132,8 @@ def child_argv(args) -> list[str]:
         out.append("--no-validate")
     for text in args.scalar:
         out += ["--scalar", text]
+    for name in args.round_scalar:
+        out += ["--round-scalar", name]
     for text in args.set:
         out += ["--set", text]
     if args.layer:
@@ -153,7 +158,7 @@ def _launch(session) -> int:
     mpiexec = find_mpiexec()
     if mpiexec is None:
         raise _usage(f"--procs: no mpiexec beside {sys.executable} nor on PATH: {mpi.INSTALL_HINT}")
-    _, ranks, _ = prepare_run(session)  # front-end errors once, before any process starts
+    ranks = prepare_run(session)[1]  # front-end errors once, before any process starts
     if args.procs > ranks:
         raise _usage(
             f"--procs {args.procs}: the layer runs on {ranks} rank(s); use at most {ranks} processes"

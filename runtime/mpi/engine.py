@@ -33,8 +33,6 @@ PASSIVE_GRACE_SECONDS = 1.0
 class MpiEngine(Engine):
     """The engine of one MPI process (see the module docstring)."""
 
-    context_type = MpiBlockContext
-
     def __init__(
         self, program: Any, mems: list[Any], *, windows: Windows, control: Control, **kw: Any
     ) -> None:
@@ -43,6 +41,7 @@ class MpiEngine(Engine):
         self._readers: dict[tuple[str, int], CellReader] = {}
         self.passive_seconds = 0.0  # wall time with nothing runnable (waiting for peers)
         super().__init__(program, mems, **kw)
+        self.context_class = MpiBlockContext
         self.process = control.me
 
     def cell_reader(self, signal: str, rank: int) -> CellReader:
@@ -58,10 +57,7 @@ class MpiEngine(Engine):
         Raises :class:`runtime.mpi.control.Stopped` when another process stopped the run, and
         the simulator's errors (kernel error, watchdog) of this process.
         """
-        for inst in self.insts:
-            if inst.n_incomplete == 0:
-                self._make_ready(inst)
-        self._settle()
+        self.begin()
         control = self.control
         clock = time.perf_counter
         while True:

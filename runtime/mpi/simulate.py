@@ -34,7 +34,7 @@ from runtime.mpi.windows import Windows
 from runtime.policies import POLICIES
 from runtime.program import OUTPUT_KINDS, Program
 from runtime.sim_errors import DeadlockError, SimulatorError
-from runtime.simulator import RunResult, _check_cohorts, _check_scalars, _resolve_cores, block_records
+from runtime.simulator import RunResult, _resolve_cores, block_records, check_cohorts, check_scalars
 from runtime.trace import build_trace, write_trace
 
 OUTPUT_MODES = ("gather", "local", "none")
@@ -90,12 +90,15 @@ def simulate_mpi(
     outputs: str = "gather",
     schedule: bool = True,
     stop_grace: float | None = None,
+    round_scalars: tuple[str, ...] = ("epoch",),
 ) -> MpiRunResult:
     """Run ``program`` on ``ranks`` ranks spread over the processes of ``comm`` (default: world).
 
-    Arguments are those of :func:`runtime.simulator.simulate`, the same on every process;
-    ``inputs`` (one dict for every rank, or one per rank, or a function returning them) is
-    read on process 0 only.  ``outputs``: ``"gather"`` every rank's outputs to process 0,
+    Arguments are those of :func:`runtime.simulator.simulate` (but ``record`` and ``replay``:
+    a schedule is one interleaving of every rank's steps, and across processes that
+    interleaving is real time), the same on every process; ``inputs`` (one dict for every
+    rank, or one per rank, or a function returning them) is read on process 0 only.
+    ``outputs``: ``"gather"`` every rank's outputs to process 0,
     ``"local"`` keep each process's own, ``"none"`` keep none (windows are never read, so
     their untouched pages stay unallocated).  ``schedule=False`` skips merging the schedule
     (every block's record, shipped to process 0) when neither a trace nor a deadlock report
@@ -115,9 +118,9 @@ def simulate_mpi(
     if outputs not in OUTPUT_MODES:
         raise ValueError(f"outputs must be one of {OUTPUT_MODES}, got {outputs!r}")
     n_aic, threads = _resolve_cores(cores, sched_threads)
-    _check_cohorts(program, n_aic)
+    check_cohorts(program, n_aic)
     scalars = dict(scalars or {})
-    _check_scalars(program, scalars)
+    check_scalars(program, scalars, round_scalars)
     comm = (comm if comm is not None else MPI.COMM_WORLD).Dup()
     layout = RankLayout(ranks, comm.Get_size())
     me = comm.Get_rank()
@@ -145,6 +148,7 @@ def simulate_mpi(
         early_capacity=early_capacity,
         max_block_steps=max_block_steps,
         hosted=hosted,
+        round_scalars=tuple(round_scalars),
     )
     ran = time.perf_counter(), time.process_time()
     try:

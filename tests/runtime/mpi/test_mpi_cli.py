@@ -113,12 +113,12 @@ def test_procs_needs_the_mpi_launcher_and_at_most_one_process_per_rank(capsys):
 def test_every_run_option_is_passed_on_to_the_processes_of_a_launch():
     parser = build_parser()
     run = parser._subparsers._group_actions[0].choices["run"]
-    dests = {a.dest for a in run._actions if a.dest not in ("help", "procs")}
+    dests = {a.dest for a in run._actions if a.dest not in ("help", "procs", "replay")}
     assert dests == set(FORWARDED)
     args = parser.parse_args(
         ["run", "f.dsl", "--launcher", "mpi", "--procs", "4", "--policy", "random", "--seed", "7",
          "--rounds", "2", "--ranks", "8", "--cores", "2", "--timeout", "9.5", "--trace", "t.json",
-         "--no-validate", "--scalar", "n=3", "--set", "EP=8", "--layer", "top", "--debug", "--no-color"]
+         "--no-validate", "--scalar", "n=3", "--round-scalar", "k", "--set", "EP=8", "--layer", "top", "--debug", "--no-color"]
     )  # fmt: skip
     again = parser.parse_args(child_argv(args))
     for dest in FORWARDED:
