@@ -110,6 +110,16 @@ def test_procs_needs_the_mpi_launcher_and_at_most_one_process_per_rank(capsys):
         assert "the layer runs on 2 rank(s); use at most 2 processes" in capsys.readouterr().err
 
 
+def test_replay_over_mpi_is_a_usage_error_before_anything_starts(tmp_path, capsys):
+    schedule = tmp_path / "never_read.json"  # refused before the schedule is even read
+    for extra in ([], ["--procs", "2"]):
+        argv = ["run", str(RUN / "handshake_pre.dsl"), "--launcher", "mpi", "--replay", str(schedule), *extra]
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "--replay runs one recorded interleaving" in err and "drop --launcher mpi" in err
+        assert "Traceback" not in err
+
+
 def test_every_run_option_is_passed_on_to_the_processes_of_a_launch():
     parser = build_parser()
     run = parser._subparsers._group_actions[0].choices["run"]

@@ -145,6 +145,18 @@ def test_remote_fp32_fp16_bf16_atomics_lose_no_update_and_equal_the_in_process_r
     _assert_same_outputs(layer.run(layer.make_inputs(0, 4)), outputs)
 
 
+def test_set_notifies_negative_adds_and_eq_waits_across_processes_equal_the_in_process_run(tmp_path):
+    job = run_driver(tmp_path, f"{PROGRAMS}:set_and_eq", nprocs=2, ranks=4, policy="random", seed=5)
+    assert job.outcomes == ["done"] * 2, job.stderr + str(job.processes)
+    outputs = job.result["outputs"]
+    for rank in range(4):
+        peers = [src for src in range(4) if src != rank]
+        assert outputs[rank]["cells"].tolist() == [100 + s if s != rank else 0 for s in range(4)] + [6]
+        assert [outputs[rank]["seen"][s, 1] for s in peers] == [10 * s + 1 for s in peers]
+    in_process = simulate(load_module(PROGRAMS).set_and_eq(), ranks=4, policy="random", seed=5)
+    _assert_same_outputs(in_process, outputs)
+
+
 def test_a_run_over_tcp_equals_the_in_process_run(tmp_path):
     layer, inputs, scalars = _layer(MPI_FIXTURES / "remote_atomic.dsl", {"EP": 2, "HITS": 8})
     job = run_driver(
