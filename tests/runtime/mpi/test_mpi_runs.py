@@ -120,6 +120,23 @@ def test_handshake_with_its_edge_completes_as_in_process(tmp_path, nprocs):
     assert {r.rank for r in job.result["schedule"]} == {0, 1, 2, 3}
 
 
+def test_one_process_hosting_every_rank_makes_the_in_process_schedule_exactly(tmp_path):
+    """The same dispatch rules and choice points, asked of the same seeded policy: placements,
+    slots, times and makespan equal the in-process run block for block."""
+    layer, inputs, scalars = _layer(MOE, MOE_EP4)
+    kwargs = {"ranks": 4, "policy": "adversarial", "seed": 2, "rounds": 2, "cores": (2, 4)}
+    job = run_driver(tmp_path, str(layer.module_path), nprocs=1, inputs=inputs, scalars=scalars, **kwargs)
+    assert job.outcomes == ["done"], job.stderr + str(job.processes)
+    in_process = layer.run(layer.make_inputs(0, 4), **kwargs)
+
+    def key(r):
+        return (r.round, r.rank, r.task, r.block)
+
+    assert sorted(job.result["schedule"], key=key) == sorted(in_process.schedule, key=key)
+    assert job.result["makespan"] == in_process.makespan
+    _assert_same_outputs(in_process, job.result["outputs"])
+
+
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_moe_at_ep4_equals_the_in_process_run_bit_for_bit(tmp_path, nprocs):
     layer, inputs, scalars = _layer(MOE, MOE_EP4)
