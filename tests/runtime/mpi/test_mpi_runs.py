@@ -27,6 +27,8 @@ MPI_FIXTURES = ROOT / "tests" / "fixtures" / "mpi"
 MOE = ROOT / "models" / "deepseek_v4_flash" / "moe.dsl"
 #: The MoE layer at EP4, reduced: 4 experts per rank, 16 tokens, D = 256.
 MOE_EP4 = {"EP": 4, "N_LOCAL": 4, "T": 16, "D": 256, "I": 128, "VOCAB": 512}
+#: The handshake runs: each rank's own scheduler parks the notifier behind the waiter.
+HANDSHAKE = {"policy": "adversarial", "seed": 1, "rounds": 3, "cores": (1, 2)}
 #: A deadlock must be found long before the run's watchdog (20 s) would fire.
 DETECTION_BOUND = 8.0
 
@@ -64,11 +66,8 @@ def test_handshake_without_its_edge_deadlocks_on_every_process_with_one_report(t
         inputs=inputs,
         ranks=nprocs,
         scalars=scalars,
-        policy="adversarial",
-        seed=1,
-        rounds=3,
-        cores=(1, 2),
         timeout=20.0,
+        **HANDSHAKE,
     )
     assert job.outcomes == ["DeadlockError"] * nprocs, job.stderr
     assert all(p["seconds"] < DETECTION_BOUND for p in job.processes)
@@ -84,16 +83,15 @@ def test_handshake_without_its_edge_deadlocks_on_every_process_with_one_report(t
 
 def test_every_process_learns_of_the_deadlock_within_a_second_of_the_last_progress(tmp_path):
     layer, inputs, scalars = _layer(RUN / "handshake_pre.dsl", {"EP": 4})
-    kwargs = {
-        "ranks": 4,
-        "scalars": scalars,
-        "policy": "adversarial",
-        "seed": 1,
-        "rounds": 3,
-        "cores": (1, 2),
-    }
     job = run_driver(
-        tmp_path, str(layer.module_path), nprocs=4, inputs=inputs, raise_on_deadlock=False, **kwargs
+        tmp_path,
+        str(layer.module_path),
+        nprocs=4,
+        inputs=inputs,
+        ranks=4,
+        scalars=scalars,
+        raise_on_deadlock=False,
+        **HANDSHAKE,
     )
     assert job.outcomes == ["done"] * 4  # returned, with the deadlock in the result
     assert job.result["deadlock"].startswith("deadlock in program 'handshake'")
@@ -103,17 +101,11 @@ def test_every_process_learns_of_the_deadlock_within_a_second_of_the_last_progre
 @pytest.mark.parametrize("nprocs", [2, 4])
 def test_handshake_with_its_edge_completes_as_in_process(tmp_path, nprocs):
     layer, inputs, scalars = _layer(RUN / "handshake_post.dsl", {"EP": 4})
-    kwargs = {
-        "ranks": 4,
-        "scalars": scalars,
-        "policy": "adversarial",
-        "seed": 1,
-        "rounds": 3,
-        "cores": (1, 2),
-    }
-    job = run_driver(tmp_path, str(layer.module_path), nprocs=nprocs, inputs=inputs, timeout=20.0, **kwargs)
+    job = run_driver(
+        tmp_path, str(layer.module_path), nprocs=nprocs, inputs=inputs, ranks=4, scalars=scalars, **HANDSHAKE
+    )
     assert job.outcomes == ["done"] * nprocs, job.stderr + str(job.processes)
-    in_process = layer.run(layer.make_inputs(0, 4), **{k: v for k, v in kwargs.items() if k != "scalars"})
+    in_process = layer.run(layer.make_inputs(0, 4), ranks=4, **HANDSHAKE)
     _assert_same_outputs(in_process, job.result["outputs"])
     assert job.result["blocks_run"] == in_process.blocks_run == 4 * 3 * 5
     assert len(job.result["schedule"]) == in_process.blocks_run
