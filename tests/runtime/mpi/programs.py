@@ -115,3 +115,18 @@ def set_and_eq() -> Program:
             TaskSpec("recv", "aiv", 1, _wait_and_copy),
         ),
     )
+
+
+def _note_rounds(ctx):
+    ctx.t("seen")[ctx.round] = (ctx.scalar("epoch"), ctx.scalar("dispatch"), ctx.scalar("fixed"))
+
+
+def round_scalars() -> Program:
+    """Each round writes its ``epoch``, ``dispatch`` (a round scalar) and ``fixed`` (a request
+    scalar) into row ``round`` of ``seen``; for 2 rounds."""
+    return Program(
+        "round_scalars",
+        (TensorSpec("seen", (2, 3), "int32", "output"),),
+        ("epoch", "dispatch", "fixed"),
+        (TaskSpec("note", "aiv", 1, _note_rounds),),
+    )

@@ -166,6 +166,20 @@ def test_set_notifies_negative_adds_and_eq_waits_across_processes_equal_the_in_p
     _assert_same_outputs(in_process, outputs)
 
 
+def test_round_scalars_count_the_rounds_on_every_process(tmp_path):
+    job = run_driver(
+        tmp_path,
+        f"{PROGRAMS}:round_scalars",
+        nprocs=2,
+        ranks=2,
+        rounds=2,
+        scalars={"fixed": 9},
+        round_scalars=("epoch", "dispatch"),
+    )
+    assert job.outcomes == ["done"] * 2, job.stderr + str(job.processes)
+    assert [out["seen"].tolist() for out in job.result["outputs"]] == [[[1, 1, 9], [2, 2, 9]]] * 2
+
+
 def test_a_run_over_tcp_equals_the_in_process_run(tmp_path):
     layer, inputs, scalars = _layer(MPI_FIXTURES / "remote_atomic.dsl", {"EP": 2, "HITS": 8})
     job = run_driver(
