@@ -61,7 +61,7 @@ def test_under_mpiexec_the_golden_is_checked_once_on_process_0():
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith(("sum", "count"))]
     assert sorted((r[0], r[1]) for r in rows) == sorted(
         (name, str(rank)) for name in ("sum32", "sum16", "sumbf", "count32", "count16") for rank in range(4)
-    )  # each output of each of the 4 ranks once, though 2 processes ran
+    )  # each output of each of the 4 ranks once, though 4 processes ran
     assert all(r[-1] == "ok" for r in rows)
     assert proc.stdout.count("blocks run 40,") == 1
 
