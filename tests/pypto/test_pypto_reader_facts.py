@@ -43,3 +43,17 @@ def test_the_bound_of_finite_candidates_is_the_cap_not_the_row_width():
     assert triples == [("S301", 45, 15), ("S302", 31, 9)]
     s301 = next(d for d in out if d.code == "S301")
     assert "up to 200 finite candidates" in s301.message  # the cap, not PAD=256
+
+
+def test_tile_used_after_its_scope_is_a_buffer_its_task_allocates():
+    triples, out = findings("scope_tiles")
+    # only the manual hand-off: the runtime adds no creator edge inside a manual scope
+    assert triples == [("R501", 35, 13)]
+    assert out[0].message.startswith("RAW race on `mm_manual.part`: wr_manual reads")
+    (g,) = read_pypto(READER / "scope_tiles" / "model.py").graphs
+    acc = g.tensors["mm[64].acc"]
+    assert (acc.created_by, acc.dims, acc.dtype) == ("mm[64]", (16, 64), "f32")
+    creators = {(e.src, e.dst) for e in g.edges if e.kind == "creator"}
+    assert creators == {(f"mm[{q}]", f"wr[{q}]") for q in range(0, 512, 64)}
+    (write,) = [a for a in g.task("wr[64]").accesses if a.tensor == "y"]
+    assert [str(r) for r in write.region] == ["0:B", "64:(64 + T)"]  # its own column tile only
