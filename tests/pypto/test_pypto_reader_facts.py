@@ -57,3 +57,13 @@ def test_tile_used_after_its_scope_is_a_buffer_its_task_allocates():
     assert creators == {(f"mm[{q}]", f"wr[{q}]") for q in range(0, 512, 64)}
     (write,) = [a for a in g.task("wr[64]").accesses if a.tensor == "y"]
     assert [str(r) for r in write.region] == ["0:B", "64:(64 + T)"]  # its own column tile only
+
+
+def test_a_long_host_loop_is_abandoned_and_the_rest_of_the_read_goes_on():
+    result = read_pypto(READER / "host_loop" / "model.py")
+    notes = [(d.code, d.span.line, d.span.col) for d in result.diagnostics]
+    assert notes == [("P001", 16, 5)]
+    assert "a host-code loop past 20000 interpreted statements" in result.diagnostics[0].message
+    (g,) = result.graphs
+    assert g.env()["T_DYN"] == 64  # from the specs the harness builds after the loop
+    assert [(t.name, t.blocks) for t in g.tasks] == [("scale", 4)]
