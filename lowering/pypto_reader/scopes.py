@@ -33,7 +33,7 @@ from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import Frame
 from lowering.pypto_reader.kernel import KernelReader
-from lowering.pypto_reader.kernel_cache import ARG, Export, KernelSummary, Recorder
+from lowering.pypto_reader.kernel_cache import ARG, Export, KernelSummary, LazyBody, Recorder
 from lowering.pypto_reader.kernel_statements import assignment_counts, loop_carried
 from lowering.pypto_reader.liveness import live_after
 from lowering.pypto_reader.modules import ModuleInfo
@@ -338,7 +338,7 @@ class OrchReader(OrchestrationReader):
         writes whole (what outlining the scope into a kernel does); the name is rebound to it."""
         if not summary.exports:
             return summary
-        accesses, body = list(summary.accesses), list(summary.body)
+        accesses, stores = list(summary.accesses), []
         order = max((a.order for a in accesses), default=0)
         for e in summary.exports:
             info = self.prog.tensors.add(
@@ -349,9 +349,10 @@ class OrchReader(OrchestrationReader):
             region = tuple(ir.Range(Const(0), d, Const(1)) for d in e.type.shape)
             order += 1
             accesses.append(Access(info.name, "write", region, e.type.dtype, (), (), e.span, order))
-            body.append(ir.StoreS(info.name, region, e.value, "write", e.span))
+            stores.append(ir.StoreS(info.name, region, e.value, "write", e.span))
             self.bind_name(e.var, TensorVal(info.name), stmt)
-        return replace(summary, accesses=tuple(accesses), body=tuple(body))
+        body = summary.body  # an instance's body is lazy: rules that read bodies are few
+        return replace(summary, accesses=tuple(accesses), body=LazyBody(lambda: (*body, *stores)))
 
     def kernel_call(self, k: KernelReader, func: FuncVal, node: ast.Call) -> Val:
         """A helper called inside a kernel body: spliced into it (its statements become the task's)."""
