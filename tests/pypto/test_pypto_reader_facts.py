@@ -67,3 +67,8 @@ def test_a_long_host_loop_is_abandoned_and_the_rest_of_the_read_goes_on():
     (g,) = result.graphs
     assert g.env()["T_DYN"] == 64  # from the specs the harness builds after the loop
     assert [(t.name, t.blocks) for t in g.tasks] == [("scale", 4)]
+
+
+def test_chunks_stored_whole_at_loop_offsets_are_not_packed_rows():
+    triples, _ = findings("tiled_valid")
+    assert triples == []
