@@ -472,7 +472,7 @@ class OrchReader(OrchestrationReader):
                         reader.record(v, region, "read", call)
                     if d in ("out", "inout"):
                         reader.record(v, region, "write", call)
-            accesses = reader.accesses
+            accesses = [replace(a, opaque=True) for a in reader.accesses]
             self.notes.not_modelled(
                 span_of(self.file, call),
                 f"the body of extern kernel '{callee.node.name}' (hand-written C++)",

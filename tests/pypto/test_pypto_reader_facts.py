@@ -72,3 +72,23 @@ def test_a_long_host_loop_is_abandoned_and_the_rest_of_the_read_goes_on():
 def test_chunks_stored_whole_at_loop_offsets_are_not_packed_rows():
     triples, _ = findings("tiled_valid")
     assert triples == []
+
+
+def test_extern_kernel_arguments_on_a_grid_are_opaque_per_block():
+    triples, _ = findings("extern_grid")
+    assert triples == [("P001", 24, 21)]  # the unseen body; no R505 from whole arguments
+    (g,) = read_pypto(READER / "extern_grid" / "model.py").graphs
+    update = g.task("update")
+    assert update.blocks == 8 and all(a.opaque for a in update.accesses)
+    assert [(e.src, e.dst, e.reason) for e in g.edges] == [("update", "copy", "RAW workspace[0:1024]")]
+
+
+def test_bare_tensor_parameters_take_shape_and_dtype_from_the_specs():
+    triples, _ = findings("bare_tensor")
+    assert triples == []
+    (g,) = read_pypto(READER / "bare_tensor" / "model.py").graphs
+    assert {n: (t.dtype, t.dims) for n, t in g.tensors.items()} == {
+        "w": ("bf16", (32, 256)),
+        "out": ("f32", (32, 256)),
+    }
+    assert g.task("copy").blocks == 2
