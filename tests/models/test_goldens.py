@@ -9,6 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.deepseek_v4_flash.golden import hc_post, hc_pre, moe, prefill_csa, prefill_indexer
 from models.deepseek_v4_flash.golden._common import FP32_NEG_INF, bf16
@@ -330,6 +332,27 @@ def test_indexer_cache_writes_and_state_update(idx_run) -> None:
     np.testing.assert_allclose(
         state[rows, : 2 * hd], x @ inputs["inner_wkv"].T.astype(np.float64), rtol=1e-5, atol=1e-6
     )
+
+
+def test_indexer_page_table_is_the_references_at_its_configuration() -> None:
+    cfg = prefill_indexer.CONFIG  # T = 512: 260 pages, 17 is coprime with 260
+    table = prefill_indexer.page_table(cfg.state_max_blocks, cfg.state_block_num)
+    np.testing.assert_array_equal(table, (np.arange(8192) * 17 + 3) % 260)
+
+
+@settings(max_examples=60, deadline=None)
+@given(t=st.integers(1, 2048).map(lambda k: 4 * k), data=st.data())
+def test_indexer_state_rows_of_one_request_are_distinct(t, data) -> None:
+    """Every position a request touches (the 8 history positions it reads and the T it writes)
+    has its own state row, at every admissible T and start_pos: a real page table is
+    injective. (17 * b + 3) % nb is not when 17 divides nb, e.g. T = 128: nb = 68.)"""
+    cfg = replace(prefill_indexer.CONFIG, T=t, max_pos=max(16384, 2 * t))
+    sp = data.draw(st.integers(0, cfg.max_pos - t), label="start_pos")
+    table = prefill_indexer.page_table(cfg.state_max_blocks, cfg.state_block_num)
+    positions = np.arange(max(0, sp - cfg.state_len), sp + t)
+    rows = prefill_indexer.state_row(positions, table, cfg.state_page)
+    assert np.unique(rows).size == positions.size
+    assert rows.max() < cfg.state_block_num * cfg.state_page
 
 
 def test_indexer_with_nothing_visible_and_guards() -> None:
