@@ -1,4 +1,4 @@
-"""Race rules (R501-R505): exact findings on the bad fixtures, none on the good ones."""
+"""Race rules (R501-R506): exact findings on the bad fixtures, none on the good ones."""
 
 from __future__ import annotations
 
@@ -127,6 +127,39 @@ def test_r505_ignores_disjoint_strided_blocks(tmp_path):
         "  task t spmd(4) on aiv { y[:, block : D : 4] = x[:, block : D : 4] }\n}\n"
     )
     assert lint(src, codes=RACE_CODES) == []
+
+
+def test_r506_names_the_table_the_rows_come_from_and_the_assumption():
+    (d,) = lint(RULES / "R506" / "bad.dsl")
+    assert (d.code, d.span.line, d.span.col, d.severity.value) == ("R506", 12, 7, "note")
+    assert d.message == (
+        "update (spmd 4, AIV): the rows of state written here come from `page_table`; R505 cannot check "
+        "rows chosen by data and assumes the blocks write distinct rows: rows from `page_table` must be distinct"
+    )
+    assert d.hint.startswith("make `page_table` map each block to its own rows (an injective table)")
+
+
+def test_r506_assumption_is_what_keeps_the_schedules_apart(tmp_path, monkeypatch):
+    """The note is about a real hazard: with a folded table the blocks of bad.dsl race (the
+    state depends on the schedule), with an injective one every schedule gives one result."""
+    import numpy as np
+
+    from dsl.driver.api import compile_layer
+
+    monkeypatch.setenv("DSLC_CACHE_DIR", str(tmp_path / "cache"))
+    layer = compile_layer(RULES / "R506" / "bad.dsl")
+    rows = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+
+    def states(table):
+        inputs = {
+            "rows": rows,
+            "page_table": table.reshape(1, 64).astype(np.int32),
+            "state": np.zeros((64, 32), np.float32),
+        }
+        return {layer.run(inputs, policy="random", seed=s).outputs[0]["state"].tobytes() for s in range(6)}
+
+    assert len(states((np.arange(64) * 5 + 3) % 64)) == 1  # 5 is coprime with 64: injective
+    assert len(states((np.arange(64) * 16 + 3) % 64)) > 1  # 64 rows onto 4
 
 
 def _clean_fixtures():
