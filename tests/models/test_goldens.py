@@ -30,8 +30,21 @@ def test_golden_bf16_agrees_with_tileops_bit_trick() -> None:
     np.testing.assert_array_equal(bf16(x[finite]).view(np.uint32), T.to_bf16(x[finite]).view(np.uint32))
 
 
+def _off_by_more_than_any_tolerance(name: str, tol, out: dict, ctx: dict) -> tuple[np.ndarray, dict]:
+    """An output no comparator of the reference may accept, and its context: every value moved
+    by |x| + 2 (so past atol, rtol and any bad-point budget), or a top-k selection in reverse
+    order (with the paired values reversed too, so that they are no longer descending)."""
+    if tol.comparator.startswith("topk"):
+        bad_ctx = dict(ctx)
+        if ctx.get("vals") is not None:
+            bad_ctx["vals"] = np.ascontiguousarray(ctx["vals"][..., ::-1])
+        return np.ascontiguousarray(out[name][..., ::-1]), bad_ctx
+    x = np.asarray(out[name], np.float64)
+    return x + np.abs(x) + 2.0, ctx
+
+
 @pytest.mark.parametrize("mod", [hc_pre, hc_post, moe, prefill_indexer, prefill_csa])
-def test_golden_matches_itself_under_its_tolerances(mod) -> None:
+def test_every_tolerance_accepts_the_golden_and_rejects_a_wrong_output(mod) -> None:
     inputs = mod.make_inputs(mod.REDUCED, seed=1)
     out = mod.golden(inputs, mod.REDUCED)
     again = mod.golden(mod.make_inputs(mod.REDUCED, seed=1), mod.REDUCED)
@@ -41,6 +54,8 @@ def test_golden_matches_itself_under_its_tolerances(mod) -> None:
         np.testing.assert_array_equal(out[name], again[name])  # seeded: reproducible bit for bit
         ctx = dict(context, scores=out.get("score"), vals=out.get("weights"))
         assert tol.check(out[name], again[name], **ctx).passed, name
+        wrong, wrong_ctx = _off_by_more_than_any_tolerance(name, tol, out, ctx)
+        assert not tol.check(wrong, again[name], **wrong_ctx).passed, name
 
 
 # ----------------------------------------------------------------------------- hc_pre
