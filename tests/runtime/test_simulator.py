@@ -246,8 +246,8 @@ def test_early_queue_capacity_bounds_candidates():
             r for r in simulate(Program("e", (), (), tasks), early_capacity=cap).schedule if r.task == "c"
         ]
 
-    assert all(r.gated and r.placed_at == 0 for r in run(4, 4))
-    assert all(not r.gated and r.placed_at == 5 for r in run(5, 4))
+    assert [(r.gated, r.placed_at) for r in run(4, 4)] == [(True, 0)] * 4
+    assert [(r.gated, r.placed_at) for r in run(5, 4)] == [(False, 5)] * 5
 
 
 def test_predicated_consumer_is_never_early_and_false_predicate_retires_inline():
