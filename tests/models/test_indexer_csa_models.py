@@ -124,6 +124,12 @@ def test_indexer_topk_selects_the_goldens_scores_not_just_a_sorted_prefix(indexe
     wrong[rows, :-1] = wrong[rows, 1:]
     wrong[rows, -1] = -1
     assert not spec(wrong, want["topk_idxs"], ctx).passed
+    # the right selection, each row's prefix in ascending score order: the order is checked too
+    ascending = out["topk_idxs"].copy()
+    for r in range(ascending.shape[0]):
+        k = int((ascending[r] >= 0).sum())
+        ascending[r, :k] = ascending[r, :k][::-1]
+    assert not spec(ascending, want["topk_idxs"], ctx).passed
 
 
 def test_indexer_topk_chain_is_sized_for_the_admissible_maximum():
