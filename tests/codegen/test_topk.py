@@ -9,7 +9,7 @@ import pytest
 
 from dsl.driver.api import compile_layer
 from dsl.frontend import compile_file, compile_text
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.source import CompileError
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "run"
@@ -34,7 +34,7 @@ def _mrgsort_block_lens(graph) -> list[int]:
     found = []
 
     def visit(v):
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             if v.op == "mrgsort":
                 found.append(v.args[1].expr.value)
             for a in v.args:

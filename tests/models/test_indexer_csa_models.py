@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import dsl
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.checks import run_rules
 from lowering.checks.rule import CheckContext
 from models.deepseek_v4_flash import prefill_csa_golden, prefill_indexer_golden
@@ -138,7 +138,7 @@ def test_indexer_topk_chain_is_sized_for_the_admissible_maximum():
     lens = []
 
     def visit(v):
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             if v.op == "mrgsort":
                 lens.append(v.args[1].expr.value)
             for a in v.args:
@@ -146,9 +146,9 @@ def test_indexer_topk_chain_is_sized_for_the_admissible_maximum():
 
     def walk(stmts):
         for s in stmts:
-            if isinstance(s, ir.ForS):
+            if isinstance(s, ir_body.ForS):
                 walk(s.body)
-            elif isinstance(s, ir.IfS):
+            elif isinstance(s, ir_body.IfS):
                 walk(s.then)
                 walk(s.orelse)
             elif hasattr(s, "value"):

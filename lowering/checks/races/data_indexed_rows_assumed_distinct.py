@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.checks import describe
 from lowering.checks.access_instances import distinct, first_overlap, hits, local_tensor
 from lowering.checks.rule import CheckContext, finding
@@ -66,16 +66,16 @@ def _sources(task: Task) -> dict[str, set[str]]:
     """Local name -> the tensors its value is read from, through other locals."""
     direct: dict[str, set[str]] = {}
     uses: dict[str, set[str]] = {}
-    for s in ir.nested_stmts(task.body):
-        if not isinstance(s, ir.LetS | ir.AssignS):
+    for s in ir_body.nested_stmts(task.body):
+        if not isinstance(s, ir_body.LetS | ir_body.AssignS):
             continue
         tensors, names = direct.setdefault(s.name, set()), uses.setdefault(s.name, set())
-        for v in ir.nested_values(s.value):
-            if isinstance(v, ir.LoadV) and not v.local:
+        for v in ir_body.nested_values(s.value):
+            if isinstance(v, ir_body.LoadV) and not v.local:
                 tensors.add(v.tensor)
-            elif isinstance(v, ir.LocalV) or (isinstance(v, ir.LoadV) and v.local):
-                names.add(v.name if isinstance(v, ir.LocalV) else v.tensor)
-            elif isinstance(v, ir.IntV):
+            elif isinstance(v, ir_body.LocalV) or (isinstance(v, ir_body.LoadV) and v.local):
+                names.add(v.name if isinstance(v, ir_body.LocalV) else v.tensor)
+            elif isinstance(v, ir_body.IntV):
                 names.update(sym.name for sym in free_symbols(v.expr) if sym.kind == DYNAMIC)
     out: dict[str, set[str]] = {}
 
