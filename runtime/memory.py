@@ -164,7 +164,8 @@ class Barrier:
         return "Barrier()"
 
 
-BARRIER = Barrier()
+#: The one marker value (``runtime.machine.BARRIER`` is the block state it leads to).
+BARRIER_MARK = Barrier()
 
 
 class BlockContext:
@@ -272,4 +273,4 @@ class BlockContext:
 
     def barrier(self) -> Barrier:
         """A hard syncall over every block of this grid; ``yield`` it."""
-        return BARRIER
+        return BARRIER_MARK
