@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from runtime.blas import single_threaded_blas
 from runtime.deadlock import build_report
 from runtime.decisions import Decision, ScheduleMismatch, ScriptedDecider
 from runtime.device import DEFAULT_SCHED_THREADS, EARLY_QUEUE_CAPACITY
@@ -244,7 +245,8 @@ def simulate(
     )
     trace_path = None
     try:
-        finished = eng.run()
+        with single_threaded_blas():
+            finished = eng.run()
     except SimulatorError:
         if trace is not None:
             write_trace(trace, build_trace(eng))
