@@ -17,18 +17,6 @@ VALUE_TYPES = (
     ir_body.BinV,
     ir_body.CallV,
 )
-STMT_TYPES = (
-    ir_body.LetS,
-    ir_body.AssignS,
-    ir_body.StoreS,
-    ir_body.RemoteStoreS,
-    ir_body.ForS,
-    ir_body.IfS,
-    ir_body.NotifyS,
-    ir_body.WaitS,
-    ir_body.BarrierS,
-    ir_body.EvalS,
-)
 
 
 def map_value(value, fn: Callable):
