@@ -135,27 +135,14 @@ def test_indexer_topk_selects_the_goldens_scores_not_just_a_sorted_prefix(indexe
 def test_indexer_topk_chain_is_sized_for_the_admissible_maximum():
     """T ranges over 128..8192: up to 4096 finite candidates, so 4 merge stages at every T."""
     layer = dsl.load(MODELS / "prefill_indexer.dsl")  # the real configuration, T = 512
-    lens = []
-
-    def visit(v):
-        if isinstance(v, ir_body.CallV):
-            if v.op == "mrgsort":
-                lens.append(v.args[1].expr.value)
-            for a in v.args:
-                visit(a)
-
-    def walk(stmts):
-        for s in stmts:
-            if isinstance(s, ir_body.ForS):
-                walk(s.body)
-            elif isinstance(s, ir_body.IfS):
-                walk(s.then)
-                walk(s.orelse)
-            elif hasattr(s, "value"):
-                visit(s.value)
-
     (task,) = [t for t in layer.graph.tasks if t.name == "idx_topk"]
-    walk(task.body)
+    values = (
+        v
+        for s in ir_body.nested_stmts(task.body)
+        for top in ir_body.stmt_values(s)
+        for v in ir_body.nested_values(top)
+    )
+    lens = [v.args[1].expr.value for v in values if isinstance(v, ir_body.CallV) and v.op == "mrgsort"]
     assert sorted(lens) == [64, 256, 1024, 4096]
 
 

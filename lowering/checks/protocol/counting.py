@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lowering.body import CallV, FloatV, ForS, IfS, IntV, RemoteStoreS, Stmt
+from lowering.body import CallV, FloatV, IntV, RemoteStoreS, nested_stmts
 from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.checks.rule import CheckContext
@@ -370,16 +370,6 @@ def expr_text(expr: Expr | None) -> str:
 # ------------------------------------------------------------------ bodies
 
 
-def walk(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    for s in stmts:
-        yield s
-        if isinstance(s, ForS):
-            yield from walk(s.body)
-        elif isinstance(s, IfS):
-            yield from walk(s.then)
-            yield from walk(s.orelse)
-
-
 def contains(outer: Span, inner: Span) -> bool:
     return (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (
         outer.end_line,
@@ -389,7 +379,7 @@ def contains(outer: Span, inner: Span) -> bool:
 
 def remote_store_of(task: Task, access: Access) -> RemoteStoreS | None:
     """The ``remote_store`` statement that recorded ``access``."""
-    for s in walk(task.body):
+    for s in nested_stmts(task.body):
         if isinstance(s, RemoteStoreS) and s.tensor == access.tensor and contains(s.span, access.span):
             return s
     return None
