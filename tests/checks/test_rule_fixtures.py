@@ -8,11 +8,16 @@ The harness fails for a rule without a folder, without a bad fixture that report
 without a good fixture that does not, for a fixture ``expected.txt`` does not list, and for any
 difference between what the rules report and what is written down. Other files of the folder
 (goldens, inputs of hand-built tests) are not fixtures of the harness.
+
+``DSLC_UPDATE_FIXTURES=1 pytest tests/checks/test_rule_fixtures.py`` rewrites every
+``expected.txt`` from what the rules report now (after adding fixtures, or merging a branch
+that did); read the diff before committing it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -67,6 +72,17 @@ def findings(path: Path, capsys) -> list[tuple[int, int, str]]:
     return sorted((d["location"]["line"], d["location"]["column"], d["code"]) for d in json.loads(out))
 
 
+def write_expectations(folder: Path, capsys) -> None:
+    lines = [
+        f"# {folder.name}: every finding of every rule on the fixtures here, as `dslc check` reports them",
+        "# (suppressions applied): <fixture>:<line>:<col>: <CODE>, or <fixture>: clean",
+    ]
+    for path in fixtures(folder):
+        found = findings(path, capsys)
+        lines += [f"{path.name}:{row}:{col}: {code}" for row, col, code in found] or [f"{path.name}: {CLEAN}"]
+    (folder / EXPECTED).write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 CASES = [
     pytest.param(code, path, id=f"{code}/{path.name}")
     for code in all_rules()
@@ -76,9 +92,11 @@ CASES = [
 
 
 @pytest.mark.parametrize("code", sorted(all_rules()))
-def test_every_rule_has_bad_and_good_fixtures_with_written_expectations(code):
+def test_every_rule_has_bad_and_good_fixtures_with_written_expectations(code, capsys):
     folder = RULES / code
     assert folder.is_dir(), f"rule {code} has no fixture folder {folder}"
+    if os.environ.get("DSLC_UPDATE_FIXTURES"):
+        write_expectations(folder, capsys)
     assert (folder / EXPECTED).is_file(), f"rule {code} has no {EXPECTED} beside its fixtures"
     names = [p.name for p in fixtures(folder)]
     expected = expectations(folder)
