@@ -165,7 +165,8 @@ class Barrier:
         return "Barrier()"
 
 
-BARRIER = Barrier()
+#: The one marker value (``runtime.machine.BARRIER`` is the block state it leads to).
+BARRIER_MARK = Barrier()
 
 
 class BlockContext:
@@ -282,4 +283,4 @@ class BlockContext:
 
     def barrier(self) -> Barrier:
         """A hard syncall over every block of this grid; ``yield`` it."""
-        return BARRIER
+        return BARRIER_MARK

@@ -45,8 +45,7 @@ from typing import Any
 from runtime.decisions import Decider, RecordingPolicy, block_order
 from runtime.dispatch import DispatchMixin
 from runtime.machine import BARRIER, DONE, PLACED, RUN, SPIN, WAKE, Block, RankState, TaskInst
-from runtime.memory import BARRIER as BARRIER_MARK
-from runtime.memory import BlockContext, RankMemory, Wait, format_cell
+from runtime.memory import BARRIER_MARK, BlockContext, RankMemory, Wait, format_cell
 from runtime.policies import NOTIFIER, WAITER, make_policy, static_role
 from runtime.program import Program
 from runtime.sim_errors import KernelError, SimulationTimeout, StepLimitExceeded
