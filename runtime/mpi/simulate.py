@@ -22,6 +22,7 @@ import numpy as np
 
 from runtime import sim_errors
 from runtime.deadlock import build_report
+from runtime.device import EARLY_QUEUE_CAPACITY
 from runtime.memory import RankMemory, build_memory
 from runtime.mpi import load_mpi
 from runtime.mpi.collective import everywhere, on_root, patient_barrier, receive_patiently
@@ -84,7 +85,7 @@ def simulate_mpi(
     timeout: float = 60.0,
     trace: str | Path | None = None,
     raise_on_deadlock: bool = True,
-    early_capacity: int = 64,
+    early_capacity: int = EARLY_QUEUE_CAPACITY,
     sched_threads: int | None = None,
     max_block_steps: int = 1_000_000,
     outputs: str = "gather",
