@@ -22,6 +22,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from lowering.checks.fasteval import compiled_bounds
 from lowering.ir import Access, Graph, Task, Tensor
 from lowering.symbolic import Const, EvalError, Interval, bounds, evaluate, free_symbols
 
@@ -75,12 +76,12 @@ def _ranks(graph: Graph, access: Access) -> range:
     return range(1)
 
 
-def _dim(rng, extent: int | None, env: Mapping[str, int | Interval]) -> tuple[Dim, bool] | None:
+def _dim(rng, extent: int | None, env: Mapping[str, int | Interval], bound=bounds) -> tuple[Dim, bool] | None:
     """One dimension of a region; None when it is empty."""
     top = extent if extent is not None else 1 << 40
     try:
-        slo, shi = bounds(rng.start, env)
-        tlo, thi = bounds(rng.stop, env)
+        slo, shi = bound(rng.start, env)
+        tlo, thi = bound(rng.stop, env)
         exact = slo == shi and tlo == thi
         lo, hi = (slo, tlo) if exact else (slo, thi)
         step = 1
@@ -100,12 +101,12 @@ def _dim(rng, extent: int | None, env: Mapping[str, int | Interval]) -> tuple[Di
     return (lo, hi, step), exact
 
 
-def _cond_state(access: Access, env: Mapping[str, int | Interval]) -> bool | None:
+def _cond_state(access: Access, env: Mapping[str, int | Interval], bound=bounds) -> bool | None:
     """True: runs; False: never; None: depends on data or on a widened loop."""
     state: bool | None = True
     for c in access.conds:
         try:
-            lo, hi = bounds(c.expr, env)
+            lo, hi = bound(c.expr, env)
         except EvalError:
             state = None
             continue
@@ -114,6 +115,10 @@ def _cond_state(access: Access, env: Mapping[str, int | Interval]) -> bool | Non
         if not (lo == hi and lo != 0):
             state = None
     return state
+
+
+def _compiled_bound(expr, env: Mapping[str, int | Interval]) -> Interval:
+    return compiled_bounds(expr)(env)
 
 
 class _TooMany(Exception):
@@ -177,18 +182,22 @@ def _hits(graph, task, access, tensor: Tensor, base, scalars, phase, widen: bool
     out: list[Hit] = []
     budget = [MAX_HITS if not widen else 1 << 60]
     loop_vars = [loop.var for loop in access.loops]
-    for rank in _ranks(graph, access):
+    ranks = _ranks(graph, access)
+    points = len(ranks) * task.blocks
+    # The same few expressions at every rank x block x iteration: compiled once when that pays.
+    bound = _compiled_bound if points >= 32 or (access.loops and points >= 4) else bounds
+    for rank in ranks:
         for block in range(task.blocks):
             env: dict[str, int | Interval] = {**base, "rank": rank, "nranks": graph.nranks, "block": block}
             env.update(scalars)
             for scoped, loops_exact in _loop_envs(access.loops, env, widen, budget):
-                state = _cond_state(access, scoped)
+                state = _cond_state(access, scoped, bound)
                 if state is False:
                     continue
                 region = []
                 exact = loops_exact
                 for rng, extent in zip(access.region, tensor.dims, strict=True):
-                    d = _dim(rng, extent, scoped)
+                    d = _dim(rng, extent, scoped, bound)
                     if d is None:
                         break
                     region.append(d[0])
@@ -321,11 +330,12 @@ def hull(found: list[Hit]) -> tuple[tuple[int, int], ...] | None:
 
 
 def hulls_meet(a: tuple[tuple[int, int], ...] | None, b: tuple[tuple[int, int], ...] | None) -> bool:
-    return (
-        a is not None
-        and b is not None
-        and all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b, strict=True))
-    )
+    if a is None or b is None:
+        return False
+    for x, y in zip(a, b, strict=True):  # a plain loop: this runs millions of times on big graphs
+        if x[0] >= y[1] or y[0] >= x[1]:
+            return False
+    return True
 
 
 def first_overlap(
