@@ -19,6 +19,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
+from operator import attrgetter
 
 from lowering import body as ir
 from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
@@ -298,35 +299,41 @@ class _Substituter:
 
     def walk(self, obj):
         deps = self.deps
-        if deps is not None and id(obj) not in deps:
+        key = id(obj)
+        if deps is not None and key not in deps:
             return obj  # mentions no capture
         if isinstance(obj, Expr):
             return substitute(obj, self.mapping)
-        key = id(obj)
         done = self.memo.get(key)
         if done is not None:
             return done
         if isinstance(obj, tuple):
-            items = tuple([self.walk(x) for x in obj])
+            walk = self.walk
+            if deps is None:
+                items = tuple([walk(x) for x in obj])
+            else:
+                items = tuple([x if id(x) not in deps else walk(x) for x in obj])
             out = items if any(a is not b for a, b in zip(items, obj, strict=True)) else obj
         elif hasattr(obj, "__dataclass_fields__") and not isinstance(obj, type):
             cls = type(obj)
-            names, walked = _plan(cls)
-            values = [getattr(obj, f) for f in names]
+            get, renamed, walked = _plan(cls)
+            values = get(obj)
             changed = False
+            for i in renamed:
+                old = values[i]
+                if isinstance(old, str) and old in self.renames and not getattr(obj, "local", False):
+                    if not changed:
+                        values, changed = list(values), True
+                    values[i] = self.renames[old]
             for i in walked:
                 old = values[i]
-                if names[i] in _NAME_FIELDS:
-                    if isinstance(old, str) and old in self.renames and not getattr(obj, "local", False):
-                        values[i] = self.renames[old]
-                        changed = True
-                    continue
                 if deps is not None and id(old) not in deps:
                     continue
                 new = self.walk(old)
                 if new is not old:
+                    if not changed:
+                        values, changed = list(values), True
                     values[i] = new
-                    changed = True
             out = cls(*values) if changed else obj
         else:
             out = obj
@@ -411,16 +418,25 @@ class _Summaries:
         return BarrierOp(b.soft, self.loops(b.loops), self.conds(b.conds), b.span, b.order)
 
 
-_PLANS: dict[type, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+_PLANS: dict[type, tuple[Callable[[object], tuple], tuple[int, ...], tuple[int, ...]]] = {}
 
 
-def _plan(cls: type) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """A dataclass's fields in order, and the indices of those that may mention a capture."""
+def _plan(cls: type) -> tuple[Callable[[object], tuple], tuple[int, ...], tuple[int, ...]]:
+    """A dataclass's field values getter (all fields, in order), the indices of the fields that
+    name a tensor, and those of the other fields that may mention a capture."""
     found = _PLANS.get(cls)
     if found is None:
         names = tuple(f.name for f in fields(cls))
-        found = _PLANS[cls] = (names, tuple(i for i, n in enumerate(names) if n not in _SKIP))
+        get = attrgetter(*names) if len(names) > 1 else _one_tuple(names)
+        renamed = tuple(i for i, n in enumerate(names) if n in _NAME_FIELDS)
+        walked = tuple(i for i, n in enumerate(names) if n not in _SKIP and n not in _NAME_FIELDS)
+        found = _PLANS[cls] = (get, renamed, walked)
     return found
+
+
+def _one_tuple(names: tuple[str, ...]) -> Callable[[object], tuple]:
+    """``attrgetter`` for zero or one field, as a tuple like ``attrgetter`` of several gives."""
+    return lambda obj: tuple(getattr(obj, n) for n in names)
 
 
 def _dependencies(summary: KernelSummary, names: set[str], roots: set[str]) -> set[int]:
