@@ -17,8 +17,9 @@ exactly the path a read with the values would.
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from operator import attrgetter
 
 from lowering import body as ir
@@ -75,6 +76,7 @@ class _Template:
     dependent: bool  # the read used a capture's value
     values: dict[str, int | None]  # the captures' values at the first read
     deps: set[int] | None = None  # ids of the parts of the summary that mention a capture or root
+    images: Images = field(default_factory=lambda: Images())  # its expressions' substitutions
 
 
 class Recorder:
@@ -182,7 +184,8 @@ class KernelCache:
             self.hits += 1
             if t.deps is None:
                 t.deps = _dependencies(t.summary, set(t.values), set(t.roots.values()))
-            return instantiate(t.summary, {"@" + k: e for k, e in exprs.items()}, renames, t.deps)
+            mapping = {"@" + k: e for k, e in exprs.items()}
+            return instantiate(t.summary, mapping, renames, t.deps, t.images)
         return None
 
     def store(self, key: tuple, recorder: Recorder, summary: KernelSummary) -> KernelSummary:
@@ -264,17 +267,43 @@ def _value(expr: Expr, env: Mapping[str, int]) -> int | None:
         return None
 
 
+class Images:
+    """The substitutions of one template's expressions, shared by its instances: the image of an
+    expression depends only on what its own free symbols map to, and most expressions of a body
+    mention captures that are the same in every instance (a parameter, a constant)."""
+
+    def __init__(self) -> None:
+        self.symbols: dict[int, tuple[str, ...]] = {}  # id of a template expression -> its free names
+        self.done: dict[tuple, Expr] = {}  # (id, the images of those names) -> image
+
+    def substitute(self, expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
+        names = self.symbols.get(id(expr))
+        if names is None:
+            names = self.symbols[id(expr)] = tuple(sorted({s.name for s in free_symbols(expr)}))
+        key = (id(expr), *[mapping.get(n) for n in names])
+        image = self.done.get(key)
+        if image is None:
+            image = self.done[key] = substitute(expr, mapping)
+        return image
+
+
 def instantiate(
-    summary: KernelSummary, mapping: dict[str, Expr], renames: dict[str, str], deps: set[int] | None = None
+    summary: KernelSummary,
+    mapping: dict[str, Expr],
+    renames: dict[str, str],
+    deps: set[int] | None = None,
+    images: Images | None = None,
 ) -> KernelSummary:
     """The summary with the capture symbols replaced by what was captured, and the tensors of
-    the first read by this instance's."""
+    the first read by this instance's. ``images`` (only for a template that outlives the call:
+    its keys are ids of the template's expressions) shares substitutions between instances."""
     if not mapping and not renames:
         return summary
     if deps is None:
         deps = _dependencies(summary, {k[1:] for k in mapping}, set(renames))
-    sub = _Substituter(mapping, renames, deps)
-    fast = _Summaries(mapping, renames, deps)
+    subst = images.substitute if images is not None else substitute
+    sub = _Substituter(mapping, renames, deps, subst)
+    fast = _Summaries(mapping, renames, deps, subst)
     template = summary.body
     return replace(
         summary,
@@ -291,10 +320,17 @@ def instantiate(
 class _Substituter:
     """Rebuilds the parts of a template that mention a capture (``deps``; all when None)."""
 
-    def __init__(self, mapping: dict[str, Expr], renames: dict[str, str], deps: set[int] | None):
+    def __init__(
+        self,
+        mapping: dict[str, Expr],
+        renames: dict[str, str],
+        deps: set[int] | None,
+        subst: Callable[[Expr, Mapping[str, Expr]], Expr] = substitute,
+    ):
         self.mapping = mapping
         self.renames = renames
         self.deps = deps
+        self.subst = subst
         self.memo: dict[int, object] = {}
 
     def walk(self, obj):
@@ -303,17 +339,17 @@ class _Substituter:
         if deps is not None and key not in deps:
             return obj  # mentions no capture
         if isinstance(obj, Expr):
-            return substitute(obj, self.mapping)
+            return self.subst(obj, self.mapping)
         done = self.memo.get(key)
         if done is not None:
             return done
         if isinstance(obj, tuple):
             walk = self.walk
             if deps is None:
-                items = tuple([walk(x) for x in obj])
+                items = [walk(x) for x in obj]
             else:
-                items = tuple([x if id(x) not in deps else walk(x) for x in obj])
-            out = items if any(a is not b for a, b in zip(items, obj, strict=True)) else obj
+                items = [x if id(x) not in deps else walk(x) for x in obj]
+            out = obj if all(map(operator.is_, items, obj)) else tuple(items)
         elif hasattr(obj, "__dataclass_fields__") and not isinstance(obj, type):
             cls = type(obj)
             get, renamed, walked = _plan(cls)
@@ -345,16 +381,23 @@ class _Summaries:
     """The same substitution as ``_Substituter``, written out for the summary records that every
     instance needs at once (accesses, signals, barriers): edge inference reads all of them."""
 
-    def __init__(self, mapping: dict[str, Expr], renames: dict[str, str], deps: set[int]):
+    def __init__(
+        self,
+        mapping: dict[str, Expr],
+        renames: dict[str, str],
+        deps: set[int],
+        subst: Callable[[Expr, Mapping[str, Expr]], Expr] = substitute,
+    ):
         self.mapping = mapping
         self.renames = renames
         self.deps = deps
+        self.subst = subst
         self.memo: dict[int, object] = {}
 
     def e(self, x):
         if x is None or id(x) not in self.deps:
             return x
-        return substitute(x, self.mapping)
+        return self.subst(x, self.mapping)
 
     def loops(self, loops: tuple[Loop, ...]) -> tuple[Loop, ...]:
         if id(loops) not in self.deps:
