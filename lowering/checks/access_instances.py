@@ -166,8 +166,11 @@ def hits(graph: Graph, task: Task, access: Access) -> list[Hit]:
     cache = graph.__dict__.setdefault("_access_hits", {})
     if key in cache:
         return cache[key]
-    base = dict(graph.env())
-    scalars = graph.scalar_ranges()
+    # Only the names the instances look up: the environment is copied at every block and
+    # iteration, and a model's parameters and constants run into the hundreds.
+    names = _looked_up(access)
+    base = {k: v for k, v in graph.env().items() if k in names}
+    scalars = {k: v for k, v in graph.scalar_ranges().items() if k in names}
     tensor = graph.tensors[access.tensor]
     phase = phase_of(task, access)
     try:
@@ -176,6 +179,19 @@ def hits(graph: Graph, task: Task, access: Access) -> list[Hit]:
         out = _hits(graph, task, access, tensor, base, scalars, phase, widen=True)
     cache[key] = out
     return out
+
+
+def _looked_up(access: Access) -> set[str]:
+    """Every name evaluating an instance of ``access`` can look up (its loop variables too)."""
+    exprs = [e for r in access.region for e in (r.start, r.stop, r.step)]
+    exprs += [c.expr for c in access.conds]
+    exprs += [e for loop in access.loops for e in (loop.start, loop.stop, loop.step)]
+    if access.peer is not None:
+        exprs.append(access.peer)
+    names = {loop.var for loop in access.loops}
+    for e in exprs:
+        names.update(s.name for s in free_symbols(e))
+    return names
 
 
 def _hits(graph, task, access, tensor: Tensor, base, scalars, phase, widen: bool) -> list[Hit]:

@@ -4,6 +4,7 @@ reachability (compressed ancestor sets), the compiled evaluator and the box inde
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -164,3 +165,35 @@ def test_need_is_the_closure_over_notifiers_ancestors_and_their_waits():
                         if t in waiting:
                             todo.append(t)
             assert need(g, ctx, g.task(f"t{w}")) == {f"t{t}" for t in want}
+
+
+def test_access_instances_look_up_only_the_names_their_expressions_mention(monkeypatch):
+    """``hits`` copies only the names an access's expressions mention into the environment of
+    each instance: on every fixture the instances are those of the whole environment."""
+    from dsl.frontend import compile_file
+    from lowering.checks import access_instances
+
+    class Everything(set):
+        def __contains__(self, item: object) -> bool:
+            return True
+
+    rules = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
+    codes = ("R501", "R502", "R505", "R506", "N201", "N202", "D101", "D110")
+    fixtures = sorted(p for code in codes for p in (rules / code).glob("*.dsl"))
+    compared = 0
+    for path in fixtures:
+        try:
+            graphs = compile_file(path)
+        except Exception:  # noqa: BLE001 - fixtures of front-end errors
+            continue
+        for g in graphs:
+            for task in g.tasks:
+                for a in task.accesses:
+                    g.__dict__.pop("_access_hits", None)
+                    fast = access_instances.hits(g, task, a)
+                    with monkeypatch.context() as m:
+                        m.setattr(access_instances, "_looked_up", lambda access: Everything())
+                        g.__dict__.pop("_access_hits", None)
+                        assert access_instances.hits(g, task, a) == fast, (path.name, task.name, a.span)
+                    compared += len(fast)
+    assert compared > 100
