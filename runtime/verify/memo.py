@@ -1,0 +1,116 @@
+"""Remembered block steps: a block's first step, replayed instead of run when its inputs recur.
+
+Most transitions of a search run a block that has not started yet and finishes in that one
+step (a push, a gather, a gate); the same block meets the same memory in many states that
+differ elsewhere (the interleavings partial-order reduction cannot merge, other ranks, other
+queues).  Such a step is a function of the block and of the bytes of every array its task may
+read, write or add to on its rank (the static footprint the reductions already rely on:
+:mod:`runtime.verify.footprint`) - what the kernel computes, what it leaves in memory, the
+notifies it sends and the effect partial-order reduction sees.  So the first time a
+``(block, those bytes)`` pair runs it is recorded, and the next time the block's generator is
+replaced by a *replayer*: the engine steps it as it steps any kernel (same step counters, same
+``_finish``, same dispatch), and the replayer puts the recorded bytes into memory and repeats
+the notifies.
+
+Notifies are repeated one by one, each after setting its cell to the value it held right after
+the real notify, so the spinners a notify wakes are exactly those it woke in the real run (a
+wake re-checks only the notified cell).  Only steps that finished in one resume without
+yielding are recorded: a block that waits, yields or hits a barrier has a generator whose
+locals a replay cannot give back, so it always runs for real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from runtime.machine import DONE, Block
+
+if TYPE_CHECKING:  # pragma: no cover
+    from runtime.verify.effects import Effect, Observer
+    from runtime.verify.space import Space
+
+#: Distinct (block, memory) steps remembered per search; 0 turns memoisation off.
+MEMO_LIMIT = 1 << 16
+
+
+class Step:
+    """A recorded first step: its effect, what the ctx saw (for the story and the ranks it
+    touched), the notified cells with their value right after each notify, and the bytes of
+    every array the step wrote."""
+
+    __slots__ = ("effect", "observer", "cells", "post", "ranks")
+
+    def __init__(
+        self, effect: Effect, observer: Observer, post: tuple[tuple[int, bytes], ...], ranks: frozenset[int]
+    ) -> None:
+        self.effect = effect
+        self.observer = observer
+        self.cells = tuple(observer.cells)
+        self.post = post
+        self.ranks = ranks
+
+
+class StepMemo:
+    """The recorded steps of one :class:`runtime.verify.space.Space`."""
+
+    def __init__(self, space: Space, limit: int) -> None:
+        self.space = space
+        self.limit = limit
+        self.steps: dict[tuple, Step] = {}
+        self.hits = 0
+        n = len(space.arrays)
+        self.slots = [
+            [
+                tuple(i for i in range(n) if (rm | wm | am) >> i & 1)
+                for rm, wm, am in zip(reads, writes, adds, strict=True)
+            ]
+            for reads, writes, adds in zip(space.read_mask, space.write_mask, space.add_mask, strict=True)
+        ]
+
+    def key(self, block: Block) -> tuple | None:
+        """The key of ``block``'s next step if it is a first step (None otherwise)."""
+        if not self.limit or block.gen is not None or block.wait is not None:
+            return None
+        inst = block.inst
+        live = self.space.live
+        return (block, tuple([live[i] for i in self.slots[inst.si][inst.rank]]))
+
+    def record(
+        self,
+        key: tuple,
+        block: Block,
+        steps0: int,
+        effect: Effect,
+        observer: Observer,
+        dirty: int,
+        ranks: set[int],
+    ) -> None:
+        """After a real step from ``key``: remember it if it finished in one resume."""
+        if block.state != DONE or block.steps != steps0 + 1 or len(self.steps) >= self.limit:
+            return
+        live = self.space.live
+        post = []
+        i = 0
+        while dirty:
+            if dirty & 1:
+                post.append((i, live[i]))
+            dirty >>= 1
+            i += 1
+        self.steps[key] = Step(effect, observer, tuple(post), frozenset(ranks))
+
+    def replayer(self, block: Block, step: Step) -> Iterator[Any]:
+        """A generator that, resumed once by the engine, does what the recorded step did."""
+        space = self.space
+        eng, mems = space.eng, space.mems
+        for peer, signal, cell, value in step.cells:
+            mems[peer].arrays[signal][cell] = value
+            eng.notified(block, peer, signal, cell)
+        live, views = space.live, space.views
+        for i, data in step.post:
+            view = views[i]
+            if view is not None:  # (a kernel of unknown footprint "writes" read-only inputs too)
+                view[:] = data  # unconditionally: the notifies above changed cells in place
+            live[i] = data
+        return
+        yield  # unreachable: makes this a generator the engine resumes like a kernel
