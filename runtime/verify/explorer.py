@@ -117,6 +117,7 @@ class Stats:
     persistent_pruned: int = 0  # block steps not taken because outside a persistent set
     symmetry_pruned: int = 0  # dispatch options skipped as images of another under core symmetry
     rebuilds: int = 0  # generators rebuilt from their trail
+    replayed: int = 0  # first block steps replayed from the step memo instead of run
     elapsed: float = 0.0
 
     @property
@@ -293,6 +294,7 @@ class _Search:
             self._transition(f)
         stats.elapsed = time.monotonic() - t0
         stats.rebuilds = space.rebuilds
+        stats.replayed = space.memo.hits
         if self.best is not None and not self.shortest:
             stopped = stopped or "violation"
         complete = not stopped
