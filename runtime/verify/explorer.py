@@ -117,7 +117,7 @@ class Stats:
     persistent_pruned: int = 0  # block steps not taken because outside a persistent set
     symmetry_pruned: int = 0  # dispatch options skipped as images of another under core symmetry
     rebuilds: int = 0  # generators rebuilt from their trail
-    replayed: int = 0  # first block steps replayed from the step memo instead of run
+    replayed: int = 0  # block steps replayed from the step memo instead of run
     elapsed: float = 0.0
 
     @property

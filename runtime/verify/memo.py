@@ -1,22 +1,24 @@
-"""Remembered block steps: a block's first step, replayed instead of run when its inputs recur.
+"""Remembered block steps: a step that ends its block, replayed instead of run when its inputs recur.
 
-Most transitions of a search run a block that has not started yet and finishes in that one
-step (a push, a gather, a gate); the same block meets the same memory in many states that
-differ elsewhere (the interleavings partial-order reduction cannot merge, other ranks, other
-queues).  Such a step is a function of the block and of the bytes of every array its task may
-read, write or add to on its rank (the static footprint the reductions already rely on:
-:mod:`runtime.verify.footprint`) - what the kernel computes, what it leaves in memory, the
-notifies it sends and the effect partial-order reduction sees.  So the first time a
-``(block, those bytes)`` pair runs it is recorded, and the next time the block's generator is
-replaced by a *replayer*: the engine steps it as it steps any kernel (same step counters, same
-``_finish``, same dispatch), and the replayer puts the recorded bytes into memory and repeats
-the notifies.
+Most transitions of a search run a block to its end in one step (a push, a gather, a gate, a
+waiter whose cell now holds); the same block meets the same memory in many states that differ
+elsewhere (the interleavings partial-order reduction cannot merge, other ranks, other queues).
+Such a step is a function of the block, of its *trail* (what its generator read at each earlier
+step, which fixes the generator's locals - the premise of generator rebuilds and fingerprints,
+:mod:`runtime.verify.space`) and of the bytes of every array its task may read, write or add
+to on its rank (the static footprint the reductions already rely on,
+:mod:`runtime.verify.footprint`): what the kernel computes, what it leaves in memory, the
+notifies it sends and the effect partial-order reduction sees.  So the first time such a key
+runs it is recorded, and the next time the block's generator is replaced by a *replayer*: the
+engine steps it as it steps any kernel (same wait re-check, step counters, ``_finish`` and
+dispatch), and the replayer puts the recorded bytes into memory and repeats the notifies.
 
 Notifies are repeated one by one, each after setting its cell to the value it held right after
 the real notify, so the spinners a notify wakes are exactly those it woke in the real run (a
-wake re-checks only the notified cell).  Only steps that finished in one resume without
-yielding are recorded: a block that waits, yields or hits a barrier has a generator whose
-locals a replay cannot give back, so it always runs for real.
+wake re-checks only the notified cell).  Only steps that end the block in one resume are
+recorded: a step after which the block waits, yields or sits at a barrier leaves a generator
+whose locals a replay cannot give back, so it always runs for real (and so does a kernel that
+is a plain function, which the engine runs without resuming it).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ MEMO_LIMIT = 1 << 16
 
 
 class Step:
-    """A recorded first step: its effect, what the ctx saw (for the story and the ranks it
+    """A recorded step: its effect, what the ctx saw (for the story and the ranks it
     touched), the notified cells with their value right after each notify, and the bytes of
     every array the step wrote."""
 
@@ -69,12 +71,19 @@ class StepMemo:
         ]
 
     def key(self, block: Block) -> tuple | None:
-        """The key of ``block``'s next step if it is a first step (None otherwise)."""
-        if not self.limit or block.gen is not None or block.wait is not None:
+        """The key of ``block``'s next step: the block, its trail (what its generator saw so
+        far, which fixes the generator's locals) and the bytes of its task's arrays on its rank.
+        None when the step will not resume the kernel (a woken spinner whose cell no longer
+        holds goes back to spinning) or the memo is off."""
+        if not self.limit:
+            return None
+        w = block.wait
+        if w is not None and not w.satisfied():
             return None
         inst = block.inst
-        live = self.space.live
-        return (block, tuple([live[i] for i in self.slots[inst.si][inst.rank]]))
+        space = self.space
+        live = space.live
+        return (block, space.trails.get(block, ()), tuple([live[i] for i in self.slots[inst.si][inst.rank]]))
 
     def record(
         self,

@@ -282,8 +282,8 @@ class Space(Snapshots):
         return effect
 
     def _replay(self, block: Block, step: Any) -> Effect:
-        """:meth:`execute` of a first step recorded before (:mod:`runtime.verify.memo`): the
-        engine steps the block as usual, its generator being the step's replayer."""
+        """:meth:`execute` of a step recorded before (:mod:`runtime.verify.memo`): the engine
+        steps the block as usual, its generator being the step's replayer."""
         memo = self.memo
         memo.hits += 1
         self.last_observer = step.observer
