@@ -67,18 +67,7 @@ _SHAPES = ("mix", "aic", "aiv")
 class RankSnap:
     """The scheduler records of one rank; shared by every snapshot in which they are unchanged."""
 
-    __slots__ = (
-        "insts",
-        "ihash",
-        "blocks",
-        "bhash",
-        "cores",
-        "queues",
-        "runnable",
-        "spinners",
-        "trails",
-        "hash",
-    )
+    __slots__ = ("insts", "blocks", "cores", "queues", "runnable", "spinners", "trails", "hash")
 
 
 class Snapshot:
@@ -116,47 +105,32 @@ class Snapshots:
         restore between the two touches only what differs.
 
         A task's placed blocks are its pooled blocks ``0..next_block-1`` and its barrier list
-        the ones in the BARRIER state, so neither is stored.  The rank's hash is taken over the
-        hash of each entry; an entry shared with ``prev`` (same record, same trail object)
-        reuses ``prev``'s hash instead of hashing its nested tuples again."""
+        the ones in the BARRIER state, so neither is stored."""
         rs = self.eng.ranks[r]
         snap = RankSnap()
-        insts: list[tuple] = []
+        insts = []
         blocks: dict[Block, tuple] = {}
-        hashes: list[int] = []
-        bhash: dict[Block, int] = {}
+        keys = []
         trails = self.trails
         kept: dict[Block, tuple] = {}
         runnable = []
         spinners = []
-        if prev is not None:
-            old_insts, old_ihash = prev.insts, prev.ihash
-            old_blocks, old_bhash, old_trails = prev.blocks, prev.bhash, prev.trails
-        else:
-            old_insts = old_ihash = None
-            old_blocks = old_bhash = old_trails = {}
-        ihash: list[int] = []
+        old_insts = prev.insts if prev is not None else None
+        old_blocks = prev.blocks if prev is not None else {}
         for k, inst in enumerate(self.rank_insts[r]):
             if old_insts is not None:
                 o = old_insts[k]
                 if o[_COMPLETE]:  # completion is final along a path: nothing of it changes
-                    h = old_ihash[k]
                     insts.append(o)
-                    ihash.append(h)
-                    hashes.append(h)
+                    keys.append(o)
                     continue
                 f = _inst_get(inst)
                 if o == f:
                     f = o
-                    h = old_ihash[k]
-                else:
-                    h = hash(f)
             else:
                 f = _inst_get(inst)
-                h = hash(f)
             insts.append(f)
-            ihash.append(h)
-            hashes.append(h)
+            keys.append(f)
             if inst.complete:
                 continue
             for b in inst.blocks:
@@ -164,30 +138,20 @@ class Snapshots:
                 if state == DONE:
                     continue
                 info = _block_get(b)
-                trail = trails.get(b)
                 o = old_blocks.get(b)
                 if o is not None and o == info:
                     info = o
-                    h = (
-                        old_bhash[b]
-                        if old_trails.get(b) is trail
-                        else hash((b, info[1], info[2], state, trail))
-                    )
-                else:
-                    h = hash((b, info[1], info[2], state, trail))
                 blocks[b] = info
-                bhash[b] = h
-                hashes.append(h)
+                trail = trails.get(b)
                 if trail is not None:
                     kept[b] = trail
+                keys.append((b, info[1], info[2], state, trail))
                 if state == RUN or state == WAKE:
                     runnable.append(b)
                 elif state == SPIN:
                     spinners.append(b)
         snap.insts = insts
-        snap.ihash = ihash
         snap.blocks = blocks
-        snap.bhash = bhash
         snap.cores = tuple(map(_core_get, rs.cores))
         normal, sync, early = rs.normal, rs.sync, rs.early
         snap.queues = (
@@ -200,7 +164,7 @@ class Snapshots:
         snap.runnable = runnable
         snap.spinners = spinners
         snap.trails = kept
-        snap.hash = hash((tuple(hashes), self._canonical_cores(rs, snap.cores), snap.queues))
+        snap.hash = hash((tuple(keys), self._canonical_cores(rs, snap.cores), snap.queues))
         return snap
 
     def _canonical_cores(self, rs: Any, key: tuple) -> tuple:
