@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Distinct (block, memory) steps remembered per search; 0 turns memoisation off.
 MEMO_LIMIT = 1 << 16
+#: Bytes of memory the remembered steps may hold on to (keys and results, counted as if none
+#: were shared with the search's snapshots): a layer with large arrays remembers fewer steps.
+MEMO_BYTES = 1 << 28
 
 
 class Step:
@@ -61,6 +64,7 @@ class StepMemo:
         self.limit = limit
         self.steps: dict[tuple, Step] = {}
         self.hits = 0
+        self.budget = MEMO_BYTES
         n = len(space.arrays)
         self.slots = [
             [
@@ -100,12 +104,17 @@ class StepMemo:
             return
         live = self.space.live
         post = []
+        size = sum(map(len, key[2]))
         i = 0
         while dirty:
             if dirty & 1:
                 post.append((i, live[i]))
+                size += len(live[i])
             dirty >>= 1
             i += 1
+        if size > self.budget:
+            return
+        self.budget -= size
         self.steps[key] = Step(effect, observer, tuple(post), frozenset(ranks))
 
     def replayer(self, block: Block, step: Step) -> Iterator[Any]:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from test_verify_explorer import programs
 
+import runtime.verify.memo as memo_module
 import runtime.verify.space as space_module
 from dsl.driver.api import compile_layer
 from runtime.decisions import Decider
@@ -196,3 +197,18 @@ def test_the_memo_changes_nothing_on_random_programs(case):
     program = Program(program.name, program.tensors, program.scalars, tasks)
     with pytest.MonkeyPatch.context() as mp:
         _same_search(program, Config(ranks=ranks, n_aic=1), mp, max_states=20_000)
+
+
+def test_the_memo_stops_remembering_at_its_byte_budget(monkeypatch):
+    layer = compile_layer(HANDSHAKE, None)
+    inputs = layer.make_inputs(0, layer.ranks)
+    config = Config(ranks=2, n_aic=1, rounds=1)
+    full = explore(layer.program, inputs, config)
+    monkeypatch.setattr(memo_module, "MEMO_BYTES", 3_000)  # a few steps' worth of arrays
+    tight = explore(layer.program, inputs, config)
+    monkeypatch.setattr(memo_module, "MEMO_BYTES", 0)
+    none = explore(layer.program, inputs, config)
+    assert none.stats.replayed == 0 < tight.stats.replayed < full.stats.replayed
+    for res in (tight, none):
+        assert (res.stats.transitions, res.stats.distinct) == (full.stats.transitions, full.stats.distinct)
+        assert res.complete and res.violation is None
