@@ -499,6 +499,48 @@ def binary(x: asl.GlobalAddress, y: asl.GlobalAddress, z: asl.GlobalAddress):
 
 
 @asc.jit
+def gather(x: asl.GlobalAddress, i: asl.GlobalAddress, z: asl.GlobalAddress):
+    """gather(x, idx) of one row: byte offsets (idx * 4 + the row's base), then Gather."""
+    pipe = asl.TPipe()
+    qin = asl.TQue(asl.TPosition.VECIN, 1)
+    qout = asl.TQue(asl.TPosition.VECOUT, 1)
+    calc = asl.TBuf(asl.TPosition.VECCALC)
+    pipe.init_buffer(qin, 2, 256)
+    pipe.init_buffer(qout, 1, 64)
+    pipe.init_buffer(calc, 128)
+    xg = asl.GlobalTensor()
+    xg.set_global_buffer(x)
+    ig = asl.GlobalTensor()
+    ig.set_global_buffer(i)
+    zg = asl.GlobalTensor()
+    zg.set_global_buffer(z)
+    out = qout.alloc_tensor(F32)
+    row = qin.alloc_tensor(F32)
+    asl.data_copy(dst=row, src=xg, count=64)
+    qin.enque(row)
+    row = qin.deque(F32)
+    idx = qin.alloc_tensor(asl.int32)
+    asl.data_copy(dst=idx, src=ig, count=16)
+    qin.enque(idx)
+    idx = qin.deque(asl.int32)
+    offsets = calc.get_with_offset(16, 0, asl.int32)
+    picked = calc.get_with_offset(16, 64, F32)
+    for r in range(1):
+        asl.muls(offsets[r * 16], idx[r * 16], 4, 16)
+        asl.adds(offsets[r * 16], offsets[r * 16], r * 256, 16)
+    as_u32 = offsets.reinterpret_cast(asl.uint32)
+    for r in range(1):
+        asl.gather(picked[r * 16], row, as_u32[r * 16], 0, 16)
+    qin.free_tensor(row)
+    qin.free_tensor(idx)
+    asl.copy(dst=out, src=picked, mask=16, repeat_time=1, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
+    qout.enque(out)
+    out = qout.deque(F32)
+    asl.data_copy(dst=zg, src=out, count=16)
+    qout.free_tensor(out)
+
+
+@asc.jit
 def mix(x: asl.GlobalAddress, w: asl.GlobalAddress, z: asl.GlobalAddress, ws: asl.GlobalAddress):
     """A MIX kernel: the AIC's matmul into a workspace slot, flag 0 to the AIV, which waits,
     loads the slot, computes exp and stores, then flag 1 back. (The two programs are one
@@ -602,12 +644,14 @@ KERNELS = {
     "unary": (unary, 2),
     "binary": (binary, 3),
     "mix": (mix, 4),
+    "gather": (gather, 3),
 }
 
 
 def translate(fn, arity: int) -> str:
     names = list(fn.fn.__code__.co_varnames[:arity])
-    types = {n: PointerArgType(KT.int32 if fn.fn.__name__ == "notify_wait" else KT.float32) for n in names}
+    ints = {"notify_wait": set(names), "gather": {"i"}}.get(fn.fn.__name__, set())
+    types = {n: PointerArgType(KT.int32 if n in ints else KT.float32) for n in names}
     module = fn._run_codegen(Specialization(types, {}), CodegenOptions())
     compiler = Compiler.__new__(Compiler)  # __init__ looks for bisheng; the passes do not need it
     compiler.options = CompileOptions()

@@ -104,6 +104,12 @@ CASES = {
   output z: f32[R, 64]
   task t on aiv { z[:, :] = minimum(maximum(x[:, :] * y[:, :], x[:, :]) - y[:, :], 2.0) }
 }""",
+    "gather": """layer o(W = 64) {
+  input x: f32[1, W]
+  input i: i32[1, 16]
+  output z: f32[1, 16]
+  task t on aiv { z[:, :] = gather(x[:, :], i[:, :]) }
+}""",
     "mix": """layer o(R = 16) {
   input x: f32[R, 64]
   input w: f32[16, 64]
@@ -190,6 +196,8 @@ class Normaliser:
             return self.values[text]
         if m := re.fullmatch(r"(\w+)\[(.+)\]", text):
             return f"{self.arg(m.group(1))}[{self.arg(m.group(2))}]"
+        if re.fullmatch(r"[\d\s*+()-]*\d[\d\s*+()-]*", text) and not re.fullmatch(r"[-+]?\d+", text):
+            return str(eval(text))  # index arithmetic of an unrolled row loop: digits and + - * only
         if re.fullmatch(r"0b[01]+", text):
             return str(int(text, 2))
         if re.fullmatch(r"[-+]?(\d+\.?\d*(e[-+]?\d+)?|\.\d+)f?", text, re.I):
@@ -264,9 +272,33 @@ class Normaliser:
         return self.records
 
 
+_ROW_LOOP = re.compile(r"^( *)for \(int32_t (r\d+) = (\d+); \2 < (\d+); \+\+\2\) \{$")
+
+
+def unroll_row_loops(text: str) -> str:
+    """dslc's per-row loops (``for (int32_t r6 = 0; r6 < 1; ++r6) { ... }``), unrolled with the
+    index substituted: pyasc unrolls a Python ``range`` of constant trip count itself."""
+    lines = text.splitlines()
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _ROW_LOOP.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent, var, lo, hi = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        end = next(j for j in range(i + 1, len(lines)) if lines[j] == indent + "}")
+        body = lines[i + 1 : end]
+        for k in range(lo, hi):
+            out.extend(re.sub(rf"\b{var}\b", str(k), line) for line in body)
+        i = end + 1
+    return "\n".join(out)
+
+
 def normal(text: str, drop: set[str] | None = None) -> list[str]:
     body = text[re.search(r'extern "C"\s+__global__', text).start() :]
-    return Normaliser().read(body, drop or set())
+    return Normaliser().read(unroll_row_loops(body), drop or set())
 
 
 @cache
