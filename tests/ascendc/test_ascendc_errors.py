@@ -44,6 +44,19 @@ CASES = {
 }""",
         ("A703", 8, 5, "a branch condition of mix task t needs a value only one core computes"),
     ),
+    "UB overflow on the vector side of a mix task": (
+        """layer u(T = 256) {
+  input x: f32[T, 512]
+  input w: f32[16, 512]
+  output y: f32[T, 512]
+  output p: f32[16, 16]
+  task t on mix {
+    p[:, :] = matmul(x[0 : 16, :], w[:, :], b_trans)
+    y[:, :] = exp(x[:, :])
+  }
+}""",
+        ("A711", 6, 3, "task t needs 1048576 B of UB, more than the 196608 B"),
+    ),
     "mix barrier grid larger than the clusters": (
         """layer s(N = 32) {
   task t spmd(N) on mix { barrier }
