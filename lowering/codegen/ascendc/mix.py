@@ -194,6 +194,8 @@ def _gm_effects(s: ir_body.Stmt) -> tuple[set[str], set[str]]:
 
 
 class _Splitter:
+    """Steps 2-4: classify, then walk the body once, building both programs side by side."""
+
     def __init__(self, graph: Graph, task: Task, env: dict[str, int], body: tuple[ir_body.Stmt, ...]):
         self.graph, self.task, self.env = graph, task, env
         self.cube_vars: set[str] = set()  # tiles the cube defines
@@ -233,6 +235,16 @@ class _Splitter:
             ):
                 if _local_reads(s) & (self.vector_vars | self.cube_vars):
                     self.vector_vars.add(s.name)
+        self.types: dict[str, ir_body.Type] = {}  # each local's type, from its first binding
+        for s in ir_body.nested_stmts(body):
+            if isinstance(s, ir_body.LetS | ir_body.AssignS):
+                self.types.setdefault(s.name, s.value.type)
+        self.vector_readers = {  # locals some vector statement reads
+            n
+            for s in ir_body.nested_stmts(body)
+            if not isinstance(s, ir_body.ForS | ir_body.IfS) and self.side(s) == VECTOR
+            for n in _local_reads(s)
+        }
         self.written = {t for s in ir_body.nested_stmts(body) for t in _gm_effects(s)[1]}
         self.workspaces: dict[str, Tensor] = {}
         self.slot_of: dict[str, ir_body.LoadV] = {}
@@ -277,7 +289,8 @@ class _Splitter:
             raise refuse(
                 "A704", f"the shape of {name} must be known at compile time (mix hand-off)", span
             ) from None
-        ws = f"${self.task.name}.ws{len(self.workspaces)}"  # `$` is in no source name; task names are unique
+        # `$` is in no source name, and task names are unique in a graph
+        ws = f"${self.task.name}.ws{len(self.workspaces)}"
         blocks = max(self.task.blocks, 1)
         self.workspaces[ws] = Tensor(
             ws, t.dtype, (Const(blocks * rows), Const(cols)), (blocks * rows, cols), "scratch", False, span
@@ -336,7 +349,7 @@ class _Splitter:
                 cube_s, vec_s = self.construct(s, loaded)
                 out[CUBE].append(cube_s)
                 out[VECTOR].append(vec_s)
-                loaded -= {n for c in [s, *ir_body.nested_stmts(_children(s))] for n in self._defines(c)}
+                loaded -= self._defines_deep(s)
             elif side == CUBE:
                 self.cube_leaf(s, out)
                 loaded -= self._defines_deep(s)
@@ -407,7 +420,7 @@ class _Splitter:
         for name in sorted(self._defines_deep(s) & self.cube_vars & self.vector_readers):
             if isinstance(s, ir_body.LetS) and isinstance(s.value, ir_body.CallV) and s.value.op == "zeros":
                 continue
-            slot = self.slot(name, self.cube_types[name], s.span)
+            slot = self.slot(name, self.types[name], s.span)
             store = ir_body.StoreS(slot.tensor, slot.region, ir_body.LocalV(name, slot.type), "write", s.span)
             self.place(CUBE, store, out, set(), {slot.tensor})
 
@@ -421,9 +434,7 @@ class _Splitter:
         reads, writes = _gm_effects(s)
         self.place(VECTOR, s, out, reads, writes)
         for name in sorted(self._defines_deep(s) & self.cube_operands & self.vector_vars):
-            t = self.vector_types.get(name)
-            if t is None:
-                continue
+            t = self.types[name]
             slot = self.slot(name, t, s.span)
             store = ir_body.StoreS(slot.tensor, slot.region, ir_body.LocalV(name, t), "write", s.span)
             self.place(VECTOR, store, out, set(), {slot.tensor})
@@ -458,17 +469,6 @@ def split_mix(graph: Graph, task: Task, env: dict[str, int]) -> MixPlan:
     """The AIC and AIV programs of mix task ``task`` (module docstring), or a located A703."""
     body = _Normaliser(task.body).block(task.body)
     sp = _Splitter(graph, task, env, body)
-    types: dict[str, ir_body.Type] = {}
-    for s in ir_body.nested_stmts(body):
-        if isinstance(s, ir_body.LetS | ir_body.AssignS):
-            types.setdefault(s.name, s.value.type)
-    sp.cube_types = {n: types[n] for n in sp.cube_vars}
-    sp.vector_types = {n: types[n] for n in sp.vector_vars if isinstance(types[n], ir_body.TileType)}
-    vector_reads: set[str] = set()
-    for s in ir_body.nested_stmts(body):
-        if not isinstance(s, ir_body.ForS | ir_body.IfS) and sp.side(s) == VECTOR:
-            vector_reads |= _local_reads(s)
-    sp.vector_readers = vector_reads
     out = sp.block(body, set())
     barrier = any(isinstance(s, ir_body.BarrierS) for s in ir_body.nested_stmts(task.body))
     if not barrier:  # the block loop's back edge
