@@ -152,7 +152,7 @@ MISTAKES = {
         "CrossCoreSetFlag<PIPE_FIX>",
     ),
     "unknown pipe": ("mx", r"CrossCoreSetFlag<0x2, PIPE_MTE3>", "CrossCoreSetFlag<0x2, PIPE_MTE9>"),
-    "misspelt task ratio": ("mx", r"GetTaskRatio\(\)", "GetTaskRation()"),
+    "task ratio with an argument": ("mx", r"GetTaskRatio\(\)", "GetTaskRatio(1)"),
     "SyncAll of a non-bool": ("ph", r"SyncAll<false>", "SyncAll<AscendC::TPipe>"),
 }
 
