@@ -20,7 +20,6 @@ import ast
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
-from operator import attrgetter
 
 from lowering import body as ir
 from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
@@ -470,7 +469,7 @@ def _plan(cls: type) -> tuple[Callable[[object], tuple], tuple[int, ...], tuple[
     found = _PLANS.get(cls)
     if found is None:
         names = tuple(f.name for f in fields(cls))
-        get = attrgetter(*names) if len(names) > 1 else _one_tuple(names)
+        get = operator.attrgetter(*names) if len(names) > 1 else _one_tuple(names)
         renamed = tuple(i for i, n in enumerate(names) if n in _NAME_FIELDS)
         walked = tuple(i for i, n in enumerate(names) if n not in _SKIP and n not in _NAME_FIELDS)
         found = _PLANS[cls] = (get, renamed, walked)
@@ -478,7 +477,7 @@ def _plan(cls: type) -> tuple[Callable[[object], tuple], tuple[int, ...], tuple[
 
 
 def _one_tuple(names: tuple[str, ...]) -> Callable[[object], tuple]:
-    """``attrgetter`` for zero or one field, as a tuple like ``attrgetter`` of several gives."""
+    """``operator.attrgetter`` for zero or one field, as a tuple like ``attrgetter`` of several gives."""
     return lambda obj: tuple(getattr(obj, n) for n in names)
 
 
