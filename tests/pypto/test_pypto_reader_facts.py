@@ -92,3 +92,25 @@ def test_bare_tensor_parameters_take_shape_and_dtype_from_the_specs():
         "out": ("f32", (32, 256)),
     }
     assert g.task("copy").blocks == 2
+
+
+def test_harness_tensors_built_with_torch_give_their_dtype_and_shape():
+    triples, _ = findings("torch_harness")
+    assert triples == []  # every bare parameter's shape comes from the torch expression
+    (g,) = read_pypto(READER / "torch_harness" / "model.py").graphs
+    assert {n: (t.dtype, t.dims) for n, t in g.tensors.items()} == {
+        "a": ("bf16", (64, 128)),  # torch.empty(shape).normal_(...) * s + b, then .to(torch.bfloat16)
+        "b": ("f16", (64, 128)),  # torch.randn(r, c).half()
+        "c": ("f32", (64, 128)),  # torch's default float dtype
+        "d": ("f16", (64, 128)),  # ones_like a float16 tensor
+        "e": ("i8", (64, 128)),  # .to(dtype=torch.int8)
+        "f": ("f32", (64, 128)),  # torch.full(..., dtype=torch.bfloat16).float()
+        "g": ("i32", (64, 128)),  # arange(n, dtype=torch.int32).reshape(r, c)
+        "out": ("f32", (64, 128)),
+    }
+
+
+def test_dead_temporaries_give_their_on_chip_bytes_to_the_next_tile():
+    triples, out = findings("tile_reuse")
+    assert triples == [("C403", 22, 5)]  # `held` only: its four tiles meet in one statement
+    assert out[0].message.startswith("held: on-chip Vec (UB) footprint is 262144 B")
