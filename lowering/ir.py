@@ -196,8 +196,9 @@ class Access:
     span: Span
     order: int  # program order inside the body
     peer: Expr | None = None  # remote_store destination rank
-    # A whole argument of a kernel whose body is not seen (a PyPTO extern kernel): every block
-    # is taken to touch all of it, so which elements one block touches is unknown.
+    # A whole tensor taken for an access the reader cannot see into (an argument of a PyPTO
+    # extern kernel or of an op it does not know, a store whose offsets it cannot evaluate):
+    # every block is taken to touch all of it, so which elements one block touches is unknown.
     opaque: bool = False
 
     @property

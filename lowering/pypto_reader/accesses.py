@@ -131,12 +131,13 @@ class AccessMixin:
         mode: str,
         node: ast.AST | None,
         peer: Expr | None = None,
+        opaque: bool = False,
     ) -> int:
         root = self.root_region(t, region)
         self.accesses.append(
             Access(
                 t.root, mode, root, self.dtype(t), self.loop_tuple(), self.cond_tuple(), self.span(node),
-                self.next_order(), peer,
+                self.next_order(), peer, opaque,
             )
         )  # fmt: skip
         return len(self.accesses) - 1
@@ -204,7 +205,8 @@ class AccessMixin:
             return self.opaque_op(key, node, f"a pl.{key} whose target the reader cannot resolve")
         value = self.value(self.eval(source))
         offs = self.int_list(off) if off is not None else None
-        if off is not None and offs is None:
+        unknown_offsets = off is not None and offs is None
+        if unknown_offsets:
             self.notes.not_modelled(
                 self.span(off), f"the offsets of this pl.{key}", "the whole target is taken as written"
             )
@@ -215,7 +217,10 @@ class AccessMixin:
             a = self.eval(b["atomic"])
             atomic = isinstance(a, PlRef) and a.path.endswith(".Add")
         mode = "atomic" if atomic else "write"
-        self.record(t, region, mode, node)
+        if unknown_offsets:  # every block may write anywhere in it: edges see all of it, R505 judges none
+            self.record(t, self.region_at(t, None, None), mode, node, opaque=True)
+        else:
+            self.record(t, region, mode, node)
         self.emit(ir.StoreS(t.root, self.root_region(t, region), value, mode, self.span(node)))
         return t
 

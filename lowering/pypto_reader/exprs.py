@@ -849,7 +849,19 @@ class Evaluator:
         if path == "pl.dynamic":
             name = self.static(self.eval(node.args[0])) if node.args else None
             return self.dynamic_axis(str(name or "dyn"), node)
+        if short == "cast":
+            b = self.arguments(node, ["input", "target_type"])
+            if "input" in b and "target_type" in b:
+                return self.integer_cast(self.eval(b["input"]), self.eval(b["target_type"])) or UNKNOWN
         return UNKNOWN
+
+    def integer_cast(self, value: Val, dtype: Val) -> IntVal | None:
+        """``pl.cast(i, pl.INDEX)`` of an integer to an integer dtype: the same integer (offsets
+        and row counts pass through such casts); None for anything else."""
+        v = self.int_expr(value)
+        if v is None or not isinstance(dtype, DtypeVal) or dtype.dtype is None or dtype.dtype[0] not in "iu":
+            return None
+        return IntVal(v)
 
     def dynamic_axis(self, name: str, node: ast.AST) -> Val:
         """``pl.dynamic(name)``: a runtime extent (an interpreter with parameters ranges it)."""

@@ -314,7 +314,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             v = self.eval(a)
             if isinstance(v, TensorVal):
                 region = self.region_at(v, None, None)
-                self.record(v, region, "read", a)
+                self.record(v, region, "read", a, opaque=True)
                 read_any = True
                 continue
             if isinstance(v, TileVal | IntVal) or (isinstance(v, PyVal) and isinstance(v.value, int | float)):

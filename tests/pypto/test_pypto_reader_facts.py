@@ -114,3 +114,39 @@ def test_dead_temporaries_give_their_on_chip_bytes_to_the_next_tile():
     triples, out = findings("tile_reuse")
     assert triples == [("C403", 22, 5)]  # `held` only: its four tiles meet in one statement
     assert out[0].message.startswith("held: on-chip Vec (UB) footprint is 262144 B")
+
+
+def test_grid_stride_blocks_write_disjoint_columns_at_a_cast_row_offset():
+    triples, out = findings("grid_stride")
+    # the store at offsets nobody can evaluate is noted, taken whole, and not judged per block
+    assert triples == [("P001", 42, 59)]
+    assert "the offsets of this pl.assemble" in out[0].message
+    (g,) = read_pypto(READER / "grid_stride" / "model.py").graphs
+    writes = {t.name: [(str(r) for r in a.region) for a in t.accesses if a.writes] for t in g.tasks}
+    assert {n: [list(r) for r in w] for n, w in writes.items()} == {
+        "stride[0]": [["0:ROWS", "(ob * CHUNK):((ob * CHUNK) + CHUNK)"]],  # pl.cast(0 * ROWS, INDEX)
+        "stride[1]": [["ROWS:(ROWS + ROWS)", "(ob * CHUNK):((ob * CHUNK) + CHUNK)"]],
+        "skewed": [["0:(ROWS * WINDOWS)", "0:COLS"]],
+    }
+    assert [a.opaque for a in g.task("skewed").accesses if a.writes] == [True]
+    assert [(e.src, e.dst, e.reason) for e in g.edges] == [
+        ("stride[0]", "skewed", "WAW out[0:16, 0:1024]"),
+        ("stride[1]", "skewed", "WAW out[16:32, 0:1024]"),
+    ]
+
+
+def test_a_matmul_with_a_group_axis_keeps_its_extent():
+    triples, _ = findings("batched_matmul")
+    assert triples == []  # each group writes and reads back its own columns
+    (g,) = read_pypto(READER / "batched_matmul" / "model.py").graphs
+    (acc,) = [s for s in g.task("proj[1]").body if getattr(s, "name", None) == "acc"]
+    assert [str(d) for d in acc.value.type.shape] == ["1", "T", "N_TILE"]  # [1, M, N] of a [1, N, K] weight
+    (write,) = [a for a in g.task("proj[1]").accesses if a.writes]
+    assert [str(r) for r in write.region] == [
+        "0:T",
+        "(N + (block * N_TILE)):((N + (block * N_TILE)) + N_TILE)",
+    ]
+    assert [(e.src, e.dst, e.reason) for e in g.edges] == [
+        ("proj[0]", "scale[0]", "after"),
+        ("proj[1]", "scale[1]", "after"),
+    ]

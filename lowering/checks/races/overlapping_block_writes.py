@@ -11,9 +11,11 @@ are left to the protocol rules.
 
 Only overlaps that certainly happen at the layer's parameter point are reported: regions
 indexed by data (`read(...)`) and accesses under data-dependent conditions are skipped,
-since they are usually a scatter that is disjoint by construction, and so are the arguments
-of a PyPTO extern kernel (hand-written C++ whose blocks split the work in ways the reader
-cannot see).
+since they are usually a scatter that is disjoint by construction, and so are the accesses a
+PyPTO file's reader takes as a whole tensor because it cannot see which elements a block
+touches: the arguments of an extern kernel (hand-written C++ whose blocks split the work in
+ways the reader cannot see) or of an op it does not know, and stores at offsets it cannot
+evaluate (each with a P001 note).
 
 ## Why it breaks on the device
 
