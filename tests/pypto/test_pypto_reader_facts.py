@@ -150,3 +150,16 @@ def test_a_matmul_with_a_group_axis_keeps_its_extent():
         ("proj[0]", "scale[0]", "after"),
         ("proj[1]", "scale[1]", "after"),
     ]
+
+
+def test_a_store_of_a_tile_with_a_valid_shape_writes_its_valid_rows_only():
+    triples, out = findings("valid_store")
+    assert triples == [("R505", 25, 9)]  # `padded` only: fillpad stores the whole 8-row tile
+    assert "blocks 0 and 1 both write z[1:8, 0:8]" in out[0].message
+    (g,) = read_pypto(READER / "valid_store" / "model.py").graphs
+    regions = {t.name: [(a.mode, [str(r) for r in a.region]) for a in t.accesses] for t in g.tasks}
+    assert regions == {
+        "one_row": [("read", ["block:(block + 8)", "0:COLS"]), ("write", ["block:(block + 1)", "0:COLS"])],
+        "padded": [("read", ["block:(block + 8)", "0:COLS"]), ("write", ["block:(block + 8)", "0:COLS"])],
+        "tail": [("read", ["ROWS:(ROWS + 1)", "0:COLS"]), ("write", ["ROWS:(ROWS + 1)", "0:COLS"])],
+    }
