@@ -163,3 +163,11 @@ def test_a_store_of_a_tile_with_a_valid_shape_writes_its_valid_rows_only():
         "padded": [("read", ["block:(block + 8)", "0:COLS"]), ("write", ["block:(block + 8)", "0:COLS"])],
         "tail": [("read", ["ROWS:(ROWS + 1)", "0:COLS"]), ("write", ["ROWS:(ROWS + 1)", "0:COLS"])],
     }
+
+
+def test_notifies_chosen_by_a_scalar_argument_are_not_data():
+    triples, out = findings("scalar_peers")
+    # by_argument's peers follow `sub_rank`, which the caller passes: no D103; by_data's follow GM data
+    assert [t for t in triples if t[0] == "D103"] == [("D103", 36, 9)]
+    assert "the condition on line 34 depends on data" in next(d for d in out if d.code == "D103").message
+    assert triples == [("D103", 36, 9), ("D107", 23, 5), ("D107", 32, 5), ("D109", 32, 5)]
