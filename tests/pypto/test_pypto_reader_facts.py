@@ -171,3 +171,9 @@ def test_notifies_chosen_by_a_scalar_argument_are_not_data():
     assert [t for t in triples if t[0] == "D103"] == [("D103", 36, 9)]
     assert "the condition on line 34 depends on data" in next(d for d in out if d.code == "D103").message
     assert triples == [("D103", 36, 9), ("D107", 23, 5), ("D107", 32, 5), ("D109", 32, 5)]
+
+
+def test_a_window_of_a_produced_row_holds_at_most_its_width_of_finite_candidates():
+    triples, out = findings("chunked_topk")
+    assert triples == [("S301", 29, 9)]  # `whole` only; each 512-column window fits its runs
+    assert out[0].message.startswith("whole: the row may hold up to 1024 finite candidates")
