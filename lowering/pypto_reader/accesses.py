@@ -289,8 +289,8 @@ def _region_type(dtype: str, region: tuple[ir.Range, ...]) -> ir.Type:
 
 
 def _valid_extent(value: ir.Value) -> tuple[Expr, ...] | None:
-    """The extent a store of ``value`` writes when it carries a valid shape (``set_validshape``,
-    ``fillpad``): the valid rows and columns of the tile; None when it carries none."""
+    """The extent a store of ``value`` writes when it carries a valid shape (``set_validshape``):
+    the valid rows and columns of the tile; None when it carries none or is a ``fillpad``."""
     t = tile_type(value)
     if not isinstance(value, ir.CallV) or value.op not in ir.VALID_OPS or t is None or len(t.shape) < 2:
         return None

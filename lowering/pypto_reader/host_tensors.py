@@ -42,8 +42,8 @@ _LIKE_CTORS = (
 )
 # Functions of tensors whose result has the dtype and shape of their first tensor argument.
 _ELEMENTWISE = (
-    "abs neg exp log sqrt rsqrt sigmoid tanh relu softmax log_softmax sin cos clamp clip where_like "
-    "clone round floor ceil sign square reciprocal"
+    "abs neg exp log sqrt rsqrt sigmoid tanh relu softmax log_softmax sin cos clamp clip clone "
+    "round floor ceil sign square reciprocal"
 ).split()
 
 # Methods that return a tensor of the same shape and dtype (or the tensor itself, in place).
