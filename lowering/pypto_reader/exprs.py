@@ -849,10 +849,11 @@ class Evaluator:
         if path == "pl.dynamic":
             name = self.static(self.eval(node.args[0])) if node.args else None
             return self.dynamic_axis(str(name or "dyn"), node)
-        if short == "cast":
-            b = self.arguments(node, ["input", "target_type"])
-            if "input" in b and "target_type" in b:
-                return self.integer_cast(self.eval(b["input"]), self.eval(b["target_type"])) or UNKNOWN
+        if short in ("cast", "const"):  # pl.cast(i, pl.INDEX), pl.const(1, pl.INT32)
+            b = self.arguments(node, ["input", "target_type"] if short == "cast" else ["value", "dtype"])
+            value, dtype = b.get("input", b.get("value")), b.get("target_type", b.get("dtype"))
+            if value is not None and dtype is not None:
+                return self.integer_cast(self.eval(value), self.eval(dtype)) or UNKNOWN
         return UNKNOWN
 
     def integer_cast(self, value: Val, dtype: Val) -> IntVal | None:
