@@ -182,7 +182,7 @@ def test_a_window_of_a_produced_row_holds_at_most_its_width_of_finite_candidates
 def test_an_epoch_passed_as_pl_const_is_an_integer_threshold():
     triples, _ = findings("const_epoch")
     # the wait is modelled: its constant threshold on a counter that persists is D113's case
-    assert triples == [("D107", 12, 5), ("D113", 18, 17)]
+    assert triples == [("D107", 12, 5), ("D113", 20, 17)]
     (g,) = read_pypto(READER / "const_epoch" / "model.py").graphs
     assert [(s.kind, str(s.expected)) for s in g.task("arrive").signals] == [
         ("notify", "None"),
