@@ -1,4 +1,5 @@
-"""What every code generator shares: the jinja2 templates of a target and the identifier rule.
+"""What every code generator shares: the jinja2 templates of a target, the identifier rule, the
+name mangling, and the errors for what a target cannot express.
 
 Each target has a folder under ``codegen_templates/``; its environment renders without
 autoescaping (the output is code, not HTML) and fails on an undefined name. The content hash
@@ -14,12 +15,115 @@ from pathlib import Path
 
 import jinja2
 
+from lowering import body as ir
+
 TEMPLATES = Path(__file__).resolve().parents[2] / "codegen_templates"
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class UnsafeName(ValueError):
     """A name that must not reach generated code (the front end never produces one)."""
+
+
+class TargetLimit(ValueError):
+    """The layer uses something a target cannot express (a strided store PyPTO lacks, loops
+    nested deeper than CPython compiles). ``span`` is the construct in the source; the driver
+    reports it as a located E110 diagnostic naming the target and its limit."""
+
+    def __init__(self, message: str, span=None, target: str = ""):
+        super().__init__(message)
+        self.span = span
+        self.target = target
+
+
+# ---------------------------------------------------------------- name mangling
+# docs/naming.md is the user-facing description; keep the two in step.
+
+PLAIN_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*(_[A-Za-z0-9]+)*$")
+_ESCAPES = {"_": "_u", ".": "__", "[": "_b", "]": "_e"}
+_MANGLEABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\[\]]*$")
+
+
+def mangle(name: str, reserved: frozenset[str] | set[str] = frozenset()) -> str:
+    """The identifier a target writes for the source name ``name`` -- injective, so two source
+    names never share one generated name.
+
+    A *plain* name (a letter, then letters and digits in words joined by single underscores,
+    no leading, trailing or doubled underscore) that is not in ``reserved`` is written as it
+    is: ``hc_pre`` stays ``hc_pre``. Every other name is escaped character by character --
+    ``_`` -> ``_u``, ``.`` -> ``__``, ``[`` -> ``_b``, ``]`` -> ``_e``, letters and digits
+    unchanged -- and ends with one ``_``: ``stage.tmp`` -> ``stage__tmp_``, ``stage__tmp`` ->
+    ``stage_u_utmp_``, ``mm[3]`` -> ``mm_b3_e_``, a reserved ``in`` -> ``in_``.
+
+    Why it is injective: plain results never end with ``_`` and escaped ones always do, so the
+    two kinds never meet; among escaped results, every escape is two characters starting with
+    ``_`` (a prefix-free code), so the source name reads back uniquely. Generated helpers of a
+    target use names that start with ``_`` and do not end with one (``_o1``, ``_x_buf``),
+    which no mangled name is.
+    """
+    if not _MANGLEABLE.match(name):
+        raise UnsafeName(f"refusing to generate code for name {name!r}")
+    if PLAIN_NAME.match(name) and name not in reserved:
+        return name
+    return "".join(_ESCAPES.get(c, c) for c in name) + "_"
+
+
+def helper_name(of: str, what: str) -> str:
+    """The name of a target's helper for the source name ``of`` (``_x_buf``, the window
+    buffer of ``x``): ``_`` + mangled name + ``_`` + ``what`` (letters). It starts with ``_``
+    and does not end with one, so it is outside the image of :func:`mangle`; and it is
+    injective in ``of``."""
+    assert what.isalpha(), what
+    return f"_{mangle(of)}_{what}"
+
+
+# ---------------------------------------------------------------- generated Python
+
+#: CPython refuses a function with more than 20 statically nested blocks (loops, ``with``,
+#: ``try``): "too many statically nested blocks" (``CO_MAXBLOCKS``).
+PYTHON_MAX_BLOCKS = 20
+
+
+def check_block_nesting(
+    stmts: tuple, base: int, target: str, where: str, hidden_loops=None, limit: int = PYTHON_MAX_BLOCKS
+) -> None:
+    """Refuse, as a TargetLimit at the loop, a body whose generated Python would nest more than
+    ``limit`` blocks in one function. ``base`` blocks enclose the body in the target (``where``
+    says which); each ``for`` of the body is one more; ``hidden_loops(stmt)`` counts loops a
+    target writes for one statement (a ``pl.gather_row`` loop, say)."""
+    work = [(s, base) for s in reversed(stmts)]
+    while work:
+        s, depth = work.pop()
+        here = depth + 1 if isinstance(s, ir.ForS) else depth + (hidden_loops(s) if hidden_loops else 0)
+        if here > limit:
+            loops = here - base
+            raise TargetLimit(
+                f"the {target} target cannot nest this deep: {loops} nested loop(s) here{where} make "
+                f"{here} nested Python blocks, and CPython compiles at most {limit} in one function",
+                s.span,
+                target,
+            )
+        if isinstance(s, ir.ForS):
+            work.extend((c, here) for c in reversed(s.body))
+        elif isinstance(s, ir.IfS):
+            work.extend((c, depth) for c in reversed(s.then + s.orelse))
+
+
+def compile_python(text: str, filename: str, target: str) -> None:
+    """``compile()`` a generated module before it is written or imported: dslc never hands over
+    Python that does not compile. Failing here is a dslc bug (the targets refuse what they cannot
+    express first, as a located TargetLimit), reported as an internal error."""
+    try:
+        compile(text, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        where = f" at line {err.lineno}" if isinstance(err, SyntaxError) and err.lineno else ""
+        raise GeneratedCodeError(
+            f"the {target} target generated Python that does not compile{where}: {type(err).__name__}: {err}"
+        ) from err
+
+
+class GeneratedCodeError(RuntimeError):
+    """A generated module did not compile: a bug in a target, never the user's mistake."""
 
 
 def checked_name(name: str, pattern: re.Pattern = IDENTIFIER) -> str:

@@ -5,9 +5,12 @@ to the simulator, a plain read-modify-write ``+=`` yields between its read and i
 (another block may interleave there, as on the device). Parameters are folded to literals,
 so the module is specific to one parameter point; it is byte-identical for the same input.
 
-Nothing from the source reaches the output as code except names that match
-``IDENTIFIER`` (checked here, again, before rendering); tensor and task names appear only as
-``repr`` string literals, locals and loop variables with a ``v_`` prefix.
+Nothing from the source reaches the output as code except names, mangled injectively
+(``lowering.codegen.common.mangle``, docs/naming.md) behind a prefix per kind -- ``t_`` for a
+tensor, ``v_`` for a local or loop variable, ``s_`` for a runtime scalar -- so two source names
+never share a variable; tensor and task names otherwise appear only as ``repr`` string
+literals. The module is ``compile()``d before it is returned, and loops nested deeper than
+CPython compiles are refused first, as a located error (``TargetLimit``).
 
 The module also holds the layer's host guards (``guard cond, "message"``) as
 ``check_request(scalars) -> list[str]``, written by ``lowering.codegen.numpy.host``.
@@ -18,7 +21,16 @@ from __future__ import annotations
 import re
 
 from lowering import body as ir
-from lowering.codegen.common import IDENTIFIER, UnsafeName, checked_name, template_environment, template_hash
+from lowering.codegen.common import (
+    IDENTIFIER,
+    UnsafeName,
+    check_block_nesting,
+    checked_name,
+    compile_python,
+    mangle,
+    template_environment,
+    template_hash,
+)
 from lowering.codegen.numpy.host import guard_context
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
@@ -117,7 +129,7 @@ class _Kernel:
                 self.scalars.add(_checked(sym.name, IDENTIFIER))
                 return f"s_{sym.name}"
             if sym.kind in (LOOP, DYNAMIC):
-                return f"v_{_checked(sym.name, IDENTIFIER)}"
+                return f"v_{mangle(sym.name)}"
             raise UnsafeName(f"unbound symbol {sym.name!r} in generated code")
 
         return render(folded, name_of, python=True)
@@ -142,7 +154,7 @@ class _Kernel:
 
     def tensor_var(self, name: str) -> str:
         self.tensors.add(_checked(name))
-        return "t_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+        return "t_" + mangle(name)
 
     # ---------------------------------------------------------------- values
     def value(self, v: ir.Value) -> str:
@@ -161,10 +173,10 @@ class _Kernel:
                 "(" + ", ".join(self.int_code(i) for i in v.items) + ("," if len(v.items) == 1 else "") + ")"
             )
         if isinstance(v, ir.LocalV):
-            return f"v_{_checked(v.name, IDENTIFIER)}"
+            return f"v_{mangle(v.name)}"
         if isinstance(v, ir.LoadV):
             scalar = isinstance(v.type, ir.ScalarType)
-            base = f"v_{_checked(v.tensor, IDENTIFIER)}" if v.local else self.tensor_var(v.tensor)
+            base = f"v_{mangle(v.tensor)}" if v.local else self.tensor_var(v.tensor)
             return f"{base}[{self.index_code(v.region, keep_dims=not scalar)}]"
         if isinstance(v, ir.BinV):
             return self.binary(v)
@@ -261,7 +273,7 @@ class _Kernel:
             code = self.value(s.value)
             if isinstance(s.value, ir.LoadV) and isinstance(s.value.type, ir.TileType):
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
-            self.emit(depth, f"v_{_checked(s.name, IDENTIFIER)} = {code}")
+            self.emit(depth, f"v_{mangle(s.name)} = {code}")
         elif isinstance(s, ir.StoreS):
             region = self.index_code(s.region, keep_dims=True)
             target = self.tensor_var(s.tensor) if s.mode != "atomic" else ""
@@ -294,7 +306,7 @@ class _Kernel:
                 value = self.store_value(s.tensor, s.value)
                 self.emit(depth, f"ctx.peer({s.tensor!r}, {peer})[{region}] = {value}")
         elif isinstance(s, ir.ForS):
-            var = f"v_{_checked(s.var, IDENTIFIER)}"
+            var = f"v_{mangle(s.var)}"
             bounds = ", ".join(self.int_code(e) for e in (s.start, s.stop, s.step))
             self.emit(depth, f"for {var} in range({bounds}):")
             self.stmts(s.body, depth + 1)
@@ -416,6 +428,7 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
             prev[e.dst].append(index[e.src])
     kernels, tasks, scalars = [], [], set(graph.scalars)
     for i, task in enumerate(graph.tasks):
+        check_block_nesting(task.body, 0, "numpy", " (each a Python `for` in the task's kernel)")
         k = _Kernel(graph, task, env)
         k.stmts(task.body, 1)
         kernels.append(
@@ -479,9 +492,12 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
 
 
 def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
+    """The NumPy module of ``graph``; a TargetLimit (located) for what it cannot express."""
     env = template_environment("numpy")
     env.filters["pyrepr"] = repr
-    return env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version))
+    text = env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version))
+    compile_python(text, f"<numpy module of {graph.name}>", "numpy")
+    return text
 
 
 def content_hash(*parts: str) -> str:

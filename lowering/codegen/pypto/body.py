@@ -14,8 +14,10 @@ from __future__ import annotations
 
 from lowering import body as ir
 from lowering.codegen.pypto.text import (
+    EMITTED,
     INDENT,
     LINE_LENGTH,
+    RESERVED,
     Cat,
     Doc,
     Group,
@@ -30,7 +32,7 @@ from lowering.codegen.pypto.text import (
     symbol_namer,
 )
 from lowering.codegen.pypto.values import ValueWriter, dtype_name
-from lowering.symbolic import LOOP, Bin, Const, Expr, Sym, difference
+from lowering.symbolic import Bin, Const, Expr, Sym, difference
 
 CUBE_OPS = frozenset({"matmul", "matmul_acc"})
 NO_UNIT_OPS = frozenset({"zeros", "full", "read", "valid", "min", "max", "cdiv"})
@@ -65,9 +67,12 @@ def body_units(stmts: tuple[ir.Stmt, ...]) -> set[str]:
 class BodyWriter(ValueWriter):
     """Renders the statements of one task at a given indentation depth."""
 
-    def __init__(self, tensors: dict, ranks_text: str, core: str, used: set[str]):
+    def __init__(
+        self, tensors: dict, ranks_text: str, core: str, used: set[str], reserved: frozenset[str] = RESERVED
+    ):
         self.tensors = tensors
-        self.name_of = symbol_namer(ranks_text)
+        self.reserved = reserved
+        self.name_of = symbol_namer(ranks_text, reserved)
         self.core = core
         self.lines: list[str] = []
         self.pre: list[tuple[Doc, int]] = []  # lines to put before the statement (doc, extra depth)
@@ -78,6 +83,9 @@ class BodyWriter(ValueWriter):
         self.read_names: set[str] = set()
 
     # ---------------------------------------------------------------- helpers
+    def py(self, name: str) -> str:
+        return py_name(name, self.reserved)
+
     def fresh(self, prefix: str) -> str:
         while True:
             self.temp += 1
@@ -102,9 +110,9 @@ class BodyWriter(ValueWriter):
         if len(text) > HOIST_LINE and isinstance(e, Bin):
             a, b = e.a, e.b
             if len(int_text(a, self._name)) > HOIST_LINE // 2:
-                a = Sym(self.hoist(a), LOOP)
+                a = Sym(self.hoist(a), EMITTED)
             if len(int_text(b, self._name)) > HOIST_LINE // 2:
-                b = Sym(self.hoist(b), LOOP)
+                b = Sym(self.hoist(b), EMITTED)
             body = int_text(Bin(e.op, a, b), self._name)
         else:
             body = text
@@ -119,7 +127,7 @@ class BodyWriter(ValueWriter):
         return text
 
     def tensor(self, name: str) -> str:
-        return py_name(name)
+        return self.py(name)
 
     def shape(self, name: str) -> tuple[Expr, ...] | None:
         t = self.tensors.get(name)
@@ -181,7 +189,7 @@ class BodyWriter(ValueWriter):
     def stmt(self, s: ir.Stmt, depth: int) -> None:
         if isinstance(s, ir.LetS | ir.AssignS):
             unused = "  # noqa: F841" if s.name not in self.read_names else ""
-            self.emit(Cat([f"{py_name(s.name)} = ", self.value(s.value), unused]), depth)
+            self.emit(Cat([f"{self.py(s.name)} = ", self.value(s.value), unused]), depth)
         elif isinstance(s, ir.StoreS):
             self.store(s, depth)
         elif isinstance(s, ir.RemoteStoreS):
@@ -206,7 +214,7 @@ class BodyWriter(ValueWriter):
             else:
                 head = call("pl.range", *args)
             unused = "  # noqa: B007" if s.var not in self.read_names else ""
-            self.emit(Cat([f"for {py_name(s.var)} in ", head, ":", unused]), depth)
+            self.emit(Cat([f"for {self.py(s.var)} in ", head, ":", unused]), depth)
             self.stmts(s.body, depth + 1)
         elif isinstance(s, ir.IfS):
             cond = self.condition(s.cond)

@@ -15,40 +15,53 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lowering.codegen.common import IDENTIFIER
+from lowering.codegen.common import IDENTIFIER, TargetLimit, UnsafeName, mangle
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Bin, Const, Expr, Sym
 
 LINE_LENGTH = 110
 INDENT = "    "
 
-# Names the generated module defines or imports itself; a DSL name equal to one is renamed.
+# Names the generated module defines or imports itself, and Python's keywords: a DSL name
+# equal to one is escaped by ``mangle`` (``in`` -> ``in_``). The functions named after the
+# layer (``<layer>_test``, ``l3_<layer>``, ...) are added per module (``module_reserved``).
 RESERVED = frozenset(
     {
         "pl", "pld", "argparse", "golden", "torch", "sys", "np", "numpy", "importlib", "os",
         "block", "my_rank", "float", "int", "range", "min", "max", "len", "print", "abs", "list",
         "tuple", "dict", "set", "str", "bool", "type", "object", "self", "args", "parser", "result",
-        "build_tensor_specs", "main", "specs", "tensors", "params", "l", "I", "O",
+        "build_tensor_specs", "main", "specs", "tensors", "params", "l", "I", "O", "r", "GOLDEN",
+        "TensorSpec", "Path",
     }
+    | set(keyword.kwlist)
+    | set(keyword.softkwlist)
 )  # fmt: skip
 
 
-class UnsupportedForPyPTO(ValueError):
+class UnsupportedForPyPTO(TargetLimit):
     """The layer uses something PyPTO cannot express (a strided store, an op it lacks)."""
 
+    def __init__(self, message: str, span=None):
+        super().__init__(message, span, "pypto")
 
-def py_name(name: str) -> str:
-    """A Python identifier for a DSL name: ``dispatch.x`` -> ``dispatch__x``; reserved -> ``x_``."""
-    out = name.replace(".", "__")
-    if not IDENTIFIER.match(out):
-        raise UnsupportedForPyPTO(f"refusing to generate code for name {name!r}")
-    if keyword.iskeyword(out) or keyword.issoftkeyword(out) or out in RESERVED:
-        out += "_"
-    return out
+
+def py_name(name: str, reserved: frozenset[str] = RESERVED) -> str:
+    """The Python identifier of a DSL name (``lowering.codegen.common.mangle``, injective):
+    ``dispatch.x`` -> ``dispatch__x_``, a reserved ``in`` -> ``in_``, ``hc_pre`` unchanged."""
+    try:
+        return mangle(name, reserved)
+    except UnsafeName as err:
+        raise UnsupportedForPyPTO(str(err)) from None
+
+
+def module_reserved(layer: str) -> frozenset[str]:
+    """RESERVED plus the module's functions named after the layer (whose name is ``layer``)."""
+    return RESERVED | {layer, f"{layer}_test", f"l3_{layer}", f"golden_{layer}"}
 
 
 def hint_name(name: str) -> str:
-    """A ``name_hint`` (a valid identifier) for a task base name."""
-    return py_name(name).rstrip("_") or "task"
+    """A ``name_hint`` (a string naming the task for the runtime and the reader) for a task base
+    name: the mangled name, so two tasks never share a hint."""
+    return py_name(name, frozenset())
 
 
 def py_str(s: str) -> str:
@@ -141,10 +154,17 @@ def slice_text(start: str | None, stop: str | None, step: str | None = None) -> 
     return text
 
 
-def symbol_namer(ranks_text: str) -> Callable[[Sym], str]:
+#: The kind of a symbol the emitter made itself (a hoisted ``_o1``, a loop variable): its name is
+#: already the emitted one and is not mangled again.
+EMITTED = "emitted"
+
+
+def symbol_namer(ranks_text: str, reserved: frozenset[str] = RESERVED) -> Callable[[Sym], str]:
     """How a symbol is named in emitted code; the rank count is spelled ``ranks_text``."""
 
     def name_of(s: Sym) -> str:
+        if s.kind == EMITTED:
+            return s.name
         if s.kind == BLOCK:
             return "block"
         if s.kind == RANK:
@@ -154,7 +174,7 @@ def symbol_namer(ranks_text: str) -> Callable[[Sym], str]:
         if s.kind in (PARAM, "const", SCALAR, LOOP, DYNAMIC):
             if s.name.startswith("data@"):
                 raise UnsupportedForPyPTO(f"a data-dependent value {s.name!r} cannot be named")
-            return py_name(s.name)
+            return py_name(s.name, reserved)
         raise UnsupportedForPyPTO(f"unknown symbol {s.name!r}")
 
     return name_of

@@ -21,7 +21,6 @@ from lowering.codegen.pypto.text import (
     flat,
     lst,
     py_float,
-    py_name,
 )
 from lowering.symbolic import Const
 
@@ -77,9 +76,9 @@ class ValueWriter:
         if isinstance(v, ir.ListV):
             return lst([self.int(i, hoist=True) for i in v.items])
         if isinstance(v, ir.LocalV):
-            return py_name(v.name)
+            return self.py(v.name)
         if isinstance(v, ir.LoadV):
-            base = py_name(v.tensor) if v.local else self.tensor(v.tensor)
+            base = self.py(v.tensor) if v.local else self.tensor(v.tensor)
             dims = self.region_items(v.region, None if v.local else self.shape(v.tensor))
             if len(dims) < 2:
                 return f"{base}[{', '.join(dims)}]"
@@ -155,11 +154,11 @@ class ValueWriter:
             return call("pl.mrgsort", self.value(args[0]), block_len=self.value(args[1]))
         if op == "topk_pairs":
             s = args[0]
-            name = s.name if isinstance(s, ir.LocalV) else self.bind_temp(s)
+            name = self.py(s.name) if isinstance(s, ir.LocalV) else self.bind_temp(s)
             k = args[1]
             width = self.int(k.expr) if isinstance(k, ir.IntV) else flat(self.value(k))
             width = f"2 * {width}" if width.replace("_", "").isalnum() else f"2 * ({width})"
-            return f"{py_name(name)}[:, 0 : {width}]"
+            return f"{name}[:, 0 : {width}]"
         if op in ("even_lanes", "odd_lanes"):
             pattern = "pl.tile.MaskPattern.P0101" if op == "even_lanes" else "pl.tile.MaskPattern.P1010"
             kw: dict[str, Doc] = {"mask_pattern": pattern}
@@ -178,7 +177,7 @@ class ValueWriter:
         if op == "read":
             load = args[0]
             assert isinstance(load, ir.LoadV)
-            base = py_name(load.tensor) if load.local else self.tensor(load.tensor)
+            base = self.py(load.tensor) if load.local else self.tensor(load.tensor)
             return call("pl.read", base, lst([self.int(r.start, hoist=True) for r in load.region]))
         if op in ("min", "max"):
             return call(f"pl.{op}", *(self.value(a) for a in args))
@@ -207,22 +206,22 @@ class ValueWriter:
         return call("pl.recip", call("pl.add", call("pl.exp", call("pl.neg", x)), "1.0"))
 
     def pad(self, v: ir.Value) -> str:
-        """PyPTO pads with the dtype's minimum, maximum or zero: a negative sentinel (-inf, -1)
-        is the minimum, a positive one the maximum."""
-        if isinstance(v, ir.CallV) and v.op == "neg" and isinstance(v.args[0], ir.FloatV | ir.IntV):
-            return "pl.PadValue.min"
-        if isinstance(v, ir.FloatV):
-            return (
-                "pl.PadValue.zero"
-                if v.value == 0
-                else "pl.PadValue.max"
-                if v.value > 0
-                else "pl.PadValue.min"
-            )
-        if isinstance(v, ir.IntV) and isinstance(v.expr, Const):
-            x = v.expr.value
-            return "pl.PadValue.zero" if x == 0 else "pl.PadValue.max" if x > 0 else "pl.PadValue.min"
-        raise UnsupportedForPyPTO("fillpad pads with a constant in PyPTO")
+        """The ``pad_value`` of a fillpad: ``pl.PadValue.zero`` for 0, ``.max``/``.min`` for
+        +-inf (a float's maximum and minimum), and the constant itself otherwise (PyPTO takes an
+        int or a float): ``-1`` stays -1, never the dtype's minimum."""
+        negative = isinstance(v, ir.CallV) and v.op == "neg" and isinstance(v.args[0], ir.FloatV | ir.IntV)
+        inner = v.args[0] if negative else v  # type: ignore[union-attr]
+        if isinstance(inner, ir.FloatV):
+            x = -inner.value if negative else inner.value
+        elif isinstance(inner, ir.IntV) and isinstance(inner.expr, Const):
+            x = -inner.expr.value if negative else inner.expr.value
+        else:
+            raise UnsupportedForPyPTO("fillpad pads with a constant in PyPTO")
+        if x == 0:
+            return "pl.PadValue.zero"
+        if isinstance(x, float) and math.isinf(x):
+            return "pl.PadValue.max" if x > 0 else "pl.PadValue.min"
+        return py_float(x) if isinstance(x, float) else str(x)
 
     def valid(self, v: ir.CallV) -> Doc:
         ints = [a for a in v.args[1:]]
