@@ -49,6 +49,7 @@ def test_run_exits_3_on_deadlock_and_names_the_cycle(capsys):
             "3",
             "--seed",
             "2",
+            "--no-lint",
         ]
     )
     out = capsys.readouterr().out
