@@ -22,7 +22,7 @@ from dsl.driver.cli_pypto import PY_SUFFIX, is_pypto_candidate
 from dsl.driver.cli_run import add_parsers as add_run_parsers
 from dsl.driver.cli_run import cmd_compile, cmd_run
 from dsl.driver.report import FORMATS, describe_code, format_findings
-from dsl.driver.session import Session, UsageError, lint_config, lint_file
+from dsl.driver.session import Session, UsageError, lint_config, lint_file, write_error
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules
 from lowering.checks.rule import PRESETS
@@ -215,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             print(render(d, sources))
         return EXIT_ERROR
     except WriteError as err:
-        d = diag("E107", Span.whole_file(err.path), err.reason)
-        print(render(d, SourceCache()), file=sys.stderr)
+        print(render(write_error(err), SourceCache()), file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:  # `dslc explain X | head`: the reader left; not an error of ours
         sys.stderr.close()

@@ -1,20 +1,20 @@
 """``dslc fix FILE...``: print the unified diff of the provable rewrites; ``--write`` applies
 them through ``runtime.files.write_text`` (atomic, mode, owner and links kept, a read-only
-file or one changed since it was read refused). Exit 0 when nothing is left to fix (or it was written), 1 when a diff was
-shown without ``--write``, 2 on errors."""
+file or one changed since it was read refused, E107, and the other files fixed). Exit 0 when
+nothing is left to fix (or it was written), 1 when a diff was shown without ``--write``, 2 on
+errors."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from dsl.codes import diag
 from dsl.driver import fix
+from dsl.driver.session import write_error
 from dsl.frontend import UTF8_BOM, compile_text, decode_source, read_source_bytes
 from dsl.render import render
 from lowering.checks import run_rules
 from lowering.checks.rule import CheckContext
-from lowering.source import Span
 from runtime.files import Snapshot, WriteError, write_text
 
 
@@ -59,10 +59,7 @@ def cmd_fix(session) -> int:
             try:
                 write_text(path, bom + new, expected=Snapshot.of_bytes(path, data))
             except WriteError as err:  # report it and go on with the other files
-                print(
-                    render(diag("E107", Span.whole_file(err.path), err.reason), session.sources),
-                    file=sys.stderr,
-                )
+                print(render(write_error(err), session.sources), file=sys.stderr)
                 failed = True
                 continue
             print(f"fixed {path}")

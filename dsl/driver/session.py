@@ -11,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+from dsl.codes import diag
 from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, lint_pypto_file
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
 from dsl.driver.report import FORMATS
@@ -20,11 +21,17 @@ from lowering.checks import all_rules, run_rules
 from lowering.checks.rule import CheckContext
 from lowering.checks.suppressions import apply_suppressions
 from lowering.ir import Graph
-from lowering.source import CompileError, Diagnostic, Severity
+from lowering.source import CompileError, Diagnostic, Severity, Span
+from runtime.files import WriteError
 
 
 class UsageError(Exception):
     pass
+
+
+def write_error(err: WriteError) -> Diagnostic:
+    """E107 for a file that could not be written, at that file."""
+    return diag("E107", Span.whole_file(err.path), err.reason)
 
 
 def _set_option(text: str) -> tuple[str, int]:
