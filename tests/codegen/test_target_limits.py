@@ -104,3 +104,15 @@ def test_a_generated_code_error_is_an_internal_error_that_says_how_to_report_it(
     err = capsys.readouterr().err
     assert "dslc: internal error: GeneratedCodeError: the numpy target generated Python" in err
     assert "Please report it to the dslc maintainers" in err
+
+
+def test_what_pypto_cannot_express_is_e110_at_the_task(tmp_path, capsys):
+    path = tmp_path / "core.dsl"
+    path.write_text(
+        "layer s(N = 16) {\n  input x: f32[N, 16]\n  output y: f32[N, 16]\n"
+        "  task t on aic {\n    y[:, :] = x[:, :]\n  }\n}\n"
+    )
+    assert main(["compile", str(path), "--target", "pypto", "-o", str(tmp_path / "out")]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith(f"{path}:4:3: E110 layer s: task t runs on aic but its ops make a PyPTO kernel aiv")
+    assert not (tmp_path / "out").exists()

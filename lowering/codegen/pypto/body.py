@@ -184,7 +184,12 @@ class BodyWriter(ValueWriter):
         if not body:
             self.emit("pass", depth)
         for s in body:
-            self.stmt(s, depth)
+            try:
+                self.stmt(s, depth)
+            except UnsupportedForPyPTO as err:
+                if err.span is None:  # located at the innermost statement that PyPTO cannot write
+                    err.span = s.span
+                raise
 
     def stmt(self, s: ir.Stmt, depth: int) -> None:
         if isinstance(s, ir.LetS | ir.AssignS):

@@ -255,12 +255,17 @@ class _Emitter(HostParts):
             _hidden_loops,
         )
         writer = BodyWriter(self.graph.tensors, self.ranks_text, task.core, self.used, self.reserved)
-        writer.start(task.body)
-        writer.stmts(task.body, depth + 1)
+        try:
+            writer.start(task.body)
+            writer.stmts(task.body, depth + 1)
+            head = self.scope(task, writer, deps, bind)
+        except UnsupportedForPyPTO as err:
+            err.span = err.span or task.header_span  # the statement, else the task
+            raise
         body = writer.lines
         if writer.uses_block:
             body = ["    " * (depth + 1) + "block = pl.tile.get_block_idx()", *body]
-        lines.extend(layout(self.scope(task, writer, deps, bind), depth))
+        lines.extend(layout(head, depth))
         lines.extend(body)
         return lines
 
