@@ -102,15 +102,33 @@ def argument_tags(graph: Graph) -> dict[str, dict[str, str]]:
     assumed, as in ``pl.parallel``); in a ``range`` loop R-seq promotes them anyway.
     """
     env = graph.env()
-    writers: dict[str, set[str]] = {}  # tensor -> bases of the task statements that wrote it
+    writers: dict[str, set[str]] = {}  # buffer -> bases of the task statements that wrote it
     tags: dict[str, dict[str, str]] = {}
     for task in graph.tasks:
         fps = _footprints(graph, task, env)
         tags[task.name] = {fp.tensor: _tag(graph, task, fp, writers) for fp in fps}
         for fp in fps:
             if fp.writes:
-                writers.setdefault(fp.tensor, set()).add(task.base)
+                writers.setdefault(base_buffer(graph, fp.tensor)[0], set()).add(task.base)
     return tags
+
+
+def base_buffer(graph: Graph, name: str) -> tuple[str, int]:
+    """The buffer a tensor's bytes belong to, and the byte offset of its element 0 there.
+
+    A PyPTO ``reshape``/view names bytes of another tensor (``Tensor.view_of``); the runtime's
+    tensor map keys every argument by its base address, so accesses through different views of
+    one buffer meet there (runtime-model.md §1.4). A layer written in dslc has no views.
+    """
+    tensor = graph.tensors[name]
+    if tensor.view_of is None:
+        return name, 0
+    offset, seen = 0, set()
+    while tensor.view_of is not None and tensor.name not in seen and tensor.view_of in graph.tensors:
+        seen.add(tensor.name)
+        offset += tensor.view_offset
+        tensor = graph.tensors[tensor.view_of]
+    return tensor.name, offset
 
 
 def _tag(graph: Graph, task: Task, fp: Footprint, writers: dict[str, set[str]]) -> str:
@@ -121,10 +139,15 @@ def _tag(graph: Graph, task: Task, fp: Footprint, writers: dict[str, set[str]]) 
         return INPUT if declared == "in" else INOUT
     if fp.reads and declared is None:
         return INOUT if fp.writes else INPUT
-    earlier = writers.get(fp.tensor, ())
+    earlier = writers.get(base_buffer(graph, fp.tensor)[0], ())
     prior = any(base != task.base for base in earlier)
     promoted = task.in_sequential_loop or prior or graph.tensors[fp.tensor].kind == "inout"
     return INOUT if promoted else OUTPUT_EXISTING
+
+
+def task_footprints_cached(graph: Graph, task: Task, env: dict[str, int]) -> list[Footprint]:
+    """The footprints edge inference computed for ``task`` (one per tensor, at this point)."""
+    return _footprints(graph, task, env)
 
 
 def _footprints(graph: Graph, task: Task, env: dict[str, int]) -> list[Footprint]:
@@ -172,35 +195,44 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
             registrations = []
             for fp in fps:
                 tensor = graph.tensors[fp.tensor]
+                span = None
                 if tensor.manual_dep:
                     continue
                 tag = tags[task.name][fp.tensor]
                 if tag == NO_DEP:
                     continue
-                tmap = maps.get(fp.tensor)
+                buffer, offset = base_buffer(graph, fp.tensor)
+                lo, hi = fp.byte_lo + offset, fp.byte_hi + offset
+                tmap = maps.get(buffer)
                 if tmap is None:
-                    tmap = maps[fp.tensor] = _TensorMap()
+                    tmap = maps[buffer] = _TensorMap()
                 if tag in (INPUT, INOUT):
                     kind = "raw" if fp.reads else "waw"
-                    for entry in tmap.overlapping(fp.byte_lo, fp.byte_hi):
+                    for entry in tmap.overlapping(lo, hi):
                         key = (entry.task, fp.tensor)
                         if entry.round == 0 and key not in found:
+                            written = entry.footprint
+                            region = (
+                                written.text()
+                                if written.tensor == fp.tensor
+                                else f" (written as {written.tensor}{written.text()})"
+                            )
+                            if span is None:
+                                span = _access_span(task, fp.tensor)
                             found[key] = Edge(
                                 entry.task,
                                 task.name,
                                 kind,
-                                _access_span(task, fp.tensor),
+                                span,
                                 fp.tensor,
-                                entry.footprint.text(),
+                                region,
                                 fp.anchor_only,
                             )
-                        if tag == INOUT and fp.byte_lo <= entry.lo and entry.hi <= fp.byte_hi:
+                        if tag == INOUT and lo <= entry.lo and entry.hi <= hi:
                             tmap.remove(entry)
                 if tag in (INOUT, OUTPUT_EXISTING):
                     seq += 1
-                    registrations.append(
-                        (tmap, _Entry(task.name, fp.byte_lo, fp.byte_hi, fp, seq, round_index))
-                    )
+                    registrations.append((tmap, _Entry(task.name, lo, hi, fp, seq, round_index)))
             out.extend(found.values())
             for tmap, entry in registrations:
                 tmap.register(entry)

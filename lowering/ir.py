@@ -166,6 +166,9 @@ class Tensor:
     # graphs read from PyPTO set these; rule R502 checks accesses through two views.
     view_of: str | None = None
     view_offset: int = 0
+    # The value a PyPTO ``pl.create_tensor(..., init_value=v)`` fills the buffer with when it is
+    # created (before any task that uses it); None: not initialised.
+    init_value: float | None = None
 
     @property
     def itemsize(self) -> int:
@@ -294,7 +297,7 @@ class Task:
 EDGE_KINDS = ("explicit", "raw", "waw", "creator")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     src: str
     dst: str

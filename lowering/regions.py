@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from lowering.ir import Access, Loop, Tensor
 from lowering.symbolic import Const, EvalError, Interval, bounds, evaluate
@@ -29,6 +30,10 @@ class Footprint:
     anchor_only: bool  # every read is an anchor read
 
     def text(self) -> str:
+        return self._text
+
+    @cached_property
+    def _text(self) -> str:  # one footprint is the producer side of many edges
         return "[" + ", ".join(f"{lo}:{hi + 1}" for lo, hi in self.box) + "]"
 
 

@@ -336,6 +336,12 @@ def simplify(expr: Expr) -> Expr:
 
 
 def difference(stop: Expr, start: Expr) -> Expr:
+    """``stop - start``, simplified; ``(a + n) - a`` (how regions are written) takes no algebra."""
     if isinstance(stop, Const) and isinstance(start, Const):
         return Const(stop.value - start.value)
+    if isinstance(stop, Bin) and stop.op == "+":
+        if stop.a == start:
+            return stop.b
+        if stop.b == start:
+            return stop.a
     return simplify(binop("-", stop, start))

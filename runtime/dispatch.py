@@ -42,6 +42,7 @@ class DispatchMixin:
     policy: Policy
     roles: list[int]
     now: int
+    new_block: type[Block]
 
     def _start(self, b: Block) -> None:  # pragma: no cover - provided by Engine
         raise NotImplementedError
@@ -187,7 +188,7 @@ class DispatchMixin:
 
     def _place(self, rs: RankState, inst: TaskInst, target: Core | tuple[Core, ...], gated: bool) -> None:
         cores = target if target.__class__ is tuple else (target,)
-        b = Block(inst, inst.next_block, cores, self.now, gated)
+        b = self.new_block(inst, inst.next_block, cores, self.now, gated)
         inst.next_block += 1
         inst.blocks.append(b)
         for c in cores:

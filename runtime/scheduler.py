@@ -23,6 +23,13 @@ completes).  A consumer becomes ready at the time its last producer completes.
 Early candidates (§1.7): every direct producer complete or (flagged ``early_resolve`` and fully
 published, i.e. all its blocks placed); no predicate; at most ``early_capacity`` unstaged
 candidate blocks per shape queue - a candidate that does not fit waits for normal readiness.
+
+Choice points (``runtime.decisions``).  Which core a block takes, which cores a cohort takes and
+in which order released consumers enter their queues are asked of ``self.policy``; which block
+steps next comes from the event heap.  An engine built with a *decider* runs untimed instead:
+every block whose next step may run is in ``self.runnable`` and the decider picks one
+(``advance``), one unit of logical time per step - how ``dslc run --replay`` and ``dslc
+verify`` drive the same rules.  ``record=True`` wraps the policy so its answers are kept.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from collections.abc import Callable
 from typing import Any
 
 from runtime import watchdog
+from runtime.decisions import Decider, RecordingPolicy, block_order
 from runtime.dispatch import DispatchMixin
 from runtime.machine import BARRIER, DONE, PLACED, RUN, SPIN, WAKE, Block, RankState, TaskInst
 from runtime.memory import BARRIER as BARRIER_MARK
@@ -65,14 +73,29 @@ class Engine(DispatchMixin):
         early_capacity: int,
         max_block_steps: int,
         on_round_done: Callable[[int], None] | None = None,
+        decider: Decider | None = None,
+        record: bool = False,
+        round_scalars: tuple[str, ...] = ("epoch",),
     ) -> None:
         self.program = program
         specs = program.tasks
         self.roles = [static_role(s.kernel, s.notifier, s.waiter) for s in specs]
         self.seed = seed
-        self.policy = make_policy(policy, seed, self.roles)
-        self.fifo = policy == "fifo"
+        #: Untimed engines (driven by a decider: replay, the explorer) pick the next block to
+        #: step at a choice point; timed ones take it from the event heap.
+        self.timed = decider is None
+        self.recorder: RecordingPolicy | None = None
+        if decider is not None:
+            self.policy: Any = decider
+        else:
+            self.policy = make_policy(policy, seed, self.roles)
+            if record:
+                self.policy = self.recorder = RecordingPolicy(self.policy)
+        self.fifo = policy == "fifo" and decider is None and not record
         self.racy = self.policy.racy_advisory
+        self.runnable: dict[Block, None] = {}  # untimed: blocks whose next step may run now
+        self.context_class = BlockContext  # the explorer substitutes one that observes accesses
+        self.new_block = Block  # and one that reuses a block's record across schedules
         self.nranks = len(mems)
         self.ranks = [RankState(r, n_aic, n_threads) for r in range(self.nranks)]
         self.mems = mems
@@ -101,6 +124,7 @@ class Engine(DispatchMixin):
         self.insts: list[TaskInst] = []
         self.n_complete = 0
         self.round_left = [self.nranks * len(specs)] * rounds
+        self.round_scalars = round_scalars
         self._build(specs, scalars)
 
     # ------------------------------------------------------------------ setup
@@ -109,8 +133,9 @@ class Engine(DispatchMixin):
         prev: list[list[TaskInst]] = []
         for rnd in range(self.rounds):
             sc = dict(scalars)
-            if "epoch" in self.program.scalars:
-                sc["epoch"] = rnd + 1
+            for name in self.round_scalars:  # epoch-like scalars count the rounds from 1
+                if name in self.program.scalars:
+                    sc[name] = rnd + 1
             cur = []
             for r in range(self.nranks):
                 mem = self.mems[r].for_round(sc)
@@ -170,15 +195,17 @@ class Engine(DispatchMixin):
         )
 
     def _run(self) -> bool:
-        for inst in self.insts:
-            if inst.n_incomplete == 0:
-                self._make_ready(inst)
-        self._settle()
+        self.begin()
+        if not self.timed:
+            return self._run_untimed()
         heap = self.heap
         pop = heapq.heappop
+        recorder = self.recorder
         while True:
             while heap:
                 t, _, _, b = pop(heap)
+                if recorder is not None:
+                    recorder.record_step([e[3] for e in heap] + [b], b)
                 self.now = t
                 self._step(b)
                 self._settle()
@@ -187,6 +214,40 @@ class Engine(DispatchMixin):
             if not self._rewake():
                 return False
             self._settle()
+
+    def begin(self) -> None:
+        """Submit every round: release the tasks without producers and dispatch them."""
+        for inst in self.insts:
+            if inst.n_incomplete == 0:
+                self._make_ready(inst)
+        self._settle()
+
+    def _run_untimed(self) -> bool:
+        while True:
+            while self.runnable:
+                self.advance(self.policy.pick_step(self.runnable_blocks()))
+            if self.n_complete == len(self.insts):
+                return True
+            if not self.rewake():
+                return False
+
+    def runnable_blocks(self) -> list[Block]:
+        """Untimed: the blocks that may step now, in canonical order (the ``step`` options)."""
+        return sorted(self.runnable, key=block_order)
+
+    def advance(self, b: Block) -> None:
+        """Untimed: step ``b`` (one unit of logical time) and settle the consequences."""
+        del self.runnable[b]
+        self.now += 1
+        self._step(b)
+        self._settle()
+
+    def rewake(self) -> bool:
+        """Nothing is runnable: wake spinners whose cell holds after all, and settle."""
+        if not self._rewake():
+            return False
+        self._settle()
+        return True
 
     def _settle(self) -> None:
         ranks = self.ranks
@@ -226,6 +287,9 @@ class Engine(DispatchMixin):
     # ------------------------------------------------------------------ block execution
 
     def _push(self, t: int, b: Block) -> None:
+        if not self.timed:
+            self.runnable[b] = None
+            return
         key = 0.0 if self.fifo else self.policy.event_key(b.inst.si)
         heapq.heappush(self.heap, (t, key, next(self.seq), b))
 
@@ -233,7 +297,7 @@ class Engine(DispatchMixin):
         b.start = self.now
         b.state = RUN
         cost = b.inst.spec.cost
-        if not self.fifo:
+        if not self.fifo and self.timed:
             cost += self.policy.extra_delay(b.inst.si, cost)
         self._push(self.now + cost, b)
 
@@ -255,7 +319,7 @@ class Engine(DispatchMixin):
         gen = b.gen
         if gen is None:
             spec = inst.spec
-            b.ctx = ctx = BlockContext(
+            b.ctx = ctx = self.context_class(
                 b.index,
                 inst.nblocks,
                 inst.rank,

@@ -27,6 +27,7 @@ class DeadlockError(SimulatorError):
     def __init__(self, report: DeadlockReport) -> None:
         super().__init__(report.render())
         self.report = report
+        self.decisions: list | None = None  # the run's choices, when it was recorded or replayed
 
 
 class SimulationTimeout(SimulatorError):

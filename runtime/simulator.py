@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from runtime.deadlock import build_report
+from runtime.decisions import Decision, ScheduleMismatch, ScriptedDecider
 from runtime.memory import build_memory
 from runtime.policies import POLICIES
 from runtime.program import OUTPUT_KINDS, Program
@@ -88,6 +89,7 @@ class RunResult:
     schedule: list[BlockRecord] = field(default_factory=list)
     trace_path: Path | None = None
     steps: int = 0  # kernel resumptions
+    decisions: list[Decision] | None = None  # the choices made, when recorded or replayed
 
 
 def _resolve_cores(cores: tuple[int, int] | str, sched_threads: int | None) -> tuple[int, int]:
@@ -111,7 +113,8 @@ def _resolve_cores(cores: tuple[int, int] | str, sched_threads: int | None) -> t
     return n_aic, threads
 
 
-def _check_cohorts(program: Program, n_aic: int) -> None:
+def check_cohorts(program: Program, n_aic: int) -> None:
+    """Refuse a ``sync_start`` grid larger than the cores of its shape (before anything runs)."""
     caps = {"aic": (n_aic, "AIC cores"), "aiv": (2 * n_aic, "AIV cores"), "mix": (n_aic, "clusters")}
     for t in program.tasks:
         cap, unit = caps[t.shape]
@@ -119,13 +122,17 @@ def _check_cohorts(program: Program, n_aic: int) -> None:
             raise CohortTooLargeError(t.name, int(t.blocks), cap, unit)
 
 
-def _check_scalars(program: Program, scalars: dict[str, Any]) -> None:
+def check_scalars(
+    program: Program, scalars: dict[str, Any], round_scalars: tuple[str, ...] = ("epoch",)
+) -> None:
+    """Every runtime scalar given, none unknown, and none of the ones the rounds set."""
     unknown = set(scalars) - set(program.scalars)
     if unknown:
         raise ValueError(f"scalars {sorted(unknown)} are not declared by program {program.name!r}")
-    if "epoch" in scalars:
-        raise ValueError("'epoch' is set by the simulator to round + 1; do not pass it")
-    missing = [s for s in program.scalars if s != "epoch" and s not in scalars]
+    for name in round_scalars:
+        if name in scalars:
+            raise ValueError(f"{name!r} is set by the simulator to round + 1; do not pass it")
+    missing = [s for s in program.scalars if s not in round_scalars and s not in scalars]
     if missing:
         raise ValueError(f"program {program.name!r} needs runtime scalars {missing}")
 
@@ -182,19 +189,29 @@ def simulate(
     early_capacity: int = 64,
     sched_threads: int | None = None,
     max_block_steps: int = 1_000_000,
+    record: bool = False,
+    replay: list[Decision] | None = None,
+    round_scalars: tuple[str, ...] = ("epoch",),
 ) -> RunResult:
     """Run ``program`` on ``ranks`` simulated devices for ``rounds`` back-to-back rounds.
 
     ``inputs`` is one dict of arrays for every rank or a list with one dict per rank; tensors of
     kind output/scratch/window/signal default to zeros.  ``cores`` is ``(n_aic, n_aiv)`` or a
     preset ("sim" 8/16, "a2a3" 24/48, "a5" 36/72).  ``policy`` is "fifo", "random" or
-    "adversarial", seeded by ``seed``.  Memory persists across rounds; ``epoch`` = round + 1.
+    "adversarial", seeded by ``seed``.  Memory persists across rounds; ``epoch`` (and every other
+    scalar named in ``round_scalars``) is round + 1.
 
     Raises :class:`DeadlockError` when no block can progress (or returns it in
     ``RunResult.deadlock`` with ``raise_on_deadlock=False``), :class:`CohortTooLargeError` for a
     sync_start grid larger than the device, :class:`SimulationTimeout` after ``timeout`` seconds
     of wall clock or ``max_block_steps`` resumptions of one block, and :class:`KernelError` when
     a kernel raises.  ``trace`` writes a Chrome-trace JSON (also for a deadlocked run).
+
+    ``record=True`` returns the run's choices in ``RunResult.decisions``; ``replay=decisions``
+    runs untimed, answering every choice point from that list (``policy`` is then unused and
+    time is logical: one unit per block step).  A recorded run replays to the same memory, the
+    same placements and the same deadlock; a list that does not fit the run raises
+    :class:`runtime.decisions.ScheduleMismatch` (a ValueError).
     """
     program.validate()
     if policy not in POLICIES:
@@ -202,9 +219,9 @@ def simulate(
     if ranks < 1 or rounds < 1:
         raise ValueError("ranks and rounds must be >= 1")
     n_aic, threads = _resolve_cores(cores, sched_threads)
-    _check_cohorts(program, n_aic)
+    check_cohorts(program, n_aic)
     scalars = dict(scalars or {})
-    _check_scalars(program, scalars)
+    check_scalars(program, scalars, round_scalars)
     mems = build_memory(program, inputs if inputs is not None else {}, ranks)
     bar, on_round = _progress(rounds, progress)
     eng = Engine(
@@ -220,6 +237,9 @@ def simulate(
         early_capacity=early_capacity,
         max_block_steps=max_block_steps,
         on_round_done=on_round,
+        decider=ScriptedDecider(replay) if replay is not None else None,
+        record=record,
+        round_scalars=tuple(round_scalars),
     )
     trace_path = None
     try:
@@ -231,7 +251,13 @@ def simulate(
     finally:
         if bar is not None:
             bar.stop()
+    if replay is not None and not eng.policy.exhausted:
+        left = len(replay) - eng.policy.pos
+        raise ScheduleMismatch(f"the run ended with {left} decision(s) of the schedule left over")
     deadlock = None if finished else DeadlockError(build_report(eng))
+    decisions = eng.recorder.decisions if eng.recorder is not None else replay
+    if deadlock is not None:
+        deadlock.decisions = decisions
     if trace is not None:
         trace_path = write_trace(trace, build_trace(eng))
     if deadlock is not None and raise_on_deadlock:
@@ -248,4 +274,5 @@ def simulate(
         schedule=_records(eng),
         trace_path=trace_path,
         steps=eng.steps,
+        decisions=decisions,
     )

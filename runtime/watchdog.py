@@ -27,11 +27,14 @@ class Expired(BaseException):
     """Raised by the alarm handler at the deadline (caught by the engine, never by kernels)."""
 
 
+NO_DEADLINE = 1e9  # seconds (31 years): a longer timeout, or inf, arms no timer (setitimer overflows)
+
+
 @contextmanager
 def alarm(seconds: float) -> Iterator[bool]:
     """Raise :class:`Expired` after ``seconds`` of wall clock; yields whether the alarm is armed."""
     usable = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
-    if not usable or seconds <= 0:
+    if not usable or seconds <= 0 or seconds >= NO_DEADLINE:  # timeout=inf: nothing to arm
         yield False
         return
 

@@ -37,6 +37,7 @@ from lowering.codegen.common import TargetLimit
 from lowering.codegen.numpy.emit import content_hash, render_numpy
 from lowering.ir import Graph
 from lowering.source import CompileError, Span
+from runtime.decisions import Decision
 from runtime.loader import cached_module_path, load_module, load_program
 from runtime.program import Program, numpy_dtype
 from runtime.simulator import RunResult, simulate
@@ -178,12 +179,17 @@ class CompiledLayer:
         trace: str | Path | None = None,
         progress: bool = False,
         raise_on_deadlock: bool = True,
+        replay: list[Decision] | None = None,
+        sched_threads: int | None = None,
+        round_scalars: tuple[str, ...] = ("epoch",),
     ) -> RunResult:
+        """Simulate; ``replay`` runs the recorded schedule (``dslc verify`` counterexamples,
+        ``runtime.decisions``) instead of the seeded ``policy``."""
         ranks = ranks or self.ranks
         if inputs is None:
             inputs = self.make_inputs(seed, ranks)
         self.check_memory(ranks)
-        per_rank, scalars = self.split_scalars(_per_rank(inputs, ranks))
+        per_rank, scalars = self.split_scalars(_per_rank(inputs, ranks), round_scalars)
         return simulate(
             self.program,
             per_rank,
@@ -197,13 +203,19 @@ class CompiledLayer:
             trace=trace,
             progress=progress,
             raise_on_deadlock=raise_on_deadlock,
+            replay=replay,
+            sched_threads=sched_threads,
+            round_scalars=round_scalars,
         )
 
-    def split_scalars(self, per_rank: list[dict]) -> tuple[list[dict], dict[str, int]]:
+    def split_scalars(
+        self, per_rank: list[dict], round_scalars: tuple[str, ...] = ()
+    ) -> tuple[list[dict], dict[str, int]]:
         """Take the runtime scalars (``scalar num_tokens: i32``) out of the inputs and check the
         layer's host ``guard``s on them (the generated ``check_request``): a request it refuses
         raises :class:`RequestRefused`, as the host refuses it before any kernel runs. Scalars
-        are per request, the same on every rank."""
+        are per request, the same on every rank. ``round_scalars`` (besides ``epoch``) are set
+        by the simulator to round + 1: they are checked at 1 and not returned."""
         names = set(self.program.scalars) - {"epoch"}
         scalars: dict[str, int] = {}
         for rank, given in enumerate(per_rank):
@@ -211,10 +223,12 @@ class CompiledLayer:
                 value = int(np.asarray(given[name]).reshape(()))
                 if scalars.setdefault(name, value) != value:
                     raise ValueError(f"runtime scalar {name!r} differs between ranks 0 and {rank}")
-        reasons = self.check_request(scalars)
+        per_round = {n: 1 for n in round_scalars if n in names}
+        reasons = self.check_request({**scalars, **per_round})
         if reasons:
             raise RequestRefused(self.graph.name, scalars, reasons)
-        return [{k: v for k, v in d.items() if k not in names} for d in per_rank], scalars
+        request = {k: v for k, v in scalars.items() if k not in per_round}
+        return [{k: v for k, v in d.items() if k not in names} for d in per_rank], request
 
     def validate(self, inputs: list[dict], result: RunResult) -> Validation | None:
         module = self.golden_module()

@@ -1,14 +1,16 @@
 """The ``dslc`` command line.
 
 Exit codes: 0 clean, 1 findings at or above ``--fail-on`` (``run``: lint errors or a
-mismatch), 2 usage, input or internal error (every front-end error is a 2), 3 deadlock in
-``dslc run``, 4 ``dslc run`` stopped at its ``--timeout``. No traceback reaches the user
-unless ``--debug`` is given; an internal error (a dslc bug) says how to report it.
+mismatch; ``verify``: a violation), 2 usage, input or internal error (every front-end error is
+a 2), 3 deadlock in ``dslc run``, 4 ``dslc run`` stopped at its ``--timeout`` or ``dslc
+verify`` inconclusive (bounded). No traceback reaches the user unless ``--debug`` is given; an
+internal error (a dslc bug) says how to report it.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import traceback
 from collections.abc import Iterable
@@ -21,7 +23,10 @@ from dsl.driver.cli_fix import cmd_fix
 from dsl.driver.cli_pypto import PY_SUFFIX, is_pypto_candidate
 from dsl.driver.cli_run import add_parsers as add_run_parsers
 from dsl.driver.cli_run import cmd_compile, cmd_run
-from dsl.driver.report import FORMATS, describe_code, format_findings
+from dsl.driver.cli_verify import add_parser as add_verify_parser
+from dsl.driver.cli_verify import cmd_verify
+from dsl.driver.golden import GoldenError
+from dsl.driver.report import FORMATS, describe_code, format_findings, one_per_site
 from dsl.driver.session import Session, UsageError, lint_config, lint_file, write_error
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules
@@ -37,10 +42,11 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
 DESCRIPTION = """\
 dslc compiles NPU layers written as task graphs, proves the concurrency and numerics bugs
 of the Ascend task runtime absent (or names them with the line and the fix), and emits
-NumPy kernels for the simulator and PyPTO for the device.
+NumPy kernels for the simulator, and PyPTO and AscendC for the device.
 
-exit codes: 0 clean, 1 findings (or a mismatch in `run`), 2 usage or input error,
-3 deadlock in `run`, 4 `run` stopped at its --timeout. `dslc COMMAND --help` for the options.
+exit codes: 0 clean, 1 findings (a mismatch in `run`, a violation in `verify`), 2 usage or
+input error, 3 deadlock in `run`, 4 `run` stopped at its --timeout or `verify` inconclusive.
+`dslc COMMAND --help` for the options.
 
 examples:
   dslc check models/
@@ -51,7 +57,8 @@ examples:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # argparse would exit(2) with its own text; keep our format
-        raise UsageError(message)
+        # "argument --seed: --seed -1: must be >= 0" says the option twice: keep our own message
+        raise UsageError(re.sub(r"^argument (\S+): (?=\1\b)", "", message))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     explain = sub.add_parser("explain", parents=[common], help="explain a diagnostic code")
     explain.add_argument("code", metavar="CODE")
     add_run_parsers(sub, common)
+    add_verify_parser(sub, common)
     add_fix_parser(sub, common)
     return parser
 
@@ -126,8 +134,13 @@ def cmd_check(session: Session) -> int:
         raise UsageError("no *.dsl or PyPTO *.py files found under the given paths")
     everything: list[Diagnostic] = []
     for path in files:
-        everything.extend(lint_file(session, path, cfg))
+        everything.extend(one_per_site(lint_file(session, path, cfg)))
     sys.stdout.write(format_findings(cfg.format, everything, session.sources, session.colour))
+    if session.args.debug:
+        for d in everything:
+            trace = dict(d.data).get("traceback")
+            if trace:
+                print(f"{d.span}: {d.code} traceback:\n{trace}", file=sys.stderr)
     front_end = [d for d in everything if d.code in CODES or d.code in READER_INPUT_ERRORS]
     failing = [d for d in everything if d.severity.rank >= cfg.fail_on.rank]
     counts = ", ".join(f"{sum(d.severity is s for d in everything)} {s.value}(s)" for s in Severity)
@@ -164,9 +177,13 @@ def cmd_explain(session: Session) -> int:
     if code in META_CODES or code in READER_CODES:
         print(describe_code(code)["docs"])
         return EXIT_OK
-    entry = CODES.get(code)
+    from lowering.codegen.ascendc.diagnostics import CODES as TARGET_CODES
+
+    entry = CODES.get(code) or TARGET_CODES.get(code)
     if entry is None:
-        known = ", ".join(sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES))
+        known = ", ".join(
+            sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES) + sorted(TARGET_CODES)
+        )
         raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
     print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
     return EXIT_OK
@@ -179,6 +196,7 @@ COMMANDS = {
     "run": cmd_run,
     "compile": cmd_compile,
     "fix": cmd_fix,
+    "verify": cmd_verify,
 }
 
 
@@ -213,6 +231,9 @@ def main(argv: list[str] | None = None) -> int:
         sources = SourceCache()
         for d in err.diagnostics:
             print(render(d, sources))
+        return EXIT_ERROR
+    except GoldenError as err:  # a golden that raises or does not fit the layer: E109 at the golden
+        print(render(err.diagnostic(), SourceCache()))
         return EXIT_ERROR
     except WriteError as err:
         print(render(write_error(err), SourceCache()), file=sys.stderr)

@@ -9,6 +9,7 @@ as P004 at the entry instead of stopping the run.
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
 from lowering.checks import all_rules
@@ -62,6 +63,7 @@ def run_rules_safely(graph: Graph, ctx: CheckContext, codes: set[str]) -> list[D
                     f"rule {code} failed on the graph read from this file ({type(err).__name__}: {err})",
                     graph.span,
                     Severity.ERROR,
+                    data=(("traceback", "".join(traceback.format_exception(err))),),
                 )
             )
     return out

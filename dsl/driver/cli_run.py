@@ -3,9 +3,15 @@
 Exit codes of ``run``: 0 outputs match the golden (or no golden), 1 the error-level lint
 found something (nothing is simulated; ``--no-lint`` skips the lint) or an output does not
 match, 2 usage or compile error, a golden that does not fit the layer (E109), a layer too large
-to simulate (E108) or a request the host refuses (a runtime scalar outside its range, a false
-``guard``), 3 deadlock (no block can ever progress), 4 stopped at ``--timeout`` (the report
-says how far the run got and whether it was still making progress).
+to simulate (E108), a request the host refuses (a runtime scalar outside its range, a false
+``guard``) or a ``--replay`` schedule that does not fit the layer, 3 deadlock (no block can ever
+progress), 4 stopped at ``--timeout`` (the report says how far the run got and whether it was
+still making progress).
+
+``--replay SCHEDULE.json`` runs the untimed engine on the decisions of a schedule that
+``dslc verify`` wrote for a counterexample: the same placements, interleaving and completion
+order, so the same deadlock or the same bits. A replay skips the lint: the schedule is the
+counterexample of a bug the lint may well name, and the point is to watch it happen.
 
 ``--scalar NAME=VALUE`` sets a runtime scalar of the request (``start_pos``, ``num_tokens``)
 on every rank, over what the golden's ``make_inputs`` gives.
@@ -14,6 +20,7 @@ on every rank, over what the golden's ``make_inputs`` gives.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 from pathlib import Path
@@ -22,16 +29,16 @@ from dsl import __version__
 from dsl.codes import CODES
 from dsl.driver.api import RequestRefused, compile_layer, target_code
 from dsl.driver.config import load_config
-from dsl.driver.golden import GoldenError
 from dsl.driver.session import UsageError, lint_file
 from dsl.frontend import read_source
 from lowering.codegen.numpy.emit import content_hash, render_numpy
-from lowering.source import CompileError, Severity
+from lowering.source import Severity
+from runtime.decisions import Schedule, ScheduleMismatch
 from runtime.files import WriteError, ensure_directory, write_text
 from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK, EXIT_TIMEOUT = 0, 1, 2, 3, 4
-TARGETS = ("numpy", "pypto")
+TARGETS = ("numpy", "pypto", "ascendc")
 POLICY_HELP = (
     "how the simulated scheduler breaks ties: fifo (arrival order, the default), random (seeded "
     "random order and delays) or adversarial (seeded; parks notifiers behind waiters to expose "
@@ -82,10 +89,15 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _output_file(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("--trace expects a file name, got an empty one")
-    return text
+def _output_file(option: str):
+    """An argparse type: the name of a file to write (checked when it is written)."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{option} expects a file name, got an empty one")
+        return text
+
+    return parse
 
 
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
@@ -117,11 +129,27 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="wall-clock limit in seconds; a run stopped by it exits 4 and says how far it got",
     )
     run.add_argument(
-        "--trace", type=_output_file, metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)"
+        "--trace",
+        type=_output_file("--trace"),
+        metavar="OUT.json",
+        help="write a Chrome trace (opens in Perfetto)",
     )
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
     run.add_argument(
         "--no-lint", action="store_true", help="do not run the error-level lint before simulating"
+    )
+    run.add_argument(
+        "--round-scalar",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
+    )
+    run.add_argument(
+        "--replay",
+        metavar="SCHEDULE.json",
+        help="run exactly the schedule a `dslc verify` counterexample saved (it fixes ranks, cores, rounds, "
+        "seed; no lint)",
     )
     run.add_argument(
         "--scalar",
@@ -133,7 +161,9 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
     comp = sub.add_parser("compile", parents=[common], help="write the generated code of a layer")
     comp.add_argument("file", metavar="FILE")
-    comp.add_argument("--target", choices=TARGETS, default="numpy", help="numpy (the simulator's) or pypto")
+    comp.add_argument(
+        "--target", choices=TARGETS, default="numpy", help="numpy (the simulator's), pypto or ascendc"
+    )
     comp.add_argument("-o", "--output", metavar="DIR", required=True, help="directory to write into")
 
 
@@ -156,37 +186,56 @@ def _lint_errors(session) -> int | None:
 
 def cmd_run(session) -> int:
     args = session.args
-    if not args.no_lint:
+    if not args.no_lint and not args.replay:
         stop = _lint_errors(session)
         if stop is not None:
             return stop
-    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    schedule = load_schedule(args.replay) if args.replay else None
+    if schedule is not None:
+        _replay_options(args, session.overrides, schedule)
+        args.rounds, args.ranks, args.seed = schedule.rounds, schedule.ranks, schedule.seed
+        args.cores, args.policy = schedule.cores, "replay"
+        args.round_scalar = [n for n in schedule.round_scalars if n != "epoch"]
+        layer = compile_layer(args.file, session.overrides or None, args.layer)
+        _check_layer(layer, schedule)
+        params = {k: v for k, v in schedule.params.items() if k in layer.params}
+        if params != {k: layer.params[k] for k in params}:
+            layer = compile_layer(args.file, {**params, **session.overrides}, args.layer)
+        scalars = dict(schedule.scalars)
+    else:
+        layer = compile_layer(args.file, session.overrides or None, args.layer)
+        scalars = _scalars(args.scalar, layer)
+    round_scalars = round_scalar_names(args.round_scalar, layer, scalars)
     ranks = args.ranks or layer.ranks
-    scalars = _scalars(args.scalar, layer)
     if args.trace:
         _check_trace_target(args.trace)
-    try:
-        inputs = layer.make_inputs(args.seed, ranks)
-    except GoldenError as err:
-        raise CompileError([err.diagnostic()]) from None
+    inputs = layer.make_inputs(args.seed, ranks)
     for per in inputs:
         per.update(scalars)
     where = (
         f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}"
     )
+    if schedule is not None:
+        where = f"the schedule in {args.replay} ({len(schedule.decisions)} decisions): " + where
     print(f"running {where}, {args.rounds} round(s)")
     try:
         result = layer.run(
             inputs,
             ranks=ranks,
             seed=args.seed,
-            policy=args.policy,
+            policy="fifo" if schedule is not None else args.policy,
             rounds=args.rounds,
             cores=args.cores,
             timeout=args.timeout,
             trace=args.trace,
             progress=sys.stderr.isatty(),
+            replay=schedule.decisions if schedule is not None else None,
+            sched_threads=schedule.sched_threads if schedule is not None else None,
+            round_scalars=round_scalars,
         )
+    except ScheduleMismatch as err:
+        print(f"refused: the schedule does not fit this layer: {err}")
+        return EXIT_ERROR
     except RequestRefused as err:
         print(f"refused: layer {err.layer} does not accept the request")
         for reason in err.reasons:
@@ -209,10 +258,7 @@ def cmd_run(session) -> int:
         print(f"trace written to {args.trace}")
     if args.no_validate:
         return EXIT_OK
-    try:
-        validation = layer.validate(inputs, result) if args.rounds == 1 else None
-    except GoldenError as err:
-        raise CompileError([err.diagnostic()]) from None
+    validation = layer.validate(inputs, result) if args.rounds == 1 else None
     if validation is None:
         reason = (
             "no golden declared" if layer.graph.golden is None else "golden checks run for --rounds 1 only"
@@ -242,6 +288,66 @@ def _check_trace_target(path: str) -> None:
             break
 
 
+def load_schedule(path: str) -> Schedule:
+    """Read a ``--replay`` schedule; anything wrong with it is a usage error (exit 2)."""
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as err:
+        raise UsageError(f"--replay {path}: cannot read: {err.strerror or err}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UsageError(f"--replay {path}: not JSON: {err}") from None
+    try:
+        return Schedule.from_json(doc)
+    except ScheduleMismatch as err:
+        raise UsageError(f"--replay {path}: {err}") from None
+
+
+def _replay_options(args, overrides: dict[str, int], schedule: Schedule) -> None:
+    """A replay takes its configuration from the schedule; options that say otherwise are errors."""
+    given = [
+        name
+        for name, value, default in (
+            ("--rounds", args.rounds, 1),
+            ("--ranks", args.ranks, None),
+            ("--cores", args.cores, "sim"),
+            ("--seed", args.seed, 0),
+            ("--policy", args.policy, "fifo"),
+            ("--scalar", args.scalar, []),
+            ("--round-scalar", args.round_scalar, []),
+        )
+        if value != default
+    ]
+    if given:
+        raise UsageError(f"--replay takes the configuration from the schedule; drop {', '.join(given)}")
+    clash = [f"{k}={v}" for k, v in overrides.items() if schedule.params.get(k, v) != v]
+    if clash:
+        fixed = ", ".join(f"{k}={schedule.params[k]}" for k, _ in (c.split("=") for c in clash))
+        raise UsageError(f"--set {', '.join(clash)}: the schedule was recorded with {fixed}")
+
+
+def _check_layer(layer, schedule: Schedule) -> None:
+    if layer.graph.name != schedule.layer:
+        raise UsageError(
+            f"--replay: the schedule is of layer {schedule.layer!r}, the file defines {layer.graph.name!r}"
+        )
+
+
+def round_scalar_names(options: list[str], layer, scalars: dict[str, int]) -> tuple[str, ...]:
+    """``epoch`` plus the ``--round-scalar`` names: declared, not also given a value."""
+    declared = [n for n in layer.graph.scalars if n != "epoch"]
+    for name in options:
+        if name not in declared:
+            known = ", ".join(declared) or "none"
+            raise UsageError(
+                f"--round-scalar {name}: layer '{layer.graph.name}' has no runtime scalar {name!r} ({known})"
+            )
+        if name in scalars:
+            raise UsageError(
+                f"--round-scalar {name}: it is round + 1 in every round; drop --scalar {name}=..."
+            )
+    return ("epoch", *dict.fromkeys(options))
+
+
 def _scalars(options: list[str], layer) -> dict[str, int]:
     """``--scalar NAME=VALUE`` options: declared runtime scalars with integer values."""
     declared = [n for n in layer.graph.scalars if n != "epoch"]
@@ -268,6 +374,10 @@ def cmd_compile(session) -> int:
         from dsl.driver.cli_pypto import compile_to_pypto
 
         return compile_to_pypto(session)
+    if args.target == "ascendc":
+        from dsl.driver.cli_ascendc import compile_to_ascendc
+
+        return compile_to_ascendc(session)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     out_dir = ensure_directory(args.output)
     text = read_source(args.file)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
@@ -71,6 +72,33 @@ def describe_code(code: str) -> dict:
             family="suppressions",
         )
     return dict(name=code, summary=code, full=code, docs=code, severity=Severity.ERROR, family="unknown")
+
+
+MAX_RELATED = 20
+
+
+def one_per_site(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """One finding per source site and code: a scope an orchestration loop submits 40 times is
+    one thing to fix, not 40. The first instance (in source order) stands for the others; its
+    message says how many there are, and the others' related locations are kept (SARIF shows
+    them as related locations of the one result)."""
+    groups: dict[tuple, list[Diagnostic]] = {}
+    for d in sorted(diagnostics, key=Diagnostic.sort_key):
+        groups.setdefault((d.code, d.span.file, d.span.line, d.span.col), []).append(d)
+    out = []
+    for group in groups.values():
+        first = group[0]
+        if len(group) == 1:
+            out.append(first)
+            continue
+        related = list(first.related)
+        for d in group[1:]:
+            for r in d.related:
+                if r not in related and len(related) < MAX_RELATED:
+                    related.append(r)
+        message = f"{first.message} [{len(group)} instances at this site; this is the first]"
+        out.append(replace(first, message=message, related=tuple(related)))
+    return out
 
 
 def _as_json(d: Diagnostic) -> dict:

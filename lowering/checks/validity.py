@@ -26,6 +26,7 @@ from lowering.source import Span
 from lowering.symbolic import Const, EvalError, Expr, binop, bounds, free_symbols
 
 MAX_REPEATS = 255  # mrgsort repeats per instruction (pto-isa TMrgSort)
+_WIDE = 1 << 62  # the range of an integer read from data
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class Chain:
     def chain_text(self) -> str:
         if not self.stages:
             return "sort32"
-        return f"sort32+mrgsort({', '.join(map(str, self.stages))})"
+        parts = ", ".join(str(b) if b else "merge" for b in self.stages)  # 0: a format-2 merge
+        return f"sort32+mrgsort({parts})"
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class Interpreter:
         self.env: dict = {**point, **scalars, "block": (0, blocks - 1), "rank": (0, nranks - 1)}
         self.env["nranks"] = nranks
         self.vars: dict[str, Abs] = {}
+        self.merging = False
         self.loops: list[Loop] = []
         self.conds: list[Condition] = []
         self.facts = TaskFacts()
@@ -156,6 +159,7 @@ class Interpreter:
     def stmt(self, s) -> None:
         if isinstance(s, ir.LetS | ir.AssignS):
             self.vars[s.name] = self.value(s.value, s.span) or Abs()
+            self._int_local(s)
         elif isinstance(s, ir.StoreS):
             a = self.value(s.value, s.span)
             finite = a.finite if a is not None and a.marked else None
@@ -198,6 +202,27 @@ class Interpreter:
         elif isinstance(s, ir.IfS):
             self._if(s)
 
+    def _int_local(self, s: ir.LetS | ir.AssignS) -> None:
+        """An integer local (``valid = pl.min(CAP, n)``) ranges over its value's bounds, so a
+        valid extent written through it keeps its bound."""
+        if isinstance(s.value, ir.IntV):
+            expr = s.value.expr
+            env = self.env
+            unknown = {x.name for x in free_symbols(expr) if x.name not in env}
+            if unknown:  # a value read from data: unbounded, but min(n, CAP) is still <= CAP
+                env = {**env, **{n: (-_WIDE, _WIDE) for n in unknown}}
+            try:
+                lo, hi = bounds(expr, env)
+            except EvalError:
+                self.env.pop(s.name, None)
+                return
+            if hi >= _WIDE // 2:
+                self.env.pop(s.name, None)
+                return
+            self.env[s.name] = int(lo) if lo == hi else (max(int(lo), -_WIDE), int(hi))
+        else:
+            self.env.pop(s.name, None)
+
     def _if(self, s: ir.IfS) -> None:
         cond = s.cond.expr if isinstance(s.cond, ir.IntV) else None
         if cond is not None:
@@ -221,7 +246,7 @@ class Interpreter:
         finally:
             if cond is not None:
                 self.conds.pop()
-            self.env = saved_env
+            then_env, self.env = self.env, dict(saved_env)
         after_then = self.vars
         self.vars = dict(before)
         if cond is not None:
@@ -232,6 +257,20 @@ class Interpreter:
             if cond is not None:
                 self.conds.pop()
         self.vars = {k: _join(after_then.get(k), v) for k, v in self.vars.items()}
+        for name in set(then_env) | set(self.env):  # integer locals the arms assigned: their hull
+            if name in saved_env and then_env.get(name) == saved_env[name] == self.env.get(name):
+                continue
+            a, b = then_env.get(name), self.env.get(name)
+            if a is None or b is None or name in self.point:
+                if name in saved_env:
+                    self.env[name] = saved_env[name]
+                else:
+                    self.env.pop(name, None)
+                continue
+            alo, ahi = a if isinstance(a, tuple) else (a, a)
+            blo, bhi = b if isinstance(b, tuple) else (b, b)
+            lo, hi = min(alo, blo), max(ahi, bhi)
+            self.env[name] = lo if lo == hi else (lo, hi)
 
     def _record_tensor(self, s: ir.StoreS, a: Abs | None) -> None:
         if not s.region:
@@ -267,9 +306,7 @@ class Interpreter:
             if v.local:
                 base = self.vars.get(v.tensor)
                 if base is not None and base.chain is not None and v.region:
-                    prefix = self.ub(v.region[-1].stop)
-                    if prefix is not None:
-                        self._readout(base.chain, prefix, span)
+                    return self._slice(base.chain, v.region[-1], span)
                 return Abs()
             return self._load(v)
         if isinstance(v, ir.BinV):
@@ -288,7 +325,11 @@ class Interpreter:
         return Abs(finite=binop("-", Const(known.end), start), origin=known.origin)
 
     def _call(self, v: ir.CallV, span: Span) -> Abs:
-        args = [self.value(a, span) for a in v.args]
+        merging, self.merging = self.merging, v.op == "mrgsort_merge"  # operands are lists, not readouts
+        try:
+            args = [self.value(a, span) for a in v.args]
+        finally:
+            self.merging = merging
         for _, a in v.attrs:
             self.value(a, span)
         op = v.op
@@ -314,6 +355,14 @@ class Interpreter:
             if bl is None:
                 return Abs()
             return replace(base, chain=self._mrgsort(base.chain, bl, span))
+        if op == "mrgsort_merge":
+            return self._merge(args, span)
+        if op == "topk_pairs" and merging:  # the head run as an operand of a format-2 merge
+            base = args[0]
+            if base is not None and base.chain is not None and isinstance(v.args[1], ir.IntV):
+                width = binop("*", Const(2), v.args[1].expr)
+                return self._slice(base.chain, ir.Range(Const(0), width, Const(1)), span)
+            return Abs()
         if op == "topk_pairs":
             base = args[0]
             if base is not None and base.chain is not None and isinstance(v.args[1], ir.IntV):
@@ -365,6 +414,48 @@ class Interpreter:
                 return replace(new, broken=True)  # the lists it merges are not sorted
             return replace(new, run=max(chain.run, 2 * bl))
         return replace(new, run=min(4 * chain.run, chain.records))
+
+    def _slice(self, chain: Chain, cols: ir.Range, span: Span) -> Abs:
+        """Columns of a sorted row: the head is a readout; a slice of whole runs (the operand
+        of a format-2 merge) is itself a sorted list."""
+        start, stop = self.exact(cols.start), self.ub(cols.stop)
+        if start is None or stop is None:
+            return Abs()
+        if start == 0 and not self.merging:
+            self._readout(chain, stop, span)  # (a merge operand is a list, not a readout)
+        width = 2 * chain.run
+        records = (stop - start) // 2
+        if start % width or records <= 0:
+            return Abs()
+        within = start // width == (stop - 1) // width
+        run = records if within else chain.run
+        part = replace(chain, records=records, run=min(run, records), finite=min(chain.finite, records))
+        return Abs(chain=part)
+
+    def _merge(self, args: list[Abs | None], span: Span) -> Abs:
+        """Format-2 ``mrgsort(a, b[, c[, d]])``: 2 to 4 sorted lists into one (pto-isa
+        TMRGSORT); the result is sorted only when every operand is."""
+        chains = [a.chain for a in args if a is not None and a.chain is not None]
+        if len(chains) != len(args) or not 2 <= len(chains) <= 4:
+            return Abs()
+        unsorted = [c for c in chains if c.run < c.records]
+        if unsorted and not any(c.broken for c in chains):
+            bad = unsorted[0]
+            detail = {"bl": 0, "operands": len(chains), "run": bad.run, "records": bad.records}
+            self.facts.sorts.append(SortEvent("merge", span, self.task.name, bad, detail))
+        if unsorted or any(c.broken for c in chains):
+            return Abs(chain=replace(chains[0], broken=True))
+        records = sum(c.records for c in chains)
+        first = chains[0]
+        merged = replace(
+            first,
+            records=records,
+            run=records,
+            finite=min(sum(c.finite for c in chains), records),
+            stages=(*first.stages, 0),
+            stage_spans=(*first.stage_spans, span),
+        )
+        return Abs(chain=merged)
 
     def _readout(self, chain: Chain, prefix: int, span: Span) -> None:
         self.facts.sorts.append(SortEvent("readout", span, self.task.name, chain, {"prefix": prefix}))

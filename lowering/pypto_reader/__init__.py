@@ -24,10 +24,12 @@ chains and valid extents, cross-rank signals), ``directions`` (parameter directi
 from __future__ import annotations
 
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lowering.ir import Graph
+from lowering.pypto_reader import stdlib
 from lowering.pypto_reader.constants import Params, check_params
 from lowering.pypto_reader.graph import build_graphs
 from lowering.pypto_reader.modules import MAX_MODULE_BYTES, Loader
@@ -76,25 +78,41 @@ def read_pypto(
             notes.add("P003", where, "not valid UTF-8 text")
             return _done(result, notes)
     result.text = text
-    params = Params(overrides=dict(overrides or {}))
+    overrides = dict(overrides or {})
+    for _ in range(2):  # a second read when --set named a constant that renames a parameter
+        params = Params(overrides=dict(overrides))
+        attempt = ReadResult(text=text)
+        _read(Path(file), text, params, Notes(), attempt, layer)
+        extra = {k: v for k, v in params.redirects.items() if k not in overrides}
+        if not extra:
+            return attempt
+        overrides.update(extra)
+    return attempt
+
+
+def _read(path: Path, text: str, params: Params, notes: Notes, result: ReadResult, layer: str | None) -> None:
+    file = str(path)
+    where = Span.whole_file(file)
     loader = Loader(notes, params)
     limit = sys.getrecursionlimit()
+    token = stdlib.begin_read(file)
     try:
         sys.setrecursionlimit(max(limit, 10000))
         try:
-            module = loader.load_text(Path(file), text)
+            module = loader.load_text(path, text)
         except SyntaxError as err:
             line = err.lineno or 1
             col = err.offset or 1
             notes.add("P003", Span(file, line, col, line, col + 1), f"Python syntax error: {err.msg}")
-            return _done(result, notes)
+            return
         except ValueError as err:  # e.g. NUL bytes
             notes.add("P003", where, f"cannot parse: {err}")
-            return _done(result, notes)
+            return
         if not module.is_pypto:
             notes.add("P002", where, "does not import pypto.language: not a PyPTO file, nothing to check")
-            return _done(result, notes)
-        result.graphs = build_graphs(module, params, notes, layer)
+            return
+        loader.run_main(module)
+        result.graphs = build_graphs(module, params, notes, loader, layer)
         if not result.graphs:
             what = f"no entry named '{layer}'" if layer else "no @pl.jit, @pl.jit.inline or @pl.program entry"
             notes.add("P002", where, f"{what}: no task graph to check")
@@ -102,10 +120,16 @@ def read_pypto(
     except RecursionError:
         notes.add("P004", where, "the program nests too deeply to read")
     except Exception as err:  # noqa: BLE001 - the last line of defence: never a traceback
-        notes.add("P004", where, f"the reader failed ({type(err).__name__}: {err})")
+        notes.add(
+            "P004",
+            where,
+            f"the reader failed ({type(err).__name__}: {err})",
+            trace="".join(traceback.format_exception(err)),
+        )
     finally:
+        stdlib.end_read(token)
         sys.setrecursionlimit(limit)
-    return _done(result, notes)
+        result.diagnostics = sorted(notes.items, key=Diagnostic.sort_key)
 
 
 def _done(result: ReadResult, notes: Notes) -> ReadResult:

@@ -31,10 +31,11 @@ CONST = "const"  # the symbol kind of derived constants (as in the DSL front end
 @dataclass
 class ParamDef:
     name: str
-    value: int
-    default: int
+    value: int | None  # None: a dynamic axis not yet ranged (see ``dynamic``)
+    default: int | None
     span: Span
     domain: ir.Domain | None = None
+    dynamic: bool = False  # a ``pl.dynamic`` axis: its values come from the request bindings
 
 
 @dataclass
@@ -64,14 +65,48 @@ class Params:
     consts: dict[str, ConstDef] = field(default_factory=dict)
     assertions: list[ir.Assertion] = field(default_factory=list)
     used_overrides: set[str] = field(default_factory=set)
+    # ``--set ALIAS=v`` where ALIAS is a module constant renaming a parameter: the read is
+    # repeated with the parameter itself set (see ``lowering.pypto_reader.read_pypto``).
+    redirects: dict[str, int] = field(default_factory=dict)
     _env: dict[str, int] | None = None
 
     def env(self) -> dict[str, int]:
         if self._env is None:
-            env = {p.name: p.value for p in self.params.values()}
+            env = {p.name: p.value for p in self.params.values() if p.value is not None}
             env.update({c.name: c.value for c in self.consts.values()})
             self._env = env
         return self._env
+
+    def dynamic(self, name: str, span: Span) -> Expr:
+        """The parameter standing for dynamic axis ``name`` (``pl.dynamic("name")``); it gets
+        its admissible values and its value later, from the request bindings."""
+        old = self.params.get(name)
+        if old is None:
+            self.params[name] = ParamDef(name, None, None, span, None, dynamic=True)
+            self._env = None
+        return Sym(name, PARAM)
+
+    def range_dynamic(self, name: str, values: list[int]) -> None:
+        """Admissible values of a dynamic axis; its value at the compiled point is the largest
+        (an override with ``--set`` wins)."""
+        p = self.params[name]
+        p.domain = ir.Domain(values=tuple(sorted(set(values))))
+        p.default = max(values)
+        p.value = self.overrides.get(name, p.default)
+        if name in self.overrides:
+            self.used_overrides.add(name)
+        self._env = None
+
+    def root_param(self, name: str) -> str | None:
+        """The parameter ``name`` is, or renames through constants bound to a bare symbol."""
+        seen = set()
+        while name not in self.params:
+            c = self.consts.get(name)
+            if c is None or not isinstance(c.expr, Sym) or name in seen:
+                return None
+            seen.add(name)
+            name = c.expr.name
+        return name
 
     def define(self, name: str, expr: Expr, span: Span) -> Expr:
         """Bind module constant ``name`` to ``expr``; returns the symbol that stands for it
@@ -79,11 +114,18 @@ class Params:
         syms = free_symbols(expr)
         if any(s.kind not in (PARAM, CONST) for s in syms):
             return expr
+        if isinstance(expr, Sym) and expr.name == name:
+            return expr
         try:
             value = evaluate(expr, self.env())
         except EvalError:
             return expr
         self._env = None
+        if isinstance(expr, Sym) and name in self.overrides:
+            root = self.root_param(expr.name)
+            if root is not None:
+                self.redirects.setdefault(root, self.overrides[name])
+                self.used_overrides.add(name)
         if not syms:
             if name in self.consts:
                 del self.consts[name]
@@ -132,25 +174,32 @@ def last_in_range(start: int, stop: int, step: int) -> int:
 
 
 def domain_of_assert(
-    test: ast.expr, static, params: Params
+    test: ast.expr, static, params: Params, prefix: str = ""
 ) -> tuple[str, list[int] | None, tuple | None] | None:
-    """``NAME in (...)`` / ``NAME in range(...)`` / ``lo <= NAME <= hi`` -> (name, values, range).
+    """``NAME in (...)`` / ``NAME in range(...)`` / ``lo <= NAME <= hi`` -> (param, values, range).
 
+    ``NAME`` is a module constant that is a parameter or renames one (``N_RANKS = EP``).
     ``static`` evaluates an ast expression to a Python value (or the UNKNOWN sentinel).
     """
+
+    def param(node: ast.expr) -> str | None:
+        return params.root_param(prefix + node.id) if isinstance(node, ast.Name) else None
+
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
         and isinstance(test.ops[0], ast.In)
-        and isinstance(test.left, ast.Name)
-        and test.left.id in params.params
+        and param(test.left) is not None
     ):
-        name = test.left.id
+        name = param(test.left)
+        assert name is not None
         right = test.comparators[0]
         if isinstance(right, ast.Call) and isinstance(right.func, ast.Name) and right.func.id == "range":
             rng = range_domain([static(a) for a in right.args])
             return (name, None, rng) if rng is not None else None
         values = static(right)
+        if isinstance(values, range) and values.step > 0 and len(values):
+            return name, None, (values.start, values[-1], values.step)
         if (
             isinstance(values, tuple | list | set | frozenset)
             and values
@@ -162,14 +211,13 @@ def domain_of_assert(
         isinstance(test, ast.Compare)
         and len(test.ops) == 2
         and all(isinstance(o, ast.LtE | ast.Lt) for o in test.ops)
-        and isinstance(test.comparators[0], ast.Name)
-        and test.comparators[0].id in params.params
+        and param(test.comparators[0]) is not None
     ):
         lo, hi = static(test.left), static(test.comparators[1])
         if isinstance(lo, int) and isinstance(hi, int):
             lo += 0 if isinstance(test.ops[0], ast.LtE) else 1
             hi -= 0 if isinstance(test.ops[1], ast.LtE) else 1
-            return test.comparators[0].id, None, (lo, hi, 1)
+            return param(test.comparators[0]), None, (lo, hi, 1)  # type: ignore[return-value]
     return None
 
 

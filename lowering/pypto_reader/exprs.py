@@ -1,28 +1,48 @@
-"""Python expressions -> abstract values, shared by the module, orchestration and kernel readers.
+"""Python expressions -> abstract values, shared by every interpreter of the reader.
 
-Integers become symbolic expressions (``IntVal``); ``pl.min``/``pl.max`` and the builtins
-``min``/``max`` become ``min``/``max`` nodes, so a valid extent such as
-``pl.min(TOPK_CAP, visible)`` keeps its bound for the sort and capacity rules. ``-(-a // b)``
-is recognised as ``cdiv``. Anything else that is static (strings, floats, bools) is folded
-in Python; what cannot be evaluated is :class:`~lowering.pypto_reader.values.Unknown`.
+The :class:`Evaluator` gives Python's own semantics to what module-level code, host helpers,
+orchestration code and kernel bodies compute, on the values of
+:mod:`~lowering.pypto_reader.values`, without running anything:
+
+- integers stay symbolic (``IntVal``): arithmetic builds ``lowering.symbolic`` expressions so
+  grids and regions remain functions of the parameters; ``pl.min``/``pl.max`` and the
+  builtins ``min``/``max`` become ``min``/``max`` nodes (a valid extent such as
+  ``pl.min(TOPK_CAP, visible)`` keeps its bound for the sort and capacity rules) and
+  ``-(-a // b)`` is ``cdiv``;
+- strings, floats, tuples, lists, dicts, ranges, comprehensions, f-strings, lambdas and
+  attribute access on instances, classes and modules of the file fold as in Python; builtins
+  and the standard-library functions configuration code uses come from
+  :mod:`~lowering.pypto_reader.stdlib`;
+- what cannot be evaluated is :class:`~lowering.pypto_reader.values.Unknown`.
+
+Subclasses provide names (``lookup``), ``pl`` calls (``call_pl``), calls of the file's own
+functions (``call_function``) and what a kernel or orchestration makes of the rest.
 """
 
 from __future__ import annotations
 
 import ast
-import math
 import operator
 from collections.abc import Callable
 
+from lowering.pypto_reader import stdlib
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.values import (
     UNKNOWN,
-    ArgsVal,
+    BoundMethod,
+    BuiltinVal,
+    ClassVal,
+    DictVal,
     DtypeVal,
+    ExternVal,
+    FuncVal,
     IntVal,
     ModuleVal,
+    ObjVal,
     PlRef,
     PyVal,
+    RangeVal,
+    SelfVal,
     SeqVal,
     TensorVal,
     Unknown,
@@ -82,6 +102,7 @@ _PY_CMP: dict[type, Callable] = {
     ast.Is: operator.is_,
     ast.IsNot: operator.is_not,
 }
+MAX_STATIC_LEN = 1 << 16  # longest sequence built by folding (``[0] * n``, ``range`` to a list)
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -113,7 +134,25 @@ class Evaluator:
         return self.scalar_pl(path, node)
 
     def call_other(self, func: Val, node: ast.Call) -> Val:
+        """A call of anything but ``pl`` and builtins: the file's functions and classes here."""
+        if isinstance(func, FuncVal | BoundMethod | ClassVal):
+            evaluated = self.eval_args(node)
+            if evaluated is None:
+                return Unknown(f"the arguments of '{ast.unparse(node.func)}'")
+            return self.call_value(func, evaluated[0], evaluated[1], node)
+        evaluated = self.eval_args(node)  # Python evaluates the arguments of any call
+        if isinstance(func, ExternVal) and func.name.rsplit(".", 1)[-1] in stdlib.HARNESS_RECORDS:
+            if evaluated is not None:
+                return stdlib.harness_record(func.name, *evaluated)
         return UNKNOWN
+
+    def call_function(self, func: FuncVal, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
+        """Run a function of the file on evaluated arguments (an interpreter of statements does)."""
+        return Unknown(f"a call of '{func.name}'")
+
+    def on_store_attribute(self, module: ModuleVal, name: str, value: Val, node: ast.AST) -> Val:
+        """``mod.NAME = value`` on a module of the model tree: the value it gets bound to."""
+        return value
 
     # ---------------------------------------------------------------- helpers
     def span(self, node: ast.AST | None):
@@ -148,6 +187,8 @@ class Evaluator:
 
     def int_items(self, v: Val) -> tuple[Expr, ...] | None:
         """The items of a sequence value as integers, when all of them are."""
+        if isinstance(v, RangeVal):
+            v = self.from_static(list(range(v.start, v.stop, v.step)))
         if not isinstance(v, SeqVal):
             return None
         out = [self.int_expr(i) for i in v.items]
@@ -167,8 +208,61 @@ class Evaluator:
             return UNKNOWN if value is None else value
         if isinstance(v, SeqVal):
             items = [self.static(i) for i in v.items]
-            return UNKNOWN if any(i is UNKNOWN for i in items) else tuple(items)
+            if any(i is UNKNOWN for i in items):
+                return UNKNOWN
+            if v.kind == "list":
+                return items
+            if v.kind == "set":
+                try:
+                    return frozenset(items)
+                except TypeError:
+                    return UNKNOWN
+            return tuple(items)
+        if isinstance(v, DictVal):
+            out = {}
+            for k, item in v.items.items():
+                s = self.static(item)
+                if s is UNKNOWN:
+                    return UNKNOWN
+                out[k] = s
+            return out
+        if isinstance(v, RangeVal):
+            return range(v.start, v.stop, v.step)
         return UNKNOWN
+
+    def from_static(self, value: object) -> Val:
+        return _py(value)
+
+    def truth(self, v: Val) -> bool | None:
+        """Python truthiness, None when it cannot be known here."""
+        if isinstance(v, IntVal | PyVal):
+            s = self.static(v)
+            return None if s is UNKNOWN else bool(s)
+        if isinstance(v, SeqVal):
+            return bool(v.items)
+        if isinstance(v, DictVal):
+            return bool(v.items)
+        if isinstance(v, RangeVal):
+            return len(v) > 0
+        if isinstance(v, FuncVal | ClassVal | ModuleVal | BoundMethod | BuiltinVal | PlRef | DtypeVal):
+            return True
+        if isinstance(v, ObjVal):
+            return True
+        return None
+
+    def iterate(self, v: Val) -> list[Val] | None:
+        """The items a ``for`` over ``v`` visits, when they are known (at most MAX_STATIC_LEN)."""
+        if isinstance(v, SeqVal):
+            return list(v.items)
+        if isinstance(v, RangeVal):
+            if len(v) > MAX_STATIC_LEN:
+                return None
+            return [IntVal(Const(i)) for i in range(v.start, v.stop, v.step)]
+        if isinstance(v, DictVal):
+            return [self.from_static(k) for k in v.items]
+        if isinstance(v, PyVal) and isinstance(v.value, str):
+            return [PyVal(c) for c in v.value]
+        return None
 
     # ---------------------------------------------------------------- evaluation
     def eval(self, node: ast.expr) -> Val:
@@ -184,7 +278,10 @@ class Evaluator:
         return PyVal(v)
 
     def e_Name(self, node: ast.Name) -> Val:
-        return self.lookup(node.id, node)
+        v = self.lookup(node.id, node)
+        if isinstance(v, Unknown) and v.why.startswith("unknown name") and node.id in stdlib.BUILTINS:
+            return stdlib.BUILTINS[node.id]
+        return v
 
     def e_Attribute(self, node: ast.Attribute) -> Val:
         base = self.eval(node.value)
@@ -198,26 +295,192 @@ class Evaluator:
             if base.path in ("pl", "pl.tile", "pl.tensor") and attr.startswith(("FP", "HF")):
                 return DtypeVal(attr, None)
             return PlRef(path)
-        if isinstance(base, ArgsVal):
-            return self.argv_default(attr, node)
         if isinstance(base, ModuleVal):
             return base.module.globals.get(attr, Unknown(f"'{attr}' of module {base.module.name}"))
-        if isinstance(base, PyVal) and isinstance(base.value, tuple) and base.value[:1] == ("module",):
-            return PyVal(("module", f"{base.value[1]}.{attr}"))
+        if isinstance(base, ExternVal):
+            return stdlib.module_attribute(base.name, attr)
         if isinstance(base, TensorVal) and attr == "shape":
             return self.tensor_shape(base)
+        if isinstance(base, ObjVal):
+            if attr in base.attrs:
+                return base.attrs[attr]
+            if base.cls is not None:
+                return self.class_attribute(base.cls, attr, base, node)
+        if isinstance(base, ClassVal):
+            return self.class_attribute(base, attr, None, node)
+        if isinstance(base, SelfVal):
+            m = base.cls.method(attr)
+            return m if m is not None else Unknown(f"self.{attr}")
+        method = stdlib.method_of(base, attr)
+        if method is not None:
+            return method
         return Unknown(f"attribute '{attr}'")
 
-    def argv_default(self, attr: str, node: ast.AST) -> Val:
-        return Unknown(f"argv option '{attr}'")
+    def class_attribute(self, cls: ClassVal, attr: str, instance: ObjVal | None, node: ast.AST) -> Val:
+        """``cls.attr`` or ``instance.attr`` through the class: methods bind, properties run."""
+        v = cls.lookup(attr)
+        if v is None:
+            if attr == "__name__":
+                return PyVal(cls.name)
+            return Unknown(f"attribute '{attr}' of {cls.name}")
+        if isinstance(v, FuncVal) and v.kind == "plain":
+            if v.wrapper == "property":
+                return self.call_value(v, [instance or cls], {}, node) if instance is not None else v
+            if v.wrapper == "staticmethod":
+                return v
+            if v.wrapper == "classmethod":
+                return BoundMethod(v, cls)
+            if instance is not None:
+                return BoundMethod(v, instance)
+        return v
 
     def tensor_shape(self, t: TensorVal) -> Val:
         return Unknown("tensor shape")
 
     def e_Tuple(self, node: ast.Tuple) -> Val:
-        return SeqVal(tuple(self.eval(e) for e in node.elts))
+        items = self.eval_items(node.elts)
+        return SeqVal(items, "tuple") if items is not None else Unknown("a starred item")
 
-    e_List = e_Tuple
+    def e_List(self, node: ast.List) -> Val:
+        items = self.eval_items(node.elts)
+        return SeqVal(items, "list") if items is not None else Unknown("a starred item")
+
+    def e_Set(self, node: ast.Set) -> Val:
+        items = self.eval_items(node.elts)
+        return SeqVal(items, "set") if items is not None else Unknown("a starred item")
+
+    def eval_items(self, elts: list[ast.expr]) -> list[Val] | None:
+        out: list[Val] = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                items = self.iterate(self.eval(e.value))
+                if items is None:
+                    return None
+                out.extend(items)
+            else:
+                out.append(self.eval(e))
+        return out
+
+    def e_Dict(self, node: ast.Dict) -> Val:
+        out = DictVal()
+        for k, v in zip(node.keys, node.values, strict=True):
+            if k is None:  # **other
+                other = self.eval(v)
+                if not isinstance(other, DictVal):
+                    return Unknown("a ** item")
+                out.items.update(other.items)
+                continue
+            key = self.static(self.eval(k))
+            if key is UNKNOWN or not _hashable(key):
+                return Unknown("a dict key")
+            out.items[key] = self.eval(v)
+        return out
+
+    def e_Slice(self, node: ast.Slice) -> Val:
+        parts = [
+            self.static(self.eval(p)) if p is not None else None for p in (node.lower, node.upper, node.step)
+        ]
+        if any(p is UNKNOWN for p in parts):
+            return UNKNOWN
+        return PyVal(slice(*parts))
+
+    def e_JoinedStr(self, node: ast.JoinedStr) -> Val:
+        out = []
+        for part in node.values:
+            if isinstance(part, ast.Constant):
+                out.append(str(part.value))
+                continue
+            if not isinstance(part, ast.FormattedValue):
+                return UNKNOWN
+            v = self.static(self.eval(part.value))
+            spec = self.static(self.eval(part.format_spec)) if part.format_spec is not None else ""
+            if v is UNKNOWN or spec is UNKNOWN:
+                return UNKNOWN
+            try:
+                if part.conversion == ord("r"):
+                    v = repr(v)
+                elif part.conversion == ord("s"):
+                    v = str(v)
+                out.append(format(v, spec))  # type: ignore[arg-type]
+            except (TypeError, ValueError):
+                return UNKNOWN
+        return PyVal("".join(out))
+
+    def e_Lambda(self, node: ast.Lambda) -> Val:
+        return self.make_function(node)
+
+    def make_function(self, node: ast.FunctionDef | ast.Lambda) -> Val:
+        return Unknown("a function defined here")
+
+    def e_ListComp(self, node: ast.ListComp) -> Val:
+        items = self.comprehension(node.generators, lambda: [self.eval(node.elt)])
+        return SeqVal(items, "list") if items is not None else Unknown("a comprehension")
+
+    def e_SetComp(self, node: ast.SetComp) -> Val:
+        items = self.comprehension(node.generators, lambda: [self.eval(node.elt)])
+        return SeqVal(items, "set") if items is not None else Unknown("a comprehension")
+
+    def e_GeneratorExp(self, node: ast.GeneratorExp) -> Val:
+        items = self.comprehension(node.generators, lambda: [self.eval(node.elt)])
+        return SeqVal(items, "tuple") if items is not None else Unknown("a generator")
+
+    def e_DictComp(self, node: ast.DictComp) -> Val:
+        pairs = self.comprehension(
+            node.generators, lambda: [SeqVal((self.eval(node.key), self.eval(node.value)))]
+        )
+        if pairs is None:
+            return Unknown("a comprehension")
+        out = DictVal()
+        for pair in pairs:
+            key = self.static(pair.items[0])  # type: ignore[attr-defined]
+            if key is UNKNOWN or not _hashable(key):
+                return Unknown("a dict key")
+            out.items[key] = pair.items[1]  # type: ignore[attr-defined]
+        return out
+
+    def comprehension(
+        self, generators: list[ast.comprehension], element: Callable[[], list[Val]]
+    ) -> list[Val] | None:
+        """The values of a comprehension, its targets bound in a scope of their own."""
+        out: list[Val] = []
+        scope = self.push_scope()
+        try:
+            ok = self._generate(generators, 0, element, out)
+        finally:
+            self.pop_scope(scope)
+        return out if ok else None
+
+    def _generate(self, gens: list[ast.comprehension], i: int, element, out: list[Val]) -> bool:
+        if i == len(gens):
+            out.extend(element())
+            return len(out) <= MAX_STATIC_LEN
+        gen = gens[i]
+        items = self.iterate(self.eval(gen.iter))
+        if items is None:
+            return False
+        for item in items:
+            if not self.bind_target(gen.target, item):
+                return False
+            keep = True
+            for cond in gen.ifs:
+                t = self.truth(self.eval(cond))
+                if t is None:
+                    return False
+                keep = keep and t
+            if keep and not self._generate(gens, i + 1, element, out):
+                return False
+        return True
+
+    def push_scope(self) -> object:
+        """A scope for comprehension targets (subclasses keep their own frames)."""
+        return None
+
+    def pop_scope(self, token: object) -> None:
+        return None
+
+    def bind_target(self, target: ast.expr, value: Val) -> bool:
+        """Bind an assignment or loop target in the current scope; False when it cannot be."""
+        return False
 
     def e_UnaryOp(self, node: ast.UnaryOp) -> Val:
         v = self.eval(node.operand)
@@ -244,8 +507,8 @@ class Evaluator:
         if isinstance(node.op, ast.Not):
             if i is not None:
                 return IntVal(binop("==", i, Const(0)))
-            s = self.static(v)
-            return UNKNOWN if s is UNKNOWN else PyVal(not s)
+            t = self.truth(v)
+            return UNKNOWN if t is None else PyVal(not t)
         s = self.static(v)
         if isinstance(node.op, ast.Invert) and isinstance(s, int):
             return IntVal(Const(~s))
@@ -261,23 +524,37 @@ class Evaluator:
     def binary(self, op: ast.operator, a: Val, b: Val, node: ast.AST) -> Val:
         ia, ib = self.int_expr(a), self.int_expr(b)
         if ia is not None and ib is not None and type(op) in _ARITH:
-            if isinstance(op, ast.Div) and isinstance(ia, Const) and isinstance(ib, Const):
-                if ib.value and ia.value % ib.value:
-                    return PyVal(ia.value / ib.value)
+            if isinstance(op, ast.Div):
+                va, vb = self.value_of(ia), self.value_of(ib)
+                if va is not None and vb and va % vb:
+                    return PyVal(va / vb)  # a true quotient in host code (``1.0 / HC_DIM``)
             return IntVal(binop(_ARITH[type(op)], ia, ib))
         if ia is not None and ib is not None and isinstance(ia, Const) and isinstance(ib, Const):
             fn = _PY_BIN.get(type(op))
             if fn is not None:
                 try:
-                    return IntVal(Const(int(fn(ia.value, ib.value))))
+                    return self.from_static(fn(ia.value, ib.value))
                 except (ArithmeticError, ValueError, OverflowError):
                     return UNKNOWN
+        if isinstance(op, ast.Add) and isinstance(a, SeqVal) and isinstance(b, SeqVal) and a.kind == b.kind:
+            return SeqVal(a.items + b.items, a.kind)
+        if isinstance(op, ast.Mult) and isinstance(a, SeqVal | IntVal) and isinstance(b, SeqVal | IntVal):
+            seq, count = (a, b) if isinstance(a, SeqVal) else (b, a)
+            n = self.static(count)
+            if (
+                isinstance(seq, SeqVal)
+                and isinstance(n, int)
+                and len(seq.items) * max(n, 0) <= MAX_STATIC_LEN
+            ):
+                return SeqVal(seq.items * max(n, 0), seq.kind)
+        if isinstance(op, ast.BitOr) and isinstance(a, DictVal) and isinstance(b, DictVal):
+            return DictVal({**a.items, **b.items})
         sa, sb = self.static(a), self.static(b)
-        if sa is not UNKNOWN and sb is not UNKNOWN and isinstance(a, PyVal | IntVal | SeqVal):
+        if sa is not UNKNOWN and sb is not UNKNOWN:
             fn = _PY_BIN.get(type(op))
             try:
-                if fn is not None and isinstance(b, PyVal | IntVal | SeqVal):
-                    return _py(fn(sa, sb))
+                if fn is not None and _small(sa) and _small(sb):
+                    return self.from_static(fn(sa, sb))
             except Exception:  # noqa: BLE001 - a static fold that Python itself rejects
                 return UNKNOWN
         return self.binary_other(op, a, b, node)
@@ -291,12 +568,12 @@ class Evaluator:
         folded = self.fold_ints(name, vals)
         if folded is not None:
             return folded
-        statics = [self.static(v) for v in vals]
-        if all(s is not UNKNOWN for s in statics):
-            result = statics[0]
-            for s in statics[1:]:
-                result = (result and s) if name == "and" else (result or s)
-            return _py(result)
+        for i, v in enumerate(vals):  # Python's short circuit: the deciding operand is the value
+            t = self.truth(v)
+            if t is None:
+                return UNKNOWN
+            if i == len(vals) - 1 or (t if name == "or" else not t):
+                return v
         return UNKNOWN
 
     def e_Compare(self, node: ast.Compare) -> Val:
@@ -312,8 +589,8 @@ class Evaluator:
                 if ia is not None and ib is not None:
                     out = IntVal(binop("and", ia, ib))
                 else:
-                    sa, sb = self.static(out), self.static(one)
-                    out = UNKNOWN if UNKNOWN in (sa, sb) else PyVal(bool(sa and sb))
+                    ta, tb = self.truth(out), self.truth(one)
+                    out = UNKNOWN if None in (ta, tb) else PyVal(bool(ta and tb))
             left = right
         return out if out is not None else UNKNOWN
 
@@ -321,18 +598,63 @@ class Evaluator:
         ia, ib = self.int_expr(a), self.int_expr(b)
         if ia is not None and ib is not None and type(op) in _CMP:
             return IntVal(binop(_CMP[type(op)], ia, ib))
+        if isinstance(op, ast.In | ast.NotIn):
+            found = self.contains(b, a)
+            if found is not None:
+                return PyVal(found if isinstance(op, ast.In) else not found)
+        if isinstance(op, ast.Is | ast.IsNot):
+            same = self.identical(a, b)
+            if same is not None:
+                return PyVal(same if isinstance(op, ast.Is) else not same)
         sa, sb = self.static(a), self.static(b)
         if sa is not UNKNOWN and sb is not UNKNOWN:
             try:
                 return PyVal(bool(_PY_CMP[type(op)](sa, sb)))
             except Exception:  # noqa: BLE001 - e.g. comparing str with int
                 return UNKNOWN
-        if isinstance(op, ast.Is | ast.IsNot) and isinstance(b, PyVal) and b.value is None:
-            is_none = isinstance(a, PyVal) and a.value is None
-            known = not isinstance(a, Unknown)
-            if known:
-                return PyVal(is_none if isinstance(op, ast.Is) else not is_none)
         return self.compare_other(op, a, b, node)
+
+    def contains(self, container: Val, item: Val) -> bool | None:
+        """``item in container`` when it can be decided."""
+        if isinstance(container, DictVal):
+            key = self.static(item)
+            return None if key is UNKNOWN or not _hashable(key) else key in container.items
+        if isinstance(container, SeqVal):
+            needle = self.static(item)
+            if needle is UNKNOWN:
+                return None
+            unknown = False
+            for x in container.items:
+                s = self.static(x)
+                if s is UNKNOWN:
+                    unknown = True
+                elif s == needle:
+                    return True
+            return None if unknown else False
+        if isinstance(container, RangeVal):
+            n = self.static(item)
+            return n in range(container.start, container.stop, container.step) if isinstance(n, int) else None
+        if isinstance(container, PyVal) and isinstance(container.value, str):
+            s = self.static(item)
+            return s in container.value if isinstance(s, str) else None
+        if isinstance(container, stdlib.EnvironVal):
+            return False  # the reader runs with an empty environment: defaults apply
+        return None
+
+    def identical(self, a: Val, b: Val) -> bool | None:
+        """``a is b`` (None and singletons by value, the file's objects by identity)."""
+        for x, y in ((a, b), (b, a)):
+            if isinstance(y, PyVal) and y.value is None:
+                if isinstance(x, PyVal):
+                    return x.value is None
+                if isinstance(x, Unknown | TensorVal | ExternVal):
+                    return None
+                return False
+        if isinstance(a, PyVal) and isinstance(b, PyVal):
+            return a.value is b.value or (type(a.value) is type(b.value) and a.value == b.value)
+        if isinstance(a, ObjVal | ClassVal | FuncVal | SeqVal | DictVal | ModuleVal):
+            return a is b
+        return None
 
     def compare_other(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST) -> Val:
         return UNKNOWN
@@ -348,28 +670,45 @@ class Evaluator:
             return UNKNOWN
         return self.eval(node.body if truth else node.orelse)
 
-    def truth(self, v: Val) -> bool | None:
-        s = self.static(v)
-        if s is UNKNOWN:
-            return None
-        return bool(s)
+    def e_NamedExpr(self, node: ast.NamedExpr) -> Val:
+        v = self.eval(node.value)
+        self.bind_target(node.target, v)
+        return v
 
     def e_Subscript(self, node: ast.Subscript) -> Val:
         base = self.eval(node.value)
+        if isinstance(base, SeqVal | DictVal | RangeVal) or (
+            isinstance(base, PyVal) and isinstance(base.value, str | bytes)
+        ):
+            return self.index(base, self.eval(node.slice))
+        return self.subscript(base, node)
+
+    def index(self, base: Val, key: Val) -> Val:
+        """``base[key]`` on a sequence, dict, range or string."""
+        k = self.static(key)
+        if k is UNKNOWN:
+            return UNKNOWN
+        if isinstance(base, DictVal):
+            return base.items.get(k, Unknown(f"key {k!r}")) if _hashable(k) else UNKNOWN
         if isinstance(base, SeqVal):
-            idx = self.static(self.eval(node.slice))
-            if isinstance(idx, int):
-                try:
-                    return base.items[idx]
-                except IndexError:
-                    return UNKNOWN
-        if isinstance(base, PyVal) and isinstance(base.value, str | tuple | list | dict):
-            idx = self.static(self.eval(node.slice))
+            if isinstance(k, slice):
+                return SeqVal(base.items[k], base.kind if base.kind != "set" else "tuple")
+            if isinstance(k, int) and -len(base.items) <= k < len(base.items):
+                return base.items[k]
+            return UNKNOWN
+        if isinstance(base, RangeVal):
+            r = range(base.start, base.stop, base.step)
             try:
-                return _py(base.value[idx])  # type: ignore[index]
+                out = r[k]  # type: ignore[index]
+            except (IndexError, TypeError):
+                return UNKNOWN
+            return RangeVal(out.start, out.stop, out.step) if isinstance(out, range) else IntVal(Const(out))
+        if isinstance(base, PyVal):
+            try:
+                return self.from_static(base.value[k])  # type: ignore[index]
             except Exception:  # noqa: BLE001 - static indexing that fails in Python too
                 return UNKNOWN
-        return self.subscript(base, node)
+        return UNKNOWN
 
     def subscript(self, base: Val, node: ast.Subscript) -> Val:
         return UNKNOWN
@@ -378,18 +717,87 @@ class Evaluator:
         func = self.eval(node.func)
         if isinstance(func, PlRef):
             return self.call_pl(func.path, node)
-        name = dotted(node.func)
-        if name in ("min", "max") and len(node.args) >= 2 and not node.keywords:
-            return self.minmax(name, [self.eval(a) for a in node.args])
-        if name in ("int", "abs", "bool", "float", "str", "len", "round") and len(node.args) == 1:
-            return self.builtin(name, self.eval(node.args[0]))
-        if name in ("math.ceil", "math.floor") and len(node.args) == 1:
-            s = self.static(self.eval(node.args[0]))
-            if isinstance(s, int | float):
-                return IntVal(Const(int(math.ceil(s) if name == "math.ceil" else math.floor(s))))
-        if name in ("os.environ.get", "os.getenv"):
-            return self.environ(node)
+        if isinstance(func, BuiltinVal):
+            evaluated = self.eval_args(node)
+            if evaluated is None:
+                return Unknown(f"the arguments of '{func.name}'")
+            return self.call_value(func, evaluated[0], evaluated[1], node)
         return self.call_other(func, node)
+
+    def eval_args(self, node: ast.Call) -> tuple[list[Val], dict[str, Val]] | None:
+        """Positional and keyword arguments of a call (``*xs`` and ``**kw`` expanded)."""
+        args: list[Val] = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                items = self.iterate(self.eval(a.value))
+                if items is None:
+                    return None
+                args.extend(items)
+            else:
+                args.append(self.eval(a))
+        kwargs: dict[str, Val] = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                d = self.eval(kw.value)
+                if not isinstance(d, DictVal) or not all(isinstance(k, str) for k in d.items):
+                    return None
+                kwargs.update(d.items)  # type: ignore[arg-type]
+            else:
+                kwargs[kw.arg] = self.eval(kw.value)
+        return args, kwargs
+
+    def call_value(self, func: Val, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
+        """Call an evaluated callable on evaluated arguments."""
+        if isinstance(func, BuiltinVal):
+            if func.self_val is not None:
+                args = [func.self_val, *args]
+            try:
+                return func.fn(self, args, kwargs, node)
+            except stdlib.StaticError as err:
+                return Unknown(str(err))
+        if isinstance(func, BoundMethod):
+            return self.call_value(func.func, [func.self_val, *args], kwargs, node)
+        if isinstance(func, FuncVal):
+            return self.call_function(func, args, kwargs, node)
+        if isinstance(func, ClassVal):
+            return self.instantiate(func, args, kwargs, node)
+        if isinstance(func, ExternVal) and func.name.rsplit(".", 1)[-1] in stdlib.HARNESS_RECORDS:
+            return stdlib.harness_record(func.name, args, kwargs)
+        return Unknown(f"a call of {type(func).__name__}")
+
+    def instantiate(self, cls: ClassVal, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
+        """``Cls(...)``: a dataclass binds its fields; a plain class runs its ``__init__``."""
+        obj = ObjVal(cls)
+        if cls.dataclass or any(b.dataclass for b in cls.bases):
+            fields = cls.all_fields()
+            names = [n for n, _ in fields]
+            if len(args) > len(names):
+                return Unknown(f"too many arguments for {cls.name}")
+            bound = dict(zip(names, args, strict=False))
+            for k, v in kwargs.items():
+                if k not in names or k in bound:
+                    return Unknown(f"argument '{k}' of {cls.name}")
+                bound[k] = v
+            for name, default in fields:
+                if name in bound:
+                    obj.attrs[name] = bound[name]
+                elif default is not None:
+                    obj.attrs[name] = self.field_default(cls, default)
+                else:
+                    obj.attrs[name] = Unknown(f"field '{name}' of {cls.name} not given")
+            post = cls.method("__post_init__")
+            if post is not None:
+                self.call_value(post, [obj], {}, node)
+            return obj
+        init = cls.method("__init__")
+        if init is not None:
+            self.call_value(init, [obj, *args], kwargs, node)
+        return obj
+
+    def field_default(self, cls: ClassVal, default: ast.expr) -> Val:
+        """The default of a dataclass field: ``= value`` or ``field(default=...,
+        default_factory=...)``, evaluated in the class's module."""
+        return Unknown("a field default")
 
     def fold_ints(self, op: str, args: list[Val]) -> IntVal | None:
         """``((a op b) op c) ...`` as one symbolic integer, when every argument is an integer."""
@@ -402,53 +810,35 @@ class Evaluator:
         return IntVal(out)  # type: ignore[arg-type]
 
     def minmax(self, name: str, args: list[Val]) -> Val:
+        if len(args) == 1:
+            items = self.iterate(args[0])
+            if items is None or not items:
+                return UNKNOWN
+            args = items
         folded = self.fold_ints(name, args)
         if folded is not None:
             return folded
         statics = [self.static(a) for a in args]
         if all(s is not UNKNOWN for s in statics):
-            return _py(min(statics) if name == "min" else max(statics))  # type: ignore[type-var]
+            try:
+                return self.from_static(min(statics) if name == "min" else max(statics))  # type: ignore[type-var]
+            except TypeError:
+                return UNKNOWN
         return UNKNOWN
 
-    def builtin(self, name: str, v: Val) -> Val:
-        i = self.int_expr(v)
-        if name == "int" and i is not None:
-            return IntVal(i)
-        s = self.static(v)
-        if s is UNKNOWN:
-            return UNKNOWN
-        try:
-            result = {
-                "int": int,
-                "abs": abs,
-                "bool": bool,
-                "float": float,
-                "str": str,
-                "len": len,
-                "round": round,
-            }[name](s)  # type: ignore[operator]
-        except Exception:  # noqa: BLE001 - e.g. int("x")
-            return UNKNOWN
-        return _py(result)
-
-    def environ(self, node: ast.Call) -> Val:
-        """``os.environ.get(NAME, DEFAULT)``: the reader assumes the default."""
-        if len(node.args) >= 2:
-            return self.eval(node.args[1])
-        for kw in node.keywords:
-            if kw.arg == "default":
-                return self.eval(kw.value)
-        return PyVal(None)
-
     def scalar_pl(self, path: str, node: ast.Call) -> Val:
-        """``pl.min``/``pl.max`` on scalars; other ``pl`` calls are unknown here."""
+        """``pl.min``/``pl.max`` on scalars and ``pl.dynamic``; other ``pl`` calls are unknown here."""
         short = path.rsplit(".", 1)[-1]
         if short in ("min", "max") and len(node.args) == 2:
             return self.minmax(short, [self.eval(a) for a in node.args])
         if path == "pl.dynamic":
             name = self.static(self.eval(node.args[0])) if node.args else None
-            return IntVal(Sym(str(name or "dyn"), "scalar"))  # a runtime extent, like a scalar
+            return self.dynamic_axis(str(name or "dyn"), node)
         return UNKNOWN
+
+    def dynamic_axis(self, name: str, node: ast.AST) -> Val:
+        """``pl.dynamic(name)``: a runtime extent (an interpreter with parameters ranges it)."""
+        return IntVal(Sym(name, "scalar"))
 
     # ---------------------------------------------------------------- arguments
     def arguments(self, node: ast.Call, names: list[str]) -> dict[str, ast.expr]:
@@ -469,9 +859,36 @@ def _py(value: object) -> Val:
         return PyVal(value)
     if isinstance(value, int):
         return IntVal(Const(value))
-    if isinstance(value, tuple | list):
-        return SeqVal(tuple(_py(v) for v in value))
-    return PyVal(value)
+    if isinstance(value, list):
+        return SeqVal([_py(v) for v in value], "list")
+    if isinstance(value, tuple):
+        return SeqVal([_py(v) for v in value], "tuple")
+    if isinstance(value, set | frozenset):
+        return SeqVal([_py(v) for v in value], "set")
+    if isinstance(value, dict):
+        return DictVal({k: _py(v) for k, v in value.items()})
+    if isinstance(value, range):
+        return RangeVal(value.start, value.stop, value.step)
+    if isinstance(value, str | float | bytes | complex | slice):
+        return PyVal(value)
+    return Unknown(f"a {type(value).__name__}")
+
+
+def _hashable(value: object) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
+def _small(value: object) -> bool:
+    """Guards static folding against blow-ups (``"x" * 10**9``, ``2 ** 10**9``)."""
+    if isinstance(value, int):
+        return value.bit_length() <= 4096
+    if isinstance(value, str | bytes | tuple | list):
+        return len(value) <= MAX_STATIC_LEN
+    return True
 
 
 def is_const_expr(expr: Expr) -> bool:

@@ -11,13 +11,19 @@ names (``EP``, ``WORLD_SIZE`` for the world, ``my_rank`` for the rank).
 from __future__ import annotations
 
 import ast
+import traceback
+from dataclasses import replace
 
 from lowering import ir
+from lowering.body import Range
 from lowering.edges import infer_edges
+from lowering.pypto_reader import stdlib
+from lowering.pypto_reader.bindings import axis_bindings, harness_requests, resolve_dynamic_axes, spec_shapes
 from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.guards import read_guards
-from lowering.pypto_reader.modules import ModuleEval, ModuleInfo
+from lowering.pypto_reader.interp import BudgetExceeded, PyInterpreter
+from lowering.pypto_reader.modules import Loader, ModuleInfo, ModuleInterpreter
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.program import Program
 from lowering.pypto_reader.scopes import OrchReader
@@ -30,11 +36,17 @@ WORLD_NAMES = ("EP", "EP_WORLD_SIZE", "EP_SIZE", "WORLD_SIZE", "N_RANKS", "NRANK
 
 def entries(module: ModuleInfo) -> list[FuncVal]:
     """The chip-level entries of ``module``, in source order."""
-    funcs = [v for v in module.globals.values() if isinstance(v, FuncVal) and v.module is module]
+    unique: dict[int, FuncVal] = {}
+    classes: dict[int, ClassVal] = {}
+    for v in [*module.globals.values(), *stdlib.host().programs]:
+        if isinstance(v, FuncVal) and v.module is module:
+            unique.setdefault(id(v.node), v)
+        elif isinstance(v, ClassVal) and v.module is module:
+            classes.setdefault(id(v.node), v)
+    funcs = list(unique.values())
     out = [f for f in funcs if f.kind == "jit"]
-    for v in module.globals.values():
-        if isinstance(v, ClassVal) and v.module is module:
-            out.extend(m for _, m in v.methods if m.kind == "jit")
+    for cls in classes.values():
+        out.extend(m for _, m in cls.methods if m.kind == "jit" and id(m.node) not in unique)
     if out:
         return sorted(out, key=lambda f: f.node.lineno)
     called = set()
@@ -48,7 +60,7 @@ def entries(module: ModuleInfo) -> list[FuncVal]:
     return sorted(inline, key=lambda f: f.node.lineno)
 
 
-def host_binding(module: ModuleInfo, entry: FuncVal, ev: ModuleEval) -> tuple[Expr | None, frozenset[str]]:
+def host_binding(module: ModuleInfo, entry: FuncVal, ev: PyInterpreter) -> tuple[Expr | None, frozenset[str]]:
     """(ranks, rank parameters) from a host driver that dispatches ``entry`` with ``device=``."""
     for v in module.globals.values():
         if not (isinstance(v, FuncVal) and v.kind == "host" and v.module is module):
@@ -93,27 +105,52 @@ def _cross_rank(prog: Program) -> bool:
 
 
 def build_graphs(
-    module: ModuleInfo, params: Params, notes: Notes, layer: str | None = None
+    module: ModuleInfo, params: Params, notes: Notes, loader: Loader, layer: str | None = None
 ) -> list[ir.Graph]:
-    ev = ModuleEval(module, notes, params)
+    ev = ModuleInterpreter(module, loader)
+    ev.defining = False
     found = entries(module)
     if layer is not None:
         found = [f for f in found if f.node.name in (layer, f"{layer}_test")]
+    bindings: dict[str, list[tuple[str, int]]] = {}
+    for entry in found:
+        for dyn, uses in axis_bindings(entry, ev, params).items():
+            bindings.setdefault(dyn, []).extend(uses)
+    records = harness_requests(module, ev)
+    resolve_dynamic_axes(params, bindings, records, ev, notes, module)
+    shapes = spec_shapes(records, ev)
     graphs = []
     for entry in found:
         world, rank_params = host_binding(module, entry, ev)
         if not rank_params:
             rank_params = frozenset(p.arg for p in entry.node.args.args if p.arg in RANK_NAMES)
-        prog = Program(notes, params, ranks=world or Const(1), rank_params=rank_params)
-        reader = OrchReader(prog, module)
+        prog = Program(notes, params, ranks=world or Const(1), rank_params=rank_params, spec_shapes=shapes)
+        reader = OrchReader(prog, module, loader, loader.budget)
         try:
             reader.run_entry(entry, rank_params)
+        except BudgetExceeded:
+            notes.not_modelled(
+                span_of(module.file, loader.budget.hit_at or entry.node),
+                f"orchestration past {loader.budget.limit} interpreted statements",
+                "the tasks after this point are missing from the graph",
+            )
         except RecursionError:
             notes.add("P004", span_of(module.file, entry.node), "the program nests too deeply to read")
         except Exception as err:  # noqa: BLE001 - the reader never crashes
             notes.add(
-                "P004", span_of(module.file, entry.node), f"the reader failed ({type(err).__name__}: {err})"
+                "P004",
+                span_of(module.file, entry.node),
+                f"the reader failed ({type(err).__name__}: {err})",
+                trace="".join(traceback.format_exception(err)),
             )
+        for info in prog.tensors.infos.values():
+            if info.shape is None and info.view_of is None:
+                notes.not_modelled(
+                    info.span,
+                    f"the shape of tensor '{info.name}' (a bare pl.Tensor that no harness TensorSpec or "
+                    "callee annotation gives a shape, or a shape the reader cannot evaluate)",
+                    "its accesses are compared conservatively: any two may overlap",
+                )
         if world is None and _cross_rank(prog):
             world = _world_constant(module)
             if world is None:
@@ -126,6 +163,43 @@ def build_graphs(
             prog.ranks = world
         graphs.append(_graph(entry, prog, params, module))
     return graphs
+
+
+def _fit_ranks(prog: Program, tensors: dict[str, ir.Tensor]) -> None:
+    """Accesses written with more or fewer indices than their tensor has dimensions.
+
+    A 1-D tensor loaded as a ``[1, n]`` tile (``pl.load(gamma, [0, k], [1, n])``) carries a
+    leading unit index: dropped. Missing trailing indices mean ``:`` (numpy). Anything else is
+    taken as the whole tensor, with a note: that access alone is conservative.
+    """
+    for task in prog.tasks:
+        fitted = []
+        changed = False
+        for a in task.accesses:
+            t = tensors.get(a.tensor)
+            if t is None or len(a.region) == len(t.shape):
+                fitted.append(a)
+                continue
+            changed = True
+            region = list(a.region)
+            while len(region) > len(t.shape) and _unit(region[0]):
+                region.pop(0)
+            if len(region) < len(t.shape):
+                region += [Range(Const(0), d, Const(1)) for d in t.shape[len(region) :]]
+            if len(region) != len(t.shape):
+                prog.notes.not_modelled(
+                    a.span,
+                    f"an access to '{a.tensor}' with {len(a.region)} indices for its {len(t.shape)} dimensions",
+                    "it is taken as an access to the whole tensor",
+                )
+                region = [Range(Const(0), d, Const(1)) for d in t.shape]
+            fitted.append(replace(a, region=tuple(region)))
+        if changed:
+            task.accesses = tuple(fitted)
+
+
+def _unit(r: Range) -> bool:
+    return r.point or (isinstance(r.start, Const) and r.stop == Const(r.start.value + 1))
 
 
 def _world_constant(module: ModuleInfo) -> Expr | None:
@@ -155,6 +229,7 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
                     False,
                     a.span,
                 )
+    _fit_ranks(prog, tensors)
     name = entry.node.name
     if name.endswith("_test") and len(name) > 5:
         name = name[: -len("_test")]
@@ -168,7 +243,9 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
         file=module.file,
         span=span_of(module.file, entry.node),
         params={
-            p.name: ir.Param(p.name, p.value, p.default, p.domain, p.span) for p in params.params.values()
+            p.name: ir.Param(p.name, p.value, p.default, p.domain, p.span)  # type: ignore[arg-type]
+            for p in params.params.values()
+            if p.value is not None  # an unbound dynamic axis is a runtime extent, not a parameter
         },
         consts={c.name: ir.Const(c.name, c.expr, c.value, c.span) for c in params.consts.values()},
         assertions=list(params.assertions),

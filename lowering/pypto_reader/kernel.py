@@ -31,7 +31,7 @@ from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
 from lowering.pypto_reader import sorting as _sorting
 from lowering.pypto_reader.accesses import AccessMixin, local_load
 from lowering.pypto_reader.exprs import Evaluator
-from lowering.pypto_reader.kernel_statements import StatementMixin, assignment_counts
+from lowering.pypto_reader.kernel_statements import StatementMixin, assignment_counts, loop_carried
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.ops import (
     IGNORED,
@@ -96,6 +96,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         self.window_tensors: set[str] = set()
         self.sorted_locals: set[str] = set()
         self.assigned: Counter[str] = Counter()
+        self.unstable: set[str] = set()  # loop-carried names: integer lets of them are not inlined
         self.dual_lanes = False
         self.anchor_next = False
         self.read_lets: dict[str, int] = {}  # local bound to a pl.read -> index of its access
@@ -111,6 +112,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         if bindings:
             self.scopes[0].update(bindings)
         self.assigned.update(assignment_counts(stmts))
+        self.unstable |= loop_carried(stmts)
         self.statements(stmts)
         self._finish_anchors()
         return tuple(self.blocks[0])
@@ -274,15 +276,6 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
                 self.unit("vector")
             return TileVal(ir.CallV("neg", (v.value,), (), v.type))
         return UNKNOWN
-
-    def builtin(self, name: str, v: Val) -> Val:
-        if name == "float" and isinstance(v, PyVal) and isinstance(v.value, str):
-            text = v.value.strip().lower()
-            if text in ("inf", "+inf", "infinity"):
-                return PyVal(float("inf"))
-            if text in ("-inf", "-infinity"):
-                return TileVal(negative_float(float("inf")))
-        return super().builtin(name, v)
 
     def call_pl(self, path: str, node: ast.Call) -> Val:
         if path in IGNORED:

@@ -152,9 +152,11 @@ class StatementMixin:
                 )
 
     def assign_name(self, name: str, value: Val, stmt: ast.stmt) -> None:
-        if isinstance(value, IntVal) and self.assigned[name] <= 1 and not self.is_local(name):
-            self.bind(name, value)  # an integer let: inlined, as in the DSL
-            return
+        if isinstance(value, IntVal) and name not in self.unstable:
+            existing = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+            if not s_int(existing) or existing.expr.name != name:  # type: ignore[union-attr]
+                self.bind(name, value)  # an integer let: inlined (each assignment rebinds, as in Python)
+                return
         if isinstance(value, TensorVal | PlRef | FuncVal | Unknown) or (
             isinstance(value, PyVal) and not isinstance(value.value, float | bool)
         ):
@@ -304,11 +306,12 @@ class StatementMixin:
         else:
             cond_ir = ir.IntV(expr, ir.ScalarType("bool"))
         span = self.span(s.test)
-        then = self.branch(Condition(expr, span), s.body)
-        orelse = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
+        then, then_scope = self.branch(Condition(expr, span), s.body)
+        orelse, else_scope = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
+        then, orelse = self.join_branches(then_scope, else_scope, then, orelse, s)
         self.emit(ir.IfS(cond_ir, then, orelse, self.span(s)))
 
-    def branch(self, cond: Condition, stmts: list[ast.stmt]) -> tuple[ir.Stmt, ...]:
+    def branch(self, cond: Condition, stmts: list[ast.stmt]) -> tuple[tuple[ir.Stmt, ...], dict[str, Val]]:
         """One arm of an ``if``: its own block and scope, its accesses under ``cond``."""
         self.conds.append(cond)
         self.blocks.append([])
@@ -317,9 +320,36 @@ class StatementMixin:
             self.statements(stmts)
         finally:
             body = self.blocks.pop()
-            self.scopes.pop()
+            scope = self.scopes.pop()
             self.conds.pop()
-        return tuple(body)
+        return tuple(body), scope
+
+    def join_branches(self, a: dict[str, Val], b: dict[str, Val], then: tuple, orelse: tuple, s: ast.If):
+        """Names an ``if`` binds stay bound after it (Python scoping). A value both arms agree on
+        stays as is; an integer the arms compute differently (``valid = CAP`` / ``valid =
+        pl.min(n, CAP)``) becomes a local each arm assigns, whose bound the validity analysis
+        joins across the arms. Returns the arms' statements with those assignments."""
+        then, orelse = list(then), list(orelse)
+        for name in dict.fromkeys([*a, *b]):
+            if self.is_local(name) and not any(name in sc for sc in (a, b)):
+                continue
+            outer = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+            x, y = a.get(name, outer), b.get(name, outer)
+            if x is None or y is None:
+                self.bind(name, x if x is not None else y)  # bound on one path only
+            elif x == y:
+                self.bind(name, x)
+            elif isinstance(x, IntVal) and isinstance(y, IntVal):
+                local = IntVal(Sym(name, DYNAMIC))
+                for arm, v in ((then, x), (orelse, y)):
+                    if v != local:
+                        arm.append(ir.LetS(name, ir.IntV(v.expr), self.span(s)))
+                self.bind(name, local)
+            elif isinstance(x, TileVal) and isinstance(x.value, ir.LocalV) and x.value.name == name:
+                self.bind(name, x)
+            elif isinstance(y, TileVal) and isinstance(y.value, ir.LocalV) and y.value.name == name:
+                self.bind(name, y)
+        return tuple(then), tuple(orelse)
 
     def with_stmt(self, s: ast.With) -> None:
         for item in s.items:
@@ -339,6 +369,89 @@ class StatementMixin:
                     "its body is read as is",
                 )
         self.statements(s.body)
+
+
+def s_int(v: Val | None) -> bool:
+    """A symbolic integer bound to a local of the kernel (an int assigned more than once)."""
+    return isinstance(v, IntVal) and isinstance(v.expr, Sym) and v.expr.kind == DYNAMIC
+
+
+def loop_carried(stmts: list[ast.stmt]) -> set[str]:
+    """Names whose value a loop carries from one iteration to the next or out of the loop:
+    read in the loop body before it assigns them, or read after the loop that assigns them.
+    Any other integer assignment can be inlined where it is used, however often the name is
+    reassigned (``n0 = nb * TILE`` in four loops is four lets, not one mutable local)."""
+    out: set[str] = set()
+
+    def names_read(node: ast.AST) -> set[str]:
+        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+    def linear(body: list[ast.stmt]) -> list[tuple[str, set[str]]]:
+        """(kind, names) events in source order: reads of a statement before its stores."""
+        events: list[tuple[str, set[str]]] = []
+        for s in body:
+            if isinstance(s, ast.For | ast.AsyncFor):
+                events.append(("read", names_read(s.iter)))
+                events.append(("store", _targets(s.target)))
+                events.extend(linear(s.body))
+                events.extend(linear(s.orelse))
+            elif isinstance(s, ast.While):
+                events.append(("read", names_read(s.test)))
+                events.extend(linear(s.body))
+            elif isinstance(s, ast.If):
+                events.append(("read", names_read(s.test)))
+                events.extend(linear(s.body))
+                events.extend(linear(s.orelse))
+            elif isinstance(s, ast.With):
+                for item in s.items:
+                    events.append(("read", names_read(item.context_expr)))
+                events.extend(linear(s.body))
+            elif isinstance(s, ast.AugAssign):
+                events.append(("read", names_read(s.value) | _targets(s.target)))
+                events.append(("store", _targets(s.target)))
+            elif isinstance(s, ast.Assign | ast.AnnAssign):
+                if s.value is not None:
+                    events.append(("read", names_read(s.value)))
+                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
+                for t in targets:
+                    events.append(("store", _targets(t)))
+            elif not isinstance(s, ast.FunctionDef | ast.ClassDef):
+                events.append(("read", names_read(s)))
+        return events
+
+    def visit(body: list[ast.stmt]) -> None:
+        for i, s in enumerate(body):
+            if isinstance(s, ast.For | ast.AsyncFor | ast.While):
+                events = linear(s.body)
+                assigned = {n for kind, names in events if kind == "store" for n in names}
+                out.update(assigned & _live(events))
+                out.update(assigned & _live(linear(body[i + 1 :])))
+                visit(s.body)
+                visit(s.orelse)
+            elif isinstance(s, ast.If):
+                visit(s.body)
+                visit(s.orelse)
+            elif isinstance(s, ast.With):
+                visit(s.body)
+
+    visit(list(stmts))
+    return out
+
+
+def _live(events: list[tuple[str, set[str]]]) -> set[str]:
+    """Names read before the events store them (the values that flow in from before)."""
+    stored: set[str] = set()
+    out: set[str] = set()
+    for kind, names in events:
+        if kind == "read":
+            out |= names - stored
+        else:
+            stored |= names
+    return out
+
+
+def _targets(t: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
 def assignment_counts(stmts: list[ast.stmt]) -> Counter[str]:

@@ -109,12 +109,16 @@ class Notes:
         self.items: list[Diagnostic] = []
         self._seen: set[tuple] = set()
 
-    def add(self, code: str, span: Span, message: str, hint: str | None = None) -> None:
+    def add(
+        self, code: str, span: Span, message: str, hint: str | None = None, trace: str | None = None
+    ) -> None:
+        """Add a diagnostic once; ``trace`` (a reader bug's traceback) is shown by ``--debug``."""
         key = (code, span, message)
         if key in self._seen:
             return
         self._seen.add(key)
-        self.items.append(Diagnostic(code, message, span, READER_CODES[code].severity, hint))
+        data = (("traceback", trace),) if trace else ()
+        self.items.append(Diagnostic(code, message, span, READER_CODES[code].severity, hint, data=data))
 
     def not_modelled(self, span: Span, what: str, consequence: str, hint: str | None = None) -> None:
         """A P001 note: ``what`` was not modelled; ``consequence`` says what it means for the verdict."""

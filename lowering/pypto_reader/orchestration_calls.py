@@ -13,14 +13,18 @@ from __future__ import annotations
 
 import ast
 
+from lowering.ir import DTYPE_BYTES
 from lowering.pypto_reader.directions import annotation_direction
+from lowering.pypto_reader.interp import Frame
 from lowering.pypto_reader.notes import span_of
-from lowering.pypto_reader.program import Frame
 from lowering.pypto_reader.tensors import TensorInfo
 from lowering.pypto_reader.values import (
     UNKNOWN,
+    BoundMethod,
+    BuiltinVal,
     ClassVal,
     DtypeVal,
+    ExternVal,
     FuncVal,
     IntVal,
     PyVal,
@@ -38,33 +42,32 @@ class OrchestrationCalls:
     """The ``pl.*`` calls of ``OrchestrationReader`` (a mixin: it provides eval and the frames)."""
 
     def call_other(self, func: Val, node: ast.Call) -> Val:
-        if isinstance(func, FuncVal):
-            if func.kind in ("incore", "extern"):
-                name = self.kernel_task(node, func, Const(1), [], None, node)
+        target = func.func if isinstance(func, BoundMethod) else func
+        if isinstance(target, FuncVal):
+            if target.kind in ("incore", "extern"):
+                name = self.kernel_task(node, target, Const(1), [], None, node)
                 return TaskIdVal((name,))
-            if func.kind == "host":
+            if target.kind == "host":
                 return UNKNOWN
-            return self.call_function(func, node)
-        if isinstance(func, ClassVal):
-            return PyVal(None)
-        name = ast.unparse(node.func)
-        if isinstance(func, Unknown) and name.split(".")[0] in (
-            "torch",
-            "golden",
-            "np",
-            "numpy",
-            "print",
-            "logging",
-        ):
-            return UNKNOWN
-        if name in ("print", "isinstance", "len", "range", "list", "tuple", "dict", "zip", "enumerate"):
-            return UNKNOWN
+            return super().call_other(func, node)  # spliced: ``OrchestrationReader.call_function``
+        if isinstance(func, ClassVal | BuiltinVal | ExternVal):
+            return super().call_other(func, node)  # a class of the file, a builtin, or opaque
+        self.eval_args(node)  # its arguments still run (and may submit tasks)
         self.notes.not_modelled(
             span_of(self.file, node),
-            f"a call to '{name}', which the reader cannot resolve",
+            f"a call to '{ast.unparse(node.func)}', which the reader cannot resolve"
+            + (f" ({func.why})" if isinstance(func, Unknown) and func.why else ""),
             "if it submits tasks, they are missing from the graph",
         )
         return UNKNOWN
+
+    def attribute(self, base: Val, attr: str, node: ast.AST) -> Val:
+        if isinstance(base, TensorVal) and attr == "bind_dynamic":
+            return BuiltinVal("bind_dynamic", lambda ev, a, k, n: PyVal(None))  # read before the entry runs
+        if isinstance(base, TensorVal) and attr == "dtype":
+            info = self.prog.tensors.get(base.root)
+            return DtypeVal(info.dtype.upper(), info.dtype) if info is not None else UNKNOWN
+        return super().attribute(base, attr, node)
 
     def call_pl(self, path: str, node: ast.Call) -> Val:
         if path in ("pl.create_tensor", "pl.tensor.create_tensor", "pl.tensor.create"):
@@ -92,7 +95,7 @@ class OrchestrationCalls:
         if path == "pl.system.task_dummy":
             name, base, index = self.task_name("task_dummy")
             after = self.deps_of([node])
-            self.add_task(name, base, index, Const(0), None, (), node, after, False, False, None, False, None)
+            self.add_task(name, base, index, Const(0), None, node, after, False, False, None, False, None)
             return TaskIdVal((name,))
         if path == "pl.system.task_invalid":
             return TaskIdVal(())
@@ -156,11 +159,14 @@ class OrchestrationCalls:
         shape = self.int_seq(b.get("shape"))
         dtype = self.dtype_named(b.get("dtype"), "f32")
         manual = "manual_dep" in b and self.truth(self.eval(b["manual_dep"])) is True
+        init = self.static(self.eval(b["init_value"])) if "init_value" in b else None
         name = self.pending_name or f"tensor_{node.lineno}"
         name += "".join(f"[{v}]" for v in self.loop_indices())
         info = self.prog.tensors.add(
             TensorInfo(name, dtype, shape, "scratch", manual, span_of(self.file, node))
         )
+        if isinstance(init, int | float) and not isinstance(init, bool):
+            info.init_value = float(init)
         return TensorVal(info.name)
 
     def reshape(self, node: ast.Call) -> Val:
@@ -173,13 +179,33 @@ class OrchestrationCalls:
         if root is None:
             return UNKNOWN
         name = self.pending_name or f"{src.root}_view"
+        offset = self.view_offset(src, root, node)
         info = self.prog.tensors.add(
             TensorInfo(
                 name, root.dtype, shape, root.kind if root.kind != "output" else "output", root.manual_dep,
                 span_of(self.file, node), root.distributed, root.declared_inout, view_of=src.root,
+                view_offset=offset,
             )
         )  # fmt: skip
         return TensorVal(info.name)
+
+    def view_offset(self, src: TensorVal, root: TensorInfo, node: ast.AST) -> int:
+        """Byte offset of the first element of the slice ``src`` in its root (0 for the root)."""
+        if src.offsets is None:
+            return 0
+        dims = [self.value_of(d) for d in root.shape] if root.shape is not None else None
+        offs = [self.value_of(o) for o in src.offsets]
+        if dims is None or None in dims or None in offs or len(dims) != len(offs):
+            self.notes.not_modelled(
+                span_of(self.file, node),
+                f"where in '{src.root}' this view starts (an offset or dimension the reader cannot evaluate)",
+                "its accesses are placed at the start of the buffer: edges and races through it may be missing",
+            )
+            return 0
+        flat = 0
+        for o, d in zip(offs, dims, strict=True):
+            flat = flat * d + o  # type: ignore[operator]
+        return flat * DTYPE_BYTES.get(root.dtype, 4)
 
     def slice_view(self, node: ast.Call) -> Val:
         b = self.arguments(node, ["input", "shape", "offset"])

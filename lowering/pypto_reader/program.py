@@ -1,8 +1,9 @@
-"""The state of reading one entry: the ``Program`` it builds and the ``Frame`` of each call.
+"""The state of reading one entry: the ``Program`` it builds.
 
 ``Program`` collects what the orchestration reader and the kernel readers find (tasks,
 tensors, runtime scalars, signal and window tensors, the rank count); ``graph`` turns it
-into the IR graph. A ``Frame`` holds the locals of one orchestration function activation.
+into the IR graph. ``spec_shapes`` are the shapes the file's harness gives tensors that the
+entry declares as bare ``pl.Tensor`` (their shape is specialised from the request).
 """
 
 from __future__ import annotations
@@ -11,21 +12,11 @@ from dataclasses import dataclass, field
 
 from lowering.ir import Task
 from lowering.pypto_reader.constants import Params
-from lowering.pypto_reader.modules import ModuleInfo
+from lowering.pypto_reader.kernel_cache import KernelCache
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.tensors import TensorTable
-from lowering.pypto_reader.values import ClassVal, FuncVal, SelfVal, Val
 from lowering.source import Span
 from lowering.symbolic import Const, Expr
-
-
-@dataclass
-class Frame:
-    """Locals of one orchestration function activation."""
-
-    module: ModuleInfo
-    locals: dict[str, Val] = field(default_factory=dict)
-    self_val: Val | None = None
 
 
 @dataclass
@@ -42,13 +33,5 @@ class Program:
     task_names: set[str] = field(default_factory=set)
     ranks: Expr = Const(1)
     rank_params: frozenset[str] = frozenset()
-
-
-def frame_for(func: FuncVal) -> Frame:
-    """A fresh frame for a call of ``func``, with ``self`` bound for a ``@pl.program`` method."""
-    frame = Frame(func.module)
-    if func.owner is not None:
-        cls = func.module.globals.get(func.owner)
-        if isinstance(cls, ClassVal):
-            frame.self_val = SelfVal(cls)
-    return frame
+    spec_shapes: dict[str, tuple[Expr, ...]] = field(default_factory=dict)
+    kernels: KernelCache = field(default_factory=KernelCache)

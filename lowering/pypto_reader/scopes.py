@@ -26,16 +26,16 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from lowering import body as ir
 from lowering.ir import DepRef, Predicate, Task
 from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
+from lowering.pypto_reader.interp import Frame
 from lowering.pypto_reader.kernel import KernelReader
-from lowering.pypto_reader.kernel_statements import assignment_counts
+from lowering.pypto_reader.kernel_cache import ARG, KernelSummary, Recorder
+from lowering.pypto_reader.kernel_statements import assignment_counts, loop_carried
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.orchestration import PRESET_CORES, OrchestrationReader
-from lowering.pypto_reader.program import Frame
 from lowering.pypto_reader.values import (
     FuncVal,
     IntVal,
@@ -134,10 +134,6 @@ class OrchReader(OrchestrationReader):
             for e in node.elts:
                 out.extend(self.dep_entries(e.value if isinstance(e, ast.Starred) else e))
             return out
-        if isinstance(node, ast.ListComp):
-            v = self.comprehension(node)
-            if v is not None:
-                return [(t, span) for t in v]
         if isinstance(node, ast.Subscript):
             base = self.eval(node.value)
             if isinstance(base, TaskArrayVal):
@@ -171,23 +167,6 @@ class OrchReader(OrchestrationReader):
             "the explicit edge it adds is missing: ordering findings on this task may be false positives",
         )
         return []
-
-    def comprehension(self, node: ast.ListComp) -> list[str] | None:
-        if len(node.generators) != 1 or node.generators[0].ifs:
-            return None
-        gen = node.generators[0]
-        values = self.iteration_values(gen.iter, self.callee_path(gen.iter))
-        if values is None:
-            return None
-        out: list[str] = []
-        saved = dict(self.frame.locals)
-        try:
-            for v in values:
-                self.bind_target(gen.target, v)
-                out.extend(t for t, _ in self.dep_entries(node.elt))
-        finally:
-            self.frame.locals = saved
-        return out
 
     def predicate_of(self, call: ast.Call | None) -> Predicate | None:
         node = self.kw(call, "predicate") if call is not None else None
@@ -257,15 +236,14 @@ class OrchReader(OrchestrationReader):
                 for item in v.items if isinstance(v, SeqVal) else (v,):
                     if isinstance(item, TensorVal):
                         nodeps.add(item.root)
-        reader = self.kernel_reader(name, grid)
-        bindings = {block_var: IntVal(Sym("block", "block"))} if block_var else None
-        body_ir = reader.read(inner, bindings)
+        bindings: dict[str, Val] = {block_var: IntVal(Sym("block", "block"))} if block_var else {}
+        summary = self.read_kernel(name, grid, inner, bindings, None, stmt)
         self.add_task(
-            name, base, index, grid, reader, body_ir, stmt, after, early, sync, predicate,
-            dual or reader.dual_lanes, {t: "nodep" for t in nodeps} or None,
+            name, base, index, grid, summary, stmt, after, early, sync, predicate,
+            dual or summary.dual_lanes, {t: "nodep" for t in nodeps} or None,
         )  # fmt: skip
         if isinstance(as_name, ast.Name):
-            self.frame.locals[as_name.id] = TaskIdVal((name,))
+            self.bind_name(as_name.id, TaskIdVal((name,)), stmt)
 
     def split_opt(self, call: ast.Call | None) -> bool:
         node = self.kw(call, "optimizations") if call is not None else None
@@ -291,6 +269,60 @@ class OrchReader(OrchestrationReader):
             self.kernel_call,
         )
 
+    def tensor_signature(self, root: str) -> object:
+        """What a task body can see of a tensor: two tensors alike here read alike."""
+        info = self.prog.tensors.get(root)
+        if info is None:
+            return None
+        return (
+            info.dtype, info.shape, info.kind, info.manual_dep, info.distributed, info.declared_inout,
+            info.view_of, info.view_offset, root in self.prog.signal_tensors, root in self.prog.window_tensors,
+        )  # fmt: skip
+
+    def read_kernel(
+        self,
+        name: str,
+        grid: Expr,
+        stmts: list[ast.stmt],
+        bindings: dict[str, Val],
+        module: ModuleInfo | None,
+        node: ast.AST,
+    ) -> KernelSummary:
+        """The summary of a task body: read once per scope and reused across the instances an
+        orchestration loop makes of it (``kernel_cache``)."""
+        outer = self.lookup if module is None else _globals_of(module)
+        key = (id(stmts[0]) if stmts else id(node), len(stmts), grid, id(module))
+        found = self.prog.kernels.find(
+            key, outer, bindings, self.prog.params.env(), self.tensor_signature, node
+        )
+        if found is not None:
+            return found
+        recorder = Recorder(outer, self.prog.params.env(), self.tensor_signature)
+        abstract = {k: recorder.abstract(ARG + k, v) for k, v in bindings.items()}
+        reader = KernelReader(
+            module.file if module is not None else self.file,
+            self.notes,
+            lambda: recorder.env,
+            recorder.lookup,
+            self.prog.tensors,
+            name,
+            grid,
+            self.kernel_call,
+        )
+        body = reader.read(stmts, abstract)
+        summary = KernelSummary(
+            body,
+            tuple(reader.accesses),
+            tuple(reader.signals),
+            tuple(reader.barriers),
+            frozenset(reader.ops),
+            frozenset(reader.units),
+            frozenset(reader.signal_tensors),
+            frozenset(reader.window_tensors),
+            reader.dual_lanes,
+        )
+        return self.prog.kernels.store(key, recorder, summary)
+
     def kernel_call(self, k: KernelReader, func: FuncVal, node: ast.Call) -> Val:
         """A helper called inside a kernel body: spliced into it (its statements become the task's)."""
         if func.kind in ("incore", "extern", "jit", "host"):
@@ -305,11 +337,12 @@ class OrchReader(OrchestrationReader):
         for kw in node.keywords:
             if kw.arg:
                 bound[kw.arg] = k.eval(kw.value)
-        saved_outer, saved_file, saved_assigned = k.outer, k.file, k.assigned
+        saved_outer, saved_file, saved_assigned, saved_unstable = k.outer, k.file, k.assigned, k.unstable
         k.outer, k.file = _globals_of(func.module), func.module.file
         k.scopes.append(bound)
         k.depth += 1
         k.assigned = saved_assigned + assignment_counts(func.node.body)
+        k.unstable = saved_unstable | loop_carried(func.node.body)
         k.returned = None
         try:
             k.statements(func.node.body)
@@ -317,7 +350,7 @@ class OrchReader(OrchestrationReader):
         finally:
             k.depth -= 1
             k.scopes.pop()
-            k.outer, k.file, k.assigned = saved_outer, saved_file, saved_assigned
+            k.outer, k.file, k.assigned, k.unstable = saved_outer, saved_file, saved_assigned, saved_unstable
 
     def add_task(
         self,
@@ -325,8 +358,7 @@ class OrchReader(OrchestrationReader):
         base: str,
         index: int | None,
         grid: Expr,
-        reader: KernelReader | None,
-        body_ir: tuple[ir.Stmt, ...],
+        summary: KernelSummary | None,
         stmt: ast.AST,
         after: list[DepRef],
         early: bool,
@@ -341,12 +373,11 @@ class OrchReader(OrchestrationReader):
             blocks = evaluate(grid, self.prog.params.env())
         except EvalError:
             blocks = 1
-        if reader is not None:
-            units = reader.units
-            self.prog.signal_tensors |= reader.signal_tensors
-            self.prog.window_tensors |= reader.window_tensors
-        else:
-            units = set()
+        units: frozenset[str] = frozenset()
+        if summary is not None:
+            units = summary.units
+            self.prog.signal_tensors |= summary.signal_tensors
+            self.prog.window_tensors |= summary.window_tensors
         if core is None:
             if dual or units == {"cube", "vector"}:
                 core = "mix"
@@ -362,10 +393,11 @@ class OrchReader(OrchestrationReader):
             name=name, base=base, index=index, grid=grid, blocks=blocks, core=core, core_explicit=False,
             early_resolve=early, sync_start=sync, manual=self.manual > 0, in_sequential_loop=self.sequential > 0,
             predicate=predicate, after=tuple(after),
-            accesses=tuple(reader.accesses) if reader is not None else tuple(accesses),
-            signals=tuple(reader.signals) if reader is not None else (),
-            barriers=tuple(reader.barriers) if reader is not None else (),
-            ops=frozenset(reader.ops) if reader is not None else frozenset(), body=body_ir, span=span,
+            accesses=summary.accesses if summary is not None else tuple(accesses),
+            signals=summary.signals if summary is not None else (),
+            barriers=summary.barriers if summary is not None else (),
+            ops=summary.ops if summary is not None else frozenset(),
+            body=summary.body if summary is not None else (), span=span,
             header_span=header, order=len(self.prog.tasks),
         )  # fmt: skip
         if arg_tags:
@@ -417,19 +449,17 @@ class OrchReader(OrchestrationReader):
                 "or atomics inside it are not seen",
             )
             self.add_task(
-                name, base, index, grid, None, (), stmt, after, early, sync, predicate, False, tags or None,
+                name, base, index, grid, None, stmt, after, early, sync, predicate, False, tags or None,
                 core=core, accesses=tuple(accesses),
             )  # fmt: skip
         else:
-            reader = self.kernel_reader(name, grid, callee.module)
-            reader.file = callee.module.file
-            body_ir = reader.read(callee.node.body, dict(frame.locals))
+            summary = self.read_kernel(name, grid, callee.node.body, dict(frame.locals), callee.module, call)
             self.add_task(
-                name, base, index, grid, reader, body_ir, stmt, after, early, sync, predicate, reader.dual_lanes,
+                name, base, index, grid, summary, stmt, after, early, sync, predicate, summary.dual_lanes,
                 tags or None, core=_incore_core(self, callee),
             )  # fmt: skip
         if isinstance(as_name, ast.Name):
-            self.frame.locals[as_name.id] = TaskIdVal((name,))
+            self.bind_name(as_name.id, TaskIdVal((name,)), stmt)
         return name
 
 

@@ -7,7 +7,8 @@ These become the DSL's ``sort32`` / ``mrgsort(s, block_len)`` / ``topk_pairs(s, 
 stays a ``min``), so the sort rule (S301) sees the chain and the bound of finite candidates
 exactly as in a DSL layer, at every admissible parameter value.
 
-A readout is the PyPTO idiom ``pairs = s[:, 0 : 2 * K]`` on a sorted row (seed-bugs.md §5):
+Format 2, ``pl.mrgsort(a, b[, c[, d]])``, merges 2 to 4 separately sorted operands (slices of
+whole runs) into one sorted list (``mrgsort_merge``). A readout is the PyPTO idiom ``pairs = s[:, 0 : 2 * K]`` on a sorted row (seed-bugs.md §5):
 it becomes ``topk_pairs(s, K)``.
 """
 
@@ -55,11 +56,6 @@ def _mrgsort(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
             )
             return TileVal(ir.CallV("mrgsort", (src, ir.IntV(Const(0))), (), src.type))
         return TileVal(ir.CallV("mrgsort", (src, ir.IntV(bl)), (), src.type))
-    k.notes.not_modelled(
-        k.span(node),
-        "mrgsort format 2 (merging separately sorted operands)",
-        "the sort chain ends here for the sort rules; later readouts are not checked",
-    )
     others = [k.value(k.eval(b[n])) for n in ("src1", "src2", "src3") if n in b]
     tt = [tile_type(v) for v in (src, *others)]
     rtype = src.type

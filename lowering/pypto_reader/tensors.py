@@ -9,7 +9,7 @@ bytes (``Tensor.view_of``): the runtime tracks the two independently.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from lowering import ir
 from lowering.source import Span
@@ -28,6 +28,7 @@ class TensorInfo:
     declared_inout: bool = False  # an InOut parameter of the entry (R-enclosing)
     view_of: str | None = None
     view_offset: int = 0
+    init_value: float | None = None
 
 
 class TensorTable:
@@ -52,7 +53,6 @@ class TensorTable:
         self, env: dict[str, int], signals: set[str], windows: set[str], ranks: dict[str, int]
     ) -> dict[str, ir.Tensor]:
         """IR tensors; ``ranks`` gives the rank of unannotated tensors (from their accesses)."""
-        has_views = any(f.name == "view_of" for f in fields(ir.Tensor))
         out: dict[str, ir.Tensor] = {}
         for info in self.infos.values():
             kind = info.kind
@@ -73,7 +73,7 @@ class TensorTable:
                     dims.append(max(1, evaluate(d, env)))
                 except EvalError:
                     dims.append(None)
-            extra = {"view_of": info.view_of, "view_offset": info.view_offset} if has_views else {}
+            extra = {"view_of": info.view_of, "view_offset": info.view_offset, "init_value": info.init_value}
             out[info.name] = ir.Tensor(
                 info.name, dtype, tuple(shape), tuple(dims), kind, info.manual_dep, info.span, **extra
             )

@@ -29,16 +29,16 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--seed", "-1"], "argument --seed: --seed -1: must be >= 0"),
-        (["--seed", "x"], "argument --seed: --seed expects an integer, got 'x'"),
-        (["--cores", "0"], "argument --cores: --cores 0: a cluster is 1 AIC + 2 AIV"),
-        (["--cores", "1,3"], "argument --cores: --cores 1,3: a cluster is 1 AIC + 2 AIV"),
-        (["--timeout", "nan"], "argument --timeout: --timeout nan: must be a finite number of seconds > 0"),
-        (["--timeout", "inf"], "argument --timeout: --timeout inf: must be a finite number of seconds > 0"),
-        (["--timeout", "0"], "argument --timeout: --timeout 0: must be a finite number of seconds > 0"),
-        (["--rounds", "0"], "argument --rounds: --rounds 0: must be 1..1000000"),
-        (["--ranks", "0"], "argument --ranks: --ranks 0: must be 1..4096"),
-        (["--trace", ""], "argument --trace: --trace expects a file name, got an empty one"),
+        (["--seed", "-1"], "--seed -1: must be >= 0"),
+        (["--seed", "x"], "--seed expects an integer, got 'x'"),
+        (["--cores", "0"], "--cores 0: a cluster is 1 AIC + 2 AIV"),
+        (["--cores", "1,3"], "--cores 1,3: a cluster is 1 AIC + 2 AIV"),
+        (["--timeout", "nan"], "--timeout nan: must be a finite number of seconds > 0"),
+        (["--timeout", "inf"], "--timeout inf: must be a finite number of seconds > 0"),
+        (["--timeout", "0"], "--timeout 0: must be a finite number of seconds > 0"),
+        (["--rounds", "0"], "--rounds 0: must be 1..1000000"),
+        (["--ranks", "0"], "--ranks 0: must be 1..4096"),
+        (["--trace", ""], "--trace expects a file name, got an empty one"),
     ],
 )
 def test_bad_option_values_are_e104(capsys, option, message):

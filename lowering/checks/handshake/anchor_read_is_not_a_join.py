@@ -29,6 +29,13 @@ ordered the waiter "after most of the expert grid but not all".
 ## Use instead
 
     task wait on aiv after push { ... }                    # `after push` joins every push[e]
+
+## What dslc verify shows
+
+``dslc verify`` proves ``bad.dsl`` deadlock-free and deterministic at EP 2 (N_LOCAL 2, 1-2
+rounds): the push tasks have no producer, so they are queued before the waiter and always get
+slots first, and the waiter's threshold counts every push's notify, so it cannot release early.
+The unjoined order becomes a hang when the pushes are released with (or after) the waiter.
 """
 
 from __future__ import annotations

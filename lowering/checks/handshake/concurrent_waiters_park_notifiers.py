@@ -29,6 +29,13 @@ pypto-lib #1208/#1213, after the dispatch handshake itself had been fixed.
 ## Use instead
 
     task wait on aiv after push, meta { ... }   # order the two spins, or split meta (#1208)
+
+## What dslc verify shows
+
+``dslc verify --rounds 2 --round-scalar moe_epoch`` finds the cycle in ``bad.dsl`` at EP 2
+(``wait@r0 -> push@r1 -> meta@r1 -> meta@r0``): a round's meta and wait park what the other
+needs. In one round it cannot: meta is queued with the push grid and gets a slot before the
+wait, which only becomes ready after the pushes.
 """
 
 from __future__ import annotations

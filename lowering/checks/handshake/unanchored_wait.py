@@ -28,6 +28,12 @@ front of them needs: the comment in the MoE code that made every wait `deps=[pus
 ## Use instead
 
     task handshake on aiv after quant { ... }            # dispatched once quant has finished
+
+## What dslc verify shows
+
+``dslc verify`` finds a schedule-dependent result in ``bad.dsl`` at EP 2: the unanchored
+handshake can notify before the push grid has stored, and the readers it releases see the
+window half written. ``good.dsl`` verifies complete.
 """
 
 from __future__ import annotations

@@ -28,6 +28,16 @@ as the EP8/EP16 MoE hang that 2-rank CI never saw.
 ## Use instead
 
     task wait on aiv after push early_resolve { ... }      # the waiter runs after every push block
+
+## What dslc verify shows
+
+With a producer that releases the notifier and the waiter together (the seed's gate:
+``tests/fixtures/run/handshake_pre.dsl``, ``tests/fixtures/seed/dispatch_pre.dsl``) ``dslc verify``
+finds the cross-rank cycle at EP 2 on one cluster per rank. In ``bad.dsl`` push and wait have no
+producer: both are ready when submitted and enter the FIFO AIV queue in program order, so every
+push block takes a slot before the waiter, and verify proves ``bad.dsl`` deadlock-free at EP 2
+(N_LOCAL 2, 2 rounds). The finding stands - one common producer, or a queue race the runtime
+model does not have, is enough to hang it.
 """
 
 from __future__ import annotations

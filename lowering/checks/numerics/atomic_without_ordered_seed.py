@@ -9,7 +9,10 @@ the atomic task itself, a write earlier in the same block or separated from the 
 `barrier` (the fused `sync_start` form). This applies to the atomics kept on purpose:
 integer counters, and float accumulations whose N201 finding was suppressed with a reason
 (seed-bugs.md §4.4, R4b). `inout` tensors are exempt (the adds accumulate onto the
-caller's values by design), and so are windows (the runtime zeroes them; clearing is R9).
+caller's values by design), and so are windows (the runtime zeroes them; clearing is R9) and
+buffers a PyPTO `pl.create_tensor(..., init_value=0)` zeroes when it creates them (the
+runtime fills them before any task that uses them; that the fill runs on the AICPU, on the
+orchestration path, is a performance matter, not a correctness one, pypto-lib #829).
 
 Only writes whose region is known exactly count as a seed; an atomic whose target depends
 on data must be covered over the whole extent it may hit.
@@ -33,6 +36,12 @@ task precisely so that the atomics' own edge orders it (#823, #829).
 
     task zero on aiv { counts[:, :] = zeros(i32, [E, 1]) }
     task count spmd(4) on aiv { ... }       # the atomic RMW reads `counts`: RAW edge on `zero`
+
+## What dslc verify shows
+
+Tensors start at zero in the simulator, so the histogram nothing zeroes sums correctly, and
+the zeroing that runs after the adds wipes them in every schedule alike: ``dslc verify`` proves
+``bad.dsl`` deterministic (2 clusters). The finding is about memory a previous user left.
 """
 
 from __future__ import annotations
@@ -120,6 +129,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             tensor = graph.tensors[a.tensor]
             if a.mode != "atomic" or a.peer is not None or tensor.kind not in _SEEDED_KINDS:
                 continue
+            if tensor.init_value == 0:
+                continue  # zeroed when it is created, before any task that uses it (init_value=0)
             writes, seed_hits, index = _seeds(graph, a.tensor, cache)
             for h in distinct(hits(graph, task, a), key=_block):
                 # a seed whose box misses h's cannot cover any of it: only the ones that meet count

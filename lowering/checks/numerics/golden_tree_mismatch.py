@@ -71,6 +71,12 @@ partials) is the lowering's cross-split fold; compute each split's partial the k
 
 Naming the same parameter as the kernel (`"splits": "LINEAR_OK"`) keeps the declaration
 right under `--set`.
+
+## What dslc verify shows
+
+``dslc verify`` proves the kernels deterministic and their outputs within the golden's
+tolerances in every schedule: the finding is about the bits the tolerances hide, not a
+schedule-dependent result.
 """
 
 from __future__ import annotations

@@ -48,6 +48,13 @@ does not fence the AIC and AIV lanes against each other, and #975 ran into exact
     task publish on aiv after scatter {                     # the grid join drains every store
       for p in range(EP) { if p != rank { notify arrived[rank] @ p += 1 } }
     }
+
+## What dslc verify shows
+
+In the simulator a store lands when the kernel executes it, so a tile still in flight when
+its notify goes out (``bad.dsl``) cannot be observed and ``dslc verify`` proves it race-free;
+``bad_2.dsl`` and ``bad_3.dsl``, whose notify is not ordered after other tasks' or blocks'
+stores, give counterexamples (a reader sees the window before the rows land).
 """
 
 from __future__ import annotations

@@ -19,7 +19,12 @@ Two ways a signal (or a window) is reused across rounds unsafely (seed-bugs.md Â
    Clearing a cell on another rank is always reported: only the owner can observe its cell.
 
 The clear check is R9 as stated: it does not model a peer that is already a round ahead.
-A ``remote_store`` of zeros is treated as data, not as a clear.
+``dslc verify --rounds 2`` does, and finds that a clear after the full-count wait still races
+such a peer: its next-round credit (or row) can land before the clear and be wiped by it - a
+deadlock, or lost rows. The clear is safe only when no peer starts the next round before every
+rank has cleared (the good fixtures hold the peers back with a ``cleared`` handshake whose
+token the next round's pushes read). A ``remote_store`` of zeros is treated as data, not as a
+clear.
 
 ## Why it breaks on the device
 

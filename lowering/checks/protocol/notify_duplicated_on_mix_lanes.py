@@ -29,6 +29,11 @@ diagnoses it (D7 "a double notify from lane duplication").
     task expert spmd(N) on mix { let h = matmul(x[...], w[...]); y[...] = silu(h) }
     task publish on aiv after expert { notify done[rank] @ 0 += 1 }   # one lane, after the grid join
     # (wait for `epoch`, one notify per rank and epoch)
+
+## What dslc verify shows
+
+The simulator runs a MIX block's kernel once, so the duplicated notify fires once: ``dslc
+verify`` cannot see the early release and proves ``bad.dsl`` correct at EP 2.
 """
 
 from __future__ import annotations

@@ -35,6 +35,14 @@ pypto's protocol rule: rank-divergent control flow around barriers deadlocks.
     task sync on aiv after push {
       for src in range(EP) { if src != rank { wait done[src] >= epoch } }   # every rank, EP - 1 waits
     }
+
+## What dslc verify shows
+
+``dslc verify`` finds the deadlock of ``bad_2.dsl`` (a barrier half the blocks reach). It
+proves ``bad.dsl`` and ``bad_3.dsl`` deadlock-free at EP 2: in ``bad.dsl`` the unpaced ranks hang
+nothing while counters are monotonic (the harm is a rank running ahead into windows it
+reuses), and the barrier of ``bad_3.dsl`` spans the blocks of one grid on one rank, which all
+take the same branch.
 """
 
 from __future__ import annotations

@@ -39,6 +39,7 @@ from collections.abc import Iterator
 
 from lowering.checks.access_instances import Hit, distinct, hits, local_tensor
 from lowering.checks.rule import CheckContext, finding
+from lowering.edges import base_buffer, task_footprints_cached
 from lowering.ir import Access, Graph, Task, Tensor
 from lowering.source import Diagnostic
 
@@ -49,33 +50,32 @@ SEVERITY = "error"
 SUMMARY = "two views of one buffer are accessed by unordered tasks and their bytes overlap"
 
 
-def root(graph: Graph, name: str) -> tuple[str, int]:
-    """The buffer a tensor names and the byte offset of its element 0 in it."""
-    offset, seen = 0, set()
-    tensor = graph.tensors[name]
-    while tensor.view_of is not None and tensor.name not in seen:
-        seen.add(tensor.name)
-        offset += tensor.view_offset
-        tensor = graph.tensors[tensor.view_of]
-    return tensor.name, offset
-
-
-def _bytes(h: Hit, tensor: Tensor, offset: int) -> tuple[int, int]:
+def _bytes(h: Hit, tensor: Tensor, offset: int) -> tuple[int, int] | None:
+    """Bytes of the base buffer a hit spans (None when an extent is known only at run time)."""
+    if None in tensor.dims:
+        return None
     first = last = 0
     for (lo, hi, _step), extent in zip(h.region, tensor.dims, strict=True):
-        e = extent if extent is not None else 1 << 40
-        first = first * e + lo
-        last = last * e + hi - 1
+        first = first * extent + lo
+        last = last * extent + hi - 1
     return offset + first * tensor.itemsize, offset + (last + 1) * tensor.itemsize
 
 
 def _overlap(graph: Graph, t1: Task, a: Access, t2: Task, b: Access, offsets: dict[str, int]):
+    """The first bytes the two accesses share, ``"unknown"`` when some extent is dynamic and
+    they may, None when they do not."""
     ta, tb = graph.tensors[a.tensor], graph.tensors[b.tensor]
-    ra = sorted(_bytes(h, ta, offsets[a.tensor]) for h in distinct(hits(graph, t1, a)))
-    rb = sorted(_bytes(h, tb, offsets[b.tensor]) for h in distinct(hits(graph, t2, b)))
+    ra = [_bytes(h, ta, offsets[a.tensor]) for h in distinct(hits(graph, t1, a))]
+    rb = [_bytes(h, tb, offsets[b.tensor]) for h in distinct(hits(graph, t2, b))]
+    if not ra or not rb:
+        return None
+    if None in ra or None in rb:
+        return "unknown"
+    ra.sort()
+    rb.sort()
     i = j = 0
     while i < len(ra) and j < len(rb):
-        (alo, ahi), (blo, bhi) = ra[i], rb[j]
+        (alo, ahi), (blo, bhi) = ra[i], rb[j]  # type: ignore[misc]
         if alo < bhi and blo < ahi:
             return (max(alo, blo), min(ahi, bhi))
         if ahi <= bhi:
@@ -89,36 +89,62 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     groups: dict[str, dict[str, int]] = {}
     for name, tensor in graph.tensors.items():
         if local_tensor(tensor):
-            base, offset = root(graph, name)
+            base, offset = base_buffer(graph, name)
             groups.setdefault(base, {})[name] = offset
+    env = graph.env()
     for base, offsets in groups.items():
         if len(offsets) < 2:
             continue
-        users = [
-            (t, [a for a in t.accesses if a.tensor in offsets and a.mode != "anchor"]) for t in graph.tasks
-        ]
-        users = [(t, accs) for t, accs in users if accs]
-        for i, (t1, accs1) in enumerate(users):
-            for t2, accs2 in users[i + 1 :]:
-                if t1.name in ctx.ancestors[t2.name]:
-                    continue
-                hit = _first(graph, t1, accs1, t2, accs2, offsets)
-                if hit is None:
-                    continue
-                a, b, (lo, hi) = hit
-                kind = "WAR" if not a.writes else ("RAW" if not b.writes else "WAW")
-                yield finding(
-                    CODE,
-                    SEVERITY,
-                    b.span,
-                    f"{kind} through two views of buffer `{base}`: {t2.name} "
-                    f"{'writes' if b.writes else 'reads'} `{b.tensor}` and {t1.name} "
-                    f"{'writes' if a.writes else 'reads'} `{a.tensor}`, which share bytes {lo}:{hi} of "
-                    f"`{base}`, and nothing orders the two tasks; the runtime never adds a WAR edge and "
-                    f"compares strided views only conservatively",
-                    fix=f"access `{base}` through one name, or add `after {t1.name}` to task {t2.name}",
-                    related=((a.span, f"the access of {t1.name}"),),
-                )
+        for t1, accs1, t2, accs2 in _candidates(graph, env, offsets):
+            if t1.name in ctx.ancestors[t2.name]:
+                continue
+            hit = _first(graph, t1, accs1, t2, accs2, offsets)
+            if hit is None:
+                continue
+            a, b, shared = hit
+            kind = "WAR" if not a.writes else ("RAW" if not b.writes else "WAW")
+            where = (
+                f"which share bytes {shared[0]}:{shared[1]} of `{base}`"
+                if isinstance(shared, tuple)
+                else f"which may share bytes of `{base}` (an extent is known only at run time)"
+            )
+            yield finding(
+                CODE,
+                SEVERITY,
+                b.span,
+                f"{kind} through two views of buffer `{base}`: {t2.name} "
+                f"{'writes' if b.writes else 'reads'} `{b.tensor}` and {t1.name} "
+                f"{'writes' if a.writes else 'reads'} `{a.tensor}`, {where}, and nothing orders the two "
+                f"tasks; the runtime never adds a WAR edge and compares strided views only conservatively",
+                fix=f"access `{base}` through one name, or add `after {t1.name}` to task {t2.name}",
+                related=((a.span, f"the access of {t1.name}"),),
+            )
+
+
+def _candidates(graph: Graph, env, offsets: dict[str, int]):
+    """Pairs of tasks (in submission order) whose footprints on two different views of one
+    buffer overlap in bytes and one of which writes: a sweep over the byte intervals."""
+    spans = []  # (lo, hi, order, task, tensor, writes)
+    for order, task in enumerate(graph.tasks):
+        for fp in task_footprints_cached(graph, task, env):
+            if fp.tensor in offsets and not fp.anchor_only:
+                off = offsets[fp.tensor]
+                spans.append((fp.byte_lo + off, fp.byte_hi + off, order, task, fp.tensor, fp.writes))
+    spans.sort(key=lambda s: (s[0], s[2]))
+    pairs: dict[tuple[int, int], None] = {}
+    active: list = []
+    for span in spans:
+        lo = span[0]
+        active = [s for s in active if s[1] > lo]
+        for other in active:
+            if other[4] != span[4] and (other[5] or span[5]) and other[2] != span[2]:
+                pairs[(min(other[2], span[2]), max(other[2], span[2]))] = None
+        active.append(span)
+    for i, j in pairs:
+        t1, t2 = graph.tasks[i], graph.tasks[j]
+        accs1 = [a for a in t1.accesses if a.tensor in offsets and a.mode != "anchor"]
+        accs2 = [a for a in t2.accesses if a.tensor in offsets and a.mode != "anchor"]
+        yield t1, accs1, t2, accs2
 
 
 def _first(graph, t1, accs1, t2, accs2, offsets):

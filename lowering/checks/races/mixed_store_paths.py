@@ -29,6 +29,12 @@ run; pypto now rejects such kernels, so the layer would not compile there either
       rows[0 : 16, :] = x[0 : 16, :]
       rows[16 : 17, 0 : 1] = full(f32, [1, 1], 1.0)   # one store path; or write the flag in another tensor
     }
+
+## What dslc verify shows
+
+The simulator has one store path: a block's tile and scalar stores land in program order, so
+``dslc verify`` proves ``tests/fixtures/seed/mixed_store_paths_pre.dsl`` deterministic. The
+finding is about the device's separate store pipes, which the runtime model does not have.
 """
 
 from __future__ import annotations

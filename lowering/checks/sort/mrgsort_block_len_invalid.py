@@ -51,14 +51,14 @@ SUMMARY = "an mrgsort block_len breaks the ISA constraints or is not the previou
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
-    if not any("mrgsort" in t.ops for t in graph.tasks):
+    if not any("mrgsort" in t.ops or "mrgsort_merge" in t.ops for t in graph.tasks):
         return
     fails: dict[tuple, list] = defaultdict(list)
     for point in graph.admissible_points():
         facts = facts_for(ctx, point, "sort")
         for task in graph.tasks:
             for ev in facts[task.name].sorts:
-                if ev.kind in ("isa", "order"):
+                if ev.kind in ("isa", "order", "merge"):
                     fails[(ev.span, ev.kind)].append((point, ev, task))
     for (span, kind), items in fails.items():
         point, ev, task = items[0]
@@ -70,6 +70,19 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             else ""
         )
         want = 2 * chain.run
+        if kind == "merge":
+            d = ev.detail
+            yield finding(
+                CODE,
+                SEVERITY,
+                span,
+                f"{task.base}: mrgsort of {d['operands']} operands (format 2) merges lists that are not "
+                f"sorted: after {chain.chain_text} an operand of {d['records']} records holds runs of only "
+                f"{d['run']}, so the merged row comes out unsorted{at}",
+                fix="sort each operand into one run first (more format-1 stages), or slice whole runs",
+                related=((chain.sort_span, "sort32"),),
+            )
+            continue
         if kind == "isa":
             why = "; ".join(ev.detail["why"])
             yield finding(

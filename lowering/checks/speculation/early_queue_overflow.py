@@ -25,6 +25,12 @@ candidates against a capacity of 64, a number that grows with EP while CI ran EP
 
     task w2_act spmd(RECV_MAX / 32) on aiv { ... }       # at most 64 blocks for every admissible EP
     # or drop early_resolve from w2_mm
+
+## What dslc verify shows
+
+``dslc verify`` proves ``bad.dsl`` deadlock-free at EP 2 (1-2 rounds): in the runtime model a
+candidate that does not fit the early queue waits for normal readiness, so overflow costs the
+speculation, not progress.
 """
 
 from __future__ import annotations

@@ -30,6 +30,13 @@ combine gated the 128 blocks of ``shared_routed`` on 48 AIV cores behind ``combi
 ## Use instead
 
     task arrive on aiv after scatter { ... }             # no early_resolve next to a cross-rank wait
+
+## What dslc verify shows
+
+``dslc verify`` proves ``bad.dsl`` (one round) and ``bad_2.dsl`` (two rounds) deadlock-free at
+EP 2 on one cluster: the gated blocks hold cores, but the handshake notifies before it waits and never
+needs a core after its cone is staged. The finding is a core budget at the device's size (64
+gated blocks on 48 AIV cores); the hang needs a notifier that still wants one of those cores.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The AscendC target: IR -> a CANN AscendC project (kernels, host launcher, CMakeLists.txt)."""

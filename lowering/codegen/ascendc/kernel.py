@@ -1,0 +1,188 @@
+"""One task -> one ``extern "C" __global__ __aicore__`` kernel: signature, prologue, body.
+
+The kernel takes one ``GM_ADDR`` per tensor it touches (windows and signals: a table of
+per-rank base addresses), then ``dslcRank`` when it needs the rank, then the runtime
+scalars it reads. Its block index is ``GetBlockIdx()``; a grid larger than the blocks
+launched is looped over ``GetBlockNum()``, so the host may launch fewer blocks than the
+grid. A task with a hard barrier needs every block resident at once: it is launched with
+exactly its grid and runs its body once per block, with ``SyncAll`` at the barrier.
+A ``when`` predicate is evaluated by every block first; when false the kernel returns, as
+the runtime retires the task without running it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lowering import body as ir
+from lowering.codegen.ascendc import names
+from lowering.codegen.ascendc.aic import CubeWriter
+from lowering.codegen.ascendc.aiv import VectorWriter
+from lowering.codegen.ascendc.comm import peers
+from lowering.codegen.ascendc.cxx import BLOCK_VAR, RANK_VAR, cxx_type
+from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.tiles import Budget
+from lowering.ir import Graph, Task
+from lowering.symbolic import Const
+
+_CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "eq": "==", "ne": "!=",
+        "lt": "<", "le": "<=", "gt": ">", "ge": ">="}  # fmt: skip
+_COMMENT_SAFE = re.compile(r"[^A-Za-z0-9_.\[\]]")
+AIV_CORES = 48  # a2a3 (Atlas A2/A3): 24 clusters of 1 AIC + 2 AIV
+
+
+@dataclass
+class Kernel:
+    name: str
+    task: str
+    index: int
+    core: str  # aiv | aic
+    grid: int
+    barrier: bool
+    params: list[tuple[str, str]]  # (C++ type, name), in call order
+    args: list[tuple[str, str]]  # (kind, source name): tensor | rank | scalar
+    lines: list[str]
+    budget: Budget
+
+    @property
+    def signature(self) -> str:
+        return ", ".join(f"{t} {n}" for t, n in self.params)
+
+
+def comment_text(name: str) -> str:
+    """A source name as it may appear inside a ``//`` comment (it cannot end the comment)."""
+    return _COMMENT_SAFE.sub("?", name)
+
+
+def build_kernel(graph: Graph, task: Task, index: int, env: dict[str, int]) -> Kernel:
+    core = task.core
+    if core == "mix":
+        raise refuse(
+            "A703",
+            f"task {task.name} runs on mix: the AscendC target emits aiv and aic kernels, not split ones",
+            task.header_span,
+            hint="split the task into an aic task that stores its products and an aiv task after it",
+        )
+    writer_cls = VectorWriter if core == "aiv" else CubeWriter
+    w = writer_cls(graph, task, env)
+    barrier = any(isinstance(s, ir.BarrierS) for s in ir.nested_stmts(task.body))
+    if barrier and core != "aiv":
+        raise refuse("A701", "a barrier in an aic task (SyncAll is emitted for aiv tasks)", task.header_span)
+    if barrier and task.blocks > AIV_CORES:
+        raise refuse(
+            "A721",
+            f"task {task.name} holds a barrier over {task.blocks} blocks, more than the {AIV_CORES} AIV cores "
+            "of an a2a3 device: they cannot all be resident",
+            task.header_span,
+        )
+    w.depth = 1 if barrier else 2
+    w.block(task.body)
+    body = w.lines
+    w.lines = []
+    w.depth = 1
+    predicate = _predicate(w, task)
+    prologue = _prologue(w, graph, core)
+    lines = [*prologue, *predicate]
+    if barrier:
+        lines.append(f"    const int64_t {BLOCK_VAR} = AscendC::GetBlockIdx();")
+        lines.extend(body)
+    else:
+        lines.append(
+            f"    for (int64_t {BLOCK_VAR} = AscendC::GetBlockIdx(); {BLOCK_VAR} < {task.blocks}; "
+            f"{BLOCK_VAR} += AscendC::GetBlockNum()) {{"
+        )
+        lines.extend(body)
+        lines.append("    }")
+    params: list[tuple[str, str]] = []
+    args: list[tuple[str, str]] = []
+    for name in graph.tensors:
+        if name in w.tensors:
+            params.append(("GM_ADDR", names.param(name)))
+            args.append(("tensor", name))
+    if w.uses_rank:
+        params.append(("int32_t", RANK_VAR))
+        args.append(("rank", ""))
+    for name, s in graph.scalars.items():
+        if name in w.scalars:
+            params.append((cxx_type(s.dtype) if s.dtype != "bool" else "int32_t", names.scalar(name)))
+            args.append(("scalar", name))
+    return Kernel(
+        names.kernel(graph.name, index, task.name),
+        task.name,
+        index,
+        core,
+        task.blocks,
+        barrier,
+        params,
+        args,
+        lines,
+        w.budget(),
+    )
+
+
+def _predicate(w, task: Task) -> list[str]:
+    p = task.predicate
+    if p is None:
+        return []
+    region = tuple(ir.Range(i, i + 1, Const(1), point=True) for i in p.index)
+    dtype = w.graph.tensors[p.tensor].dtype
+    load = ir.LoadV(p.tensor, region, ir.ScalarType(dtype))
+    value = w.gm_read(load).code
+    w.lines.append(f"    if (!({value} {_CMP[p.cmp]} {w.int(p.value)})) {{")
+    w.lines.append("        return;  // `when` is false: the task retires without running")
+    w.lines.append("    }")
+    out = w.lines
+    w.lines = []
+    return out
+
+
+def _prologue(w, graph: Graph, core: str) -> list[str]:
+    b = w.budget()
+    lines = [
+        f"    KERNEL_TASK_TYPE_DEFAULT({'KERNEL_TYPE_AIV_ONLY' if core == 'aiv' else 'KERNEL_TYPE_AIC_ONLY'});"
+    ]
+    lines.append("    AscendC::TPipe pipe;")
+    inits = []
+    if core == "aiv":
+        if b.in_count:
+            lines.append("    AscendC::TQue<AscendC::TPosition::VECIN, 1> inQueue;")
+            inits.append(f"    pipe.InitBuffer(inQueue, {b.in_count}, {b.in_bytes});")
+        if b.out_count:
+            lines.append("    AscendC::TQue<AscendC::TPosition::VECOUT, 1> outQueue;")
+            inits.append(f"    pipe.InitBuffer(outQueue, {b.out_count}, {b.out_bytes});")
+        if b.calc:
+            lines.append("    AscendC::TBuf<AscendC::TPosition::VECCALC> calcBuf;")
+            inits.append(f"    pipe.InitBuffer(calcBuf, {b.calc});")
+    else:
+        for var, pos, size in (
+            ("l1aBuf", "A1", w.l1a.peak),
+            ("l1bBuf", "B1", w.l1b.peak),
+            ("l0aBuf", "A2", b.l0a),
+            ("l0bBuf", "B2", b.l0b),
+            ("l0cBuf", "CO1", b.l0c),
+        ):
+            if size:
+                lines.append(f"    AscendC::TBuf<AscendC::TPosition::{pos}> {var};")
+                inits.append(f"    pipe.InitBuffer({var}, {size});")
+    lines.extend(inits)
+    for name, t in graph.tensors.items():
+        if name not in w.tensors:
+            continue
+        ctype = cxx_type(t.dtype)
+        numel = 1
+        for d in t.dims:
+            numel *= d or 1
+        gm, param = names.tensor(name), names.param(name)
+        lines.append(f"    AscendC::GlobalTensor<{ctype}> {gm};")
+        if t.kind in ("window", "signal"):
+            table = peers(name)
+            lines.append(f"    AscendC::GlobalTensor<uint64_t> {table};")
+            lines.append(
+                f"    {table}.SetGlobalBuffer(reinterpret_cast<__gm__ uint64_t*>({param}), {graph.nranks});"
+            )
+            base = f"reinterpret_cast<__gm__ {ctype}*>({table}.GetValue({RANK_VAR}))"
+        else:
+            base = f"reinterpret_cast<__gm__ {ctype}*>({param})"
+        lines.append(f"    {gm}.SetGlobalBuffer({base}, {numel});")
+    return lines

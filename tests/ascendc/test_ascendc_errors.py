@@ -1,0 +1,173 @@
+"""What the AscendC target refuses, and where: located A7xx diagnostics, never wrong code.
+
+Covers the lint that runs before emission (A711 buffers that do not fit, A712 unaligned
+views, A713 transfer limits, A721 barrier grids) and the CLI: exit 2 with the diagnostic,
+nothing written.
+"""
+
+from __future__ import annotations
+
+import pytest
+from ascutil import refusal
+
+from dsl.driver.cli import main
+
+CASES = {
+    "mix task": (
+        """layer m(T = 16) {
+  input x: f32[T, 16]
+  input w: f32[16, 16]
+  output y: f32[T, 16]
+  task t on mix {
+    y[:, :] = exp(matmul(x[:, :], w[:, :], b_trans))
+  }
+}""",
+        ("A703", 5, 3, "task t runs on mix"),
+    ),
+    "bf16 arithmetic": (
+        """layer b(T = 16) {
+  input x: bf16[T, 16]
+  output y: bf16[T, 16]
+  task t on aiv {
+    y[:, :] = x[:, :] + x[:, :]
+  }
+}""",
+        ("A702", 5, 5, "'add' on bf16 tiles"),
+    ),
+    "an op without a lowering": (
+        """layer c(T = 16) {
+  input x: i32[T, 16]
+  output y: i32[T, 16]
+  task t on aiv {
+    y[:, :] = select(x[:, :] >= 0, x[:, :], x[:, :])
+  }
+}""",
+        ("A701", 5, 5, "select() has no AscendC lowering"),
+    ),
+    "UB overflow": (
+        """layer u(T = 256) {
+  input x: f32[T, 512]
+  output y: f32[T, 512]
+  task t on aiv {
+    y[:, :] = exp(x[:, :])
+  }
+}""",
+        ("A711", 4, 3, "task t needs 1048576 B of UB, more than the 196608 B"),
+    ),
+    "L0C overflow": (
+        """layer l(T = 256) {
+  input x: f32[T, 64]
+  input w: f32[256, 64]
+  output y: f32[T, 256]
+  task t on aic {
+    y[:, :] = matmul(x[:, :], w[:, :], b_trans)
+  }
+}""",
+        ("A711", 5, 3, "task t needs 262144 B of L0C, more than the 131072 B"),
+    ),
+    "unaligned view": (
+        """layer v(T = 64) {
+  input x: f32[T, 64]
+  output y: f32[T, 60]
+  task t on aiv {
+    let a = exp(x[:, :])
+    y[:, :] = a[:, 4 : 64]
+  }
+}""",
+        ("A712", 6, 5, "view starts inside a 32-byte block"),
+    ),
+    "too many rows for one DataCopy": (
+        """layer r(T = 8192) {
+  input x: f32[T, 4]
+  output y: f32[T, 4]
+  task t on aiv {
+    y[:, :] = exp(x[:, :])
+  }
+}""",
+        ("A713", 5, 5, "8192 rows in one DataCopy"),
+    ),
+    "barrier grid larger than the device": (
+        """layer s(N = 64) {
+  task t spmd(N) on aiv { barrier }
+}""",
+        ("A721", 2, 3, "holds a barrier over 64 blocks"),
+    ),
+    "vector work on the cube": (
+        """layer k(T = 16) {
+  input x: f32[T, 16]
+  input w: f32[16, 16]
+  output y: f32[T, 16]
+  task t on aic {
+    let a = matmul(x[:, :], w[:, :], b_trans)
+    y[:, :] = a
+    y[:, :] = x[:, :]
+  }
+}""",
+        ("A701", 8, 5, "the cube core stores matmul results only"),
+    ),
+    "a notify on the cube": (
+        """layer k(EP = 2) {
+  ranks EP
+  signal s: i32[EP]
+  input x: f32[16, 16]
+  input w: f32[16, 16]
+  output y: f32[16, 16]
+  task t on aic {
+    y[:, :] = matmul(x[:, :], w[:, :], b_trans)
+    notify s[rank] @ 0 += 1
+  }
+}""",
+        ("A705", 9, 5, "cross-rank ops on the cube core"),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_refusal_names_its_code_and_location(case):
+    text, (code, line, col, message) = CASES[case]
+    err = refusal(text)
+    d = err.diagnostics[0]
+    assert (d.code, d.span.line, d.span.col) == (code, line, col)
+    assert message in d.message
+
+
+def test_every_refusal_of_a_layer_is_reported_at_once():
+    text = """layer two(T = 16) {
+  input x: bf16[T, 16]
+  input w: f32[16, 16]
+  output y: bf16[T, 16]
+  output z: f32[T, 16]
+  task a on aiv { y[:, :] = x[:, :] * x[:, :] }
+  task b on mix { z[:, :] = exp(matmul(cast(x[:, :], f32), w[:, :], b_trans)) }
+}"""
+    codes = [(d.code, d.span.line) for d in refusal(text).diagnostics]
+    assert codes == [("A702", 6), ("A703", 7)]
+
+
+def test_the_cli_writes_a_project_per_layer(tmp_path, capsys):
+    src = tmp_path / "ok.dsl"
+    src.write_text(CASES["UB overflow"][0].replace("T = 256", "T = 8"), encoding="utf-8")
+    assert main(["compile", str(src), "--target", "ascendc", "-o", str(tmp_path / "out")]) == 0
+    assert sorted(p.name for p in (tmp_path / "out" / "u").iterdir()) == [
+        "CMakeLists.txt",
+        "README.md",
+        "u.asc",
+        "u_kernels.h",
+    ]
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_the_cli_refuses_with_exit_2_the_diagnostic_and_no_files(tmp_path, capsys):
+    src = tmp_path / "bad.dsl"
+    src.write_text(CASES["mix task"][0], encoding="utf-8")
+    out = tmp_path / "out"
+    assert main(["compile", str(src), "--target", "ascendc", "-o", str(out)]) == 2
+    text = capsys.readouterr().out
+    assert f"{src}:5:3: A703 task t runs on mix" in text
+    assert "hint: split the task into an aic task" in text
+    assert not out.exists()
+
+
+def test_explain_knows_the_ascendc_codes(capsys):
+    assert main(["explain", "A711"]) == 0
+    assert "on-chip buffer does not fit" in capsys.readouterr().out

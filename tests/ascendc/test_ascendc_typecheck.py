@@ -1,0 +1,183 @@
+"""The generated AscendC projects against the real AscendC class library headers.
+
+Every model layer and simulator fixture the target supports is type-checked with
+``g++ -std=c++17 -fsyntax-only`` in CPU-debug mode (dav-2201) against asc-devkit (found
+through ``DSLC_ASC_DEVKIT``) and the declaration-only tikicpulib shim -- kernels and host
+program, every kernel of a layer in one translation unit. The layers the target refuses are
+pinned with the code of their first refusal, so support cannot silently shrink. A second
+test proves the check bites: deliberate API mistakes in a kernel must fail it.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from asctoolchain import bisheng, find_devkit, one_unit, typecheck
+from ascutil import ROOT, kernels, render_all
+
+from lowering.source import CompileError
+
+#: file:layer -> None (supported) or the A7xx code of the first refusal, and why.
+EXPECTED = {
+    "models/deepseek_v4_flash/hc_post.dsl:hc_post": None,
+    "models/deepseek_v4_flash/hc_pre.dsl:hc_pre": None,
+    "models/deepseek_v4_flash/hc_pre_fused.dsl:hc_pre_fused": "A703",  # one mix task (cube + vector + barriers)
+    "models/deepseek_v4_flash/moe.dsl:moe": None,
+    "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A701",  # tile comparisons/select; mix tasks
+    "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A703",  # mix tasks
+    "tests/fixtures/layers/moe_dispatch.dsl:moe_dispatch": None,
+    "tests/fixtures/layers/split_k.dsl:hc_pre_linear": None,
+    "tests/fixtures/run/handshake_post.dsl:handshake": None,
+    "tests/fixtures/run/handshake_pre.dsl:handshake": None,
+    "tests/fixtures/run/hc_linear_atomic.dsl:hc_lin": None,
+    "tests/fixtures/run/splitk_atomic.dsl:splitk_atomic": None,
+    "tests/fixtures/run/splitk_ordered.dsl:splitk_ordered": None,
+    "tests/fixtures/run/splitk_reduce.dsl:splitk_reduce": None,
+    "tests/fixtures/run/topk_row.dsl:topk_row": None,
+    "tests/fixtures/seed/combine_post.dsl:moe_combine": None,
+    "tests/fixtures/seed/combine_pre.dsl:moe_combine": None,
+    "tests/fixtures/seed/csa_guard_post.dsl:prefill_csa": None,
+    "tests/fixtures/seed/csa_guard_pre.dsl:prefill_csa": None,
+    "tests/fixtures/seed/dispatch_post.dsl:moe_dispatch": "A701",  # i8 matmul without b_trans
+    "tests/fixtures/seed/dispatch_pre.dsl:moe_dispatch": "A701",  # i8 matmul without b_trans
+    "tests/fixtures/seed/epoch_restart_post.dsl:moe_dispatch_pro": None,
+    "tests/fixtures/seed/epoch_restart_pre.dsl:moe_dispatch_pro": None,
+    "tests/fixtures/seed/gm_roundtrip_out_post.dsl:pack_rows": None,
+    "tests/fixtures/seed/gm_roundtrip_out_pre.dsl:pack_rows": None,
+    "tests/fixtures/seed/hc_head_oob_post.dsl:hc_head": "A701",  # valid() on the cube core
+    "tests/fixtures/seed/hc_head_oob_pre.dsl:hc_head": "A704",  # x's rows depend on a runtime scalar
+    "tests/fixtures/seed/hc_pre_post.dsl:hc_pre": None,
+    "tests/fixtures/seed/hc_pre_pre.dsl:hc_pre": None,
+    "tests/fixtures/seed/indexer_topk_post.dsl:prefill_indexer": None,
+    "tests/fixtures/seed/indexer_topk_pre.dsl:prefill_indexer": None,
+    "tests/fixtures/seed/kv_writeback_war_post.dsl:kv_decode": "A701",  # f32 matmul without b_trans
+    "tests/fixtures/seed/kv_writeback_war_pre.dsl:kv_decode": "A701",  # f32 matmul without b_trans
+    "tests/fixtures/seed/meta_manual_dep_post.dsl:dispatch_meta": None,
+    "tests/fixtures/seed/meta_manual_dep_pre.dsl:dispatch_meta": None,
+    "tests/fixtures/seed/mixed_store_paths_post.dsl:compact": None,
+    "tests/fixtures/seed/mixed_store_paths_pre.dsl:compact": None,
+    "tests/fixtures/seed/moe_pre.dsl:moe": None,
+    "tests/fixtures/seed/rowcount_handshake_post.dsl:fused_scatter": None,
+    "tests/fixtures/seed/rowcount_handshake_pre.dsl:fused_scatter": None,
+}
+
+
+@pytest.fixture(scope="module")
+def projects() -> dict:
+    return render_all()
+
+
+@pytest.fixture(scope="module")
+def devkit():
+    found, why = find_devkit()
+    if found is None:
+        pytest.skip(f"no AscendC headers: {why}")
+    return found
+
+
+def _status(result) -> str | None:
+    return result.diagnostics[0].code if isinstance(result, CompileError) else None
+
+
+def test_support_table_is_as_documented(projects):
+    assert {k: _status(v) for k, v in projects.items()} == EXPECTED
+
+
+def _units(projects: dict) -> list[list[tuple[str, dict[str, str]]]]:
+    """Projects grouped so that no layer name repeats inside one unit (extern "C" symbols)."""
+    units: list[list[tuple[str, dict[str, str]]]] = []
+    for name, files in projects.items():
+        if isinstance(files, CompileError):
+            continue
+        stem = next(f for f in files if f.endswith("_kernels.h"))
+        for unit in units:
+            if all(stem not in other for _, other in unit):
+                unit.append((name, files))
+                break
+        else:
+            units.append([(name, files)])
+    return units
+
+
+def _write(tmp: Path, unit: list[tuple[str, dict[str, str]]]) -> None:
+    for _, files in unit:
+        for fname, text in files.items():
+            (tmp / fname).write_text(text, encoding="utf-8")
+    (tmp / "unit.cpp").write_text(one_unit([files for _, files in unit]), encoding="utf-8")
+
+
+def test_every_supported_layer_type_checks_against_the_headers(devkit, projects, tmp_path):
+    failures = []
+    for i, unit in enumerate(_units(projects)):
+        work = tmp_path / f"unit{i}"
+        work.mkdir()
+        _write(work, unit)
+        proc = typecheck(devkit, work, "unit.cpp")
+        if proc.returncode != 0:
+            errors = [line for line in proc.stderr.splitlines() if "error" in line]
+            failures.append(f"unit {i} ({', '.join(n for n, _ in unit)}):\n" + "\n".join(errors[:20]))
+    assert not failures, "\n\n".join(failures)
+
+
+MISTAKES = {
+    "wrong API name": (r"AscendC::Muls\(", "AscendC::Mulss("),
+    "wrong arity": (r"AscendC::RoundMode::CAST_NONE, ", ""),
+    "unknown enum member": (r"CAST_NONE", "CAST_NONEX"),
+    "wrong struct field count": (
+        r"AscendC::DataCopyParams\{8, 32, 224, 0\}",
+        "AscendC::DataCopyParams{8, 32, 224, 0, 7, 7}",
+    ),
+    "wrong argument type": (r"inQueue\.EnQue\(in2\)", "inQueue.EnQue(t_x)"),
+    "wrong template argument": (r"inQueue\.DeQue<bfloat16_t>\(\)", "inQueue.DeQue<AscendC::TPipe>()"),
+}
+
+
+def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
+    """Each mistake goes into its own copy of a kernels header (own symbols and guard); one
+    compile of all the copies must report an error in every copy."""
+    text = kernels(projects["models/deepseek_v4_flash/hc_post.dsl:hc_post"])
+    includes = []
+    for i, (mistake, (pattern, replacement)) in enumerate(sorted(MISTAKES.items())):
+        broken, n = re.subn(pattern, replacement, text, count=1)
+        assert n == 1, f"the mistake {mistake!r} found nothing to break"
+        broken = broken.replace("hc_postzk", f"hc_postm{i}zk").replace(
+            "DSLC_HC_POST_KERNELS_H", f"MISTAKE{i}_H"
+        )
+        (tmp_path / f"mistake{i}.h").write_text(broken, encoding="utf-8")
+        includes.append(f'#include "mistake{i}.h"')
+    (tmp_path / "unit.cpp").write_text("\n".join(includes) + "\n", encoding="utf-8")
+    proc = typecheck(devkit, tmp_path, "unit.cpp")
+    assert proc.returncode != 0
+    missed = [
+        mistake
+        for i, mistake in enumerate(sorted(MISTAKES))
+        if not re.search(rf"mistake{i}\.h:\d+:\d+: error", proc.stderr)
+    ]
+    assert missed == [], f"g++ accepted: {missed}"
+
+
+def test_bisheng_compiles_a_project_for_real(projects, tmp_path):
+    compiler = bisheng()
+    if compiler is None:
+        pytest.skip("bisheng is not on PATH (CANN's AscendC compiler; needs a CANN toolkit)")
+    import subprocess
+
+    files = projects["models/deepseek_v4_flash/hc_post.dsl:hc_post"]
+    for name, text in files.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    proc = subprocess.run(
+        [compiler, "-x", "asc", "--npu-arch=dav-2201", "-c", "hc_post.asc", "-o", "hc_post.o"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+def test_shim_holds_declarations_only():
+    """The tikicpulib stand-in declares; it must not define a function body."""
+    for header in (ROOT / "tests" / "ascendc" / "shim").glob("*.h"):
+        text = header.read_text(encoding="utf-8")
+        assert not re.search(r"\)\s*(const\s*)?\{", text), f"{header.name} defines a function body"
