@@ -3,12 +3,14 @@ name mangling, and the errors for what a target cannot express.
 
 Each target has a folder under ``codegen_templates/``; its environment renders without
 autoescaping (the output is code, not HTML) and fails on an undefined name. The content hash
-that keys a cache of generated modules covers the inputs and the target's templates, so
-editing a template invalidates what was generated with it.
+that keys a cache of generated modules covers the inputs and the code that generates them --
+the front end, the lowering, the targets and their templates -- so editing any of it
+invalidates what was generated before.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from pathlib import Path
@@ -145,12 +147,37 @@ def template_environment(target: str) -> jinja2.Environment:
     )
 
 
-def template_hash(target: str, *parts: str) -> str:
-    """sha256 of ``parts`` and of the target's templates (in name order)."""
+#: What generates code: the language, the lowering, every target's driver and templates. A
+#: cache key covers all of it (``generator_hash``), so an edited compiler never serves a module
+#: the old one generated. (The runtime that runs the modules is not part of the key.)
+GENERATOR_SOURCES = (
+    (Path(__file__).resolve().parents[2] / "dsl", ("*.py", "*.lark")),
+    (Path(__file__).resolve().parents[2] / "lowering", ("*.py", "*.h")),
+    (TEMPLATES, ("*",)),
+)
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """sha256 over the path and bytes of every file of ``GENERATOR_SOURCES`` (read once per
+    process: a few hundred small files)."""
     h = hashlib.sha256()
+    for root, patterns in GENERATOR_SOURCES:
+        files = {p for pattern in patterns for p in root.rglob(pattern) if p.is_file()}
+        for path in sorted(files):
+            if "__pycache__" in path.parts:
+                continue
+            h.update(path.relative_to(root.parent).as_posix().encode("utf-8") + b"\0")
+            h.update(path.read_bytes())
+            h.update(b"\0")
+    return h.hexdigest()
+
+
+def generator_hash(target: str, *parts: str) -> str:
+    """The key of what ``target`` generates from ``parts`` (source text, parameters, layer,
+    version): sha256 of the target, the parts and ``compiler_fingerprint()``."""
+    h = hashlib.sha256(target.encode("utf-8") + b"\0" + compiler_fingerprint().encode("ascii"))
     for p in parts:
-        h.update(p.encode("utf-8"))
         h.update(b"\0")
-    for template in sorted((TEMPLATES / target).glob("*.j2")):
-        h.update(template.read_bytes())
+        h.update(p.encode("utf-8"))
     return h.hexdigest()

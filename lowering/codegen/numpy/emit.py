@@ -27,9 +27,9 @@ from lowering.codegen.common import (
     check_block_nesting,
     checked_name,
     compile_python,
+    generator_hash,
     mangle,
     template_environment,
-    template_hash,
 )
 from lowering.codegen.numpy.host import guard_context
 from lowering.ir import Graph, Task
@@ -501,5 +501,5 @@ def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
 
 
 def content_hash(*parts: str) -> str:
-    """The cache key of a generated NumPy module: its inputs and the NumPy templates."""
-    return template_hash("numpy", *parts)
+    """The cache key of a generated NumPy module: its inputs and the code that generates it (``generator_hash``)."""
+    return generator_hash("numpy", *parts)

@@ -19,7 +19,7 @@ clean at line length 110.
 from __future__ import annotations
 
 from lowering import body as ir
-from lowering.codegen.common import check_block_nesting, compile_python, template_environment, template_hash
+from lowering.codegen.common import check_block_nesting, compile_python, generator_hash, template_environment
 from lowering.codegen.pypto.body import BodyWriter, body_units
 from lowering.codegen.pypto.host import HostParts
 from lowering.codegen.pypto.loops import ArrayDep, groups, templates
@@ -405,5 +405,5 @@ def render_pypto(graph: Graph, source_hash: str, version: str, golden: str | Non
 
 
 def content_hash(*parts: str) -> str:
-    """The cache key of a generated PyPTO module: its inputs and the PyPTO templates."""
-    return template_hash("pypto", *parts)
+    """The cache key of a generated PyPTO module: its inputs and the code that generates it (``generator_hash``)."""
+    return generator_hash("pypto", *parts)
