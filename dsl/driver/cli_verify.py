@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from dsl.driver.api import CompiledLayer, RequestRefused, compile_layer
 from dsl.driver.cli_run import _cores, _integer, _output_file, _scalars, _seconds, round_scalar_names
 from dsl.driver.verify_report import Verdict, render_json, render_text
+from runtime import watchdog
 from runtime.decisions import Schedule
 from runtime.files import write_text
 from runtime.program import Program
@@ -29,6 +30,7 @@ from runtime.simulator import PRESETS, simulate
 from runtime.verify import Config, estimate_naive, explore, replay_witness
 
 EXIT_VERIFIED, EXIT_VIOLATED, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 4
+STOP_GRACE = 10.0  # seconds past --timeout before a kernel that never yields is interrupted
 
 
 def add_parser(sub, common) -> None:
@@ -209,26 +211,35 @@ def cmd_verify(session) -> int:
     progress = _Progress() if sys.stderr.isatty() and args.format == "text" else None
     started = time.monotonic()
     try:
-        result = explore(
-            layer.program,
-            per_rank,
-            config,
-            max_states=args.max_states,
-            timeout=args.timeout,
-            check_outputs=_golden(layer, inputs, config.rounds),
-            shortest=not args.first,
-            progress=progress,
+        # The search checks its deadline between steps; a kernel body that never returns to the
+        # engine (a loop of 10^9 iterations) is stopped by the alarm, a little after it.
+        with watchdog.alarm(args.timeout + STOP_GRACE):
+            result = explore(
+                layer.program,
+                per_rank,
+                config,
+                max_states=args.max_states,
+                timeout=args.timeout,
+                check_outputs=_golden(layer, inputs, config.rounds),
+                shortest=not args.first,
+                progress=progress,
+            )
+            estimate = None
+            if args.probes:
+                budget = max(1.0, min(10.0, time.monotonic() - started))
+                estimate = estimate_naive(layer.program, per_rank, config, probes=args.probes, timeout=budget)
+    except watchdog.Expired:
+        print(
+            f"inconclusive: stopped at the {args.timeout:g} s timeout while a kernel of {layer.graph.name!r} "
+            "was running without returning to the scheduler: a very long (or endless) loop in a task body"
         )
+        return EXIT_INCONCLUSIVE
     except CohortTooLargeError as err:
         print(f"refused: {err}; give more cores with --cores")
         return EXIT_ERROR
     finally:
         if progress is not None:
             progress.stop()
-    estimate = None
-    if args.probes:
-        budget = max(1.0, min(10.0, time.monotonic() - started))
-        estimate = estimate_naive(layer.program, per_rank, config, probes=args.probes, timeout=budget)
     verdict = Verdict(layer.graph.name, str(args.file), config, args.seed, result, estimate)
     verdict.notes = configuration_notes(layer.program, config)
     if layer.graph.golden is None:

@@ -4,6 +4,7 @@ counterexamples that replay, and bad input answered with exit 2."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,25 @@ def test_an_unwritable_save_path_is_exit_2_and_nothing_is_half_written(tmp_path,
     )
     assert code == 2 and not target.exists()
     assert capsys.readouterr().err == f"{target}: E107 {tmp_path / 'file'} is not a directory\n"
+
+
+def test_a_kernel_that_never_returns_is_stopped_at_the_timeout(tmp_path, capsys):
+    """The search checks its deadline between steps: a body looping 10^9 times inside one step
+    (issue 14's body_loop_1e9) must be interrupted too, exit 4, never a hang."""
+    layer = tmp_path / "bodyloop.dsl"
+    layer.write_text(
+        "layer bodyloop(K = 1000000000) {\n  input  x: f32[16, 16]\n  output y: f32[16, 16]\n"
+        "  task t on aiv {\n    let acc = zeros(f32, [16, 16])\n    for k in range(K) { acc = acc + x[:, :] }\n"
+        "    y[:, :] = acc\n  }\n}\n"
+    )
+    from dsl.driver import cli_verify
+
+    t0 = time.monotonic()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli_verify, "STOP_GRACE", 0.5)
+        assert main(["verify", str(layer), "--timeout", "0.5", "--probes", "0"]) == 4
+    assert time.monotonic() - t0 < 30
+    assert capsys.readouterr().out == (
+        "inconclusive: stopped at the 0.5 s timeout while a kernel of 'bodyloop' was running without "
+        "returning to the scheduler: a very long (or endless) loop in a task body\n"
+    )
