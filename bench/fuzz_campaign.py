@@ -11,15 +11,16 @@ Seeds are every ``*.dsl`` of ``tests/fixtures`` and ``models`` and the ``dsl`` b
   blown up, an spmd grid of ten million blocks.
 
 Every case runs in this process through ``dsl.driver.cli.main``: ``check --format json``,
-``run --timeout 5 --no-lint`` and ``compile --target numpy|pypto -o DIR`` (the target
-alternates). Each command has its own CPU-time budget (a ``SIGVTALRM`` timer, separate from
+``run --timeout 5 --no-lint`` and ``compile --target numpy|pypto|ascendc -o DIR`` (the target
+rotates; ``DSLC_ASC_DEVKIT`` is unset, so AscendC projects get the lexical check, not g++). Each command has its own CPU-time budget (a ``SIGVTALRM`` timer, separate from
 the simulator's own wall-clock watchdog). Counted, per command, all of which must be zero:
 
 * **internal errors**: output containing ``internal error``;
 * **tracebacks**: output containing ``Traceback`` (or any exception escaping ``main``);
 * **hangs**: a command that exceeded its budget;
-* **unparsable outputs**: ``check --format json`` whose stdout is not JSON, or a module
-  ``compile`` wrote that Python does not ``compile()``.
+* **unparsable outputs**: ``check --format json`` whose stdout is not JSON, a module
+  ``compile`` wrote that Python does not ``compile()``, or an AscendC file that is not
+  lexically C++ (``lowering.codegen.ascendc.toolchain.lexical_problems``).
 
 Run: ``python bench/fuzz_campaign.py --cases 10000`` (``--seed``, ``--jobs`` for worker
 processes, ``--budget`` seconds of CPU per command). Memory is capped at 8 GB per process
@@ -49,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from dsl.driver.cli import main  # noqa: E402
+from lowering.codegen.ascendc.toolchain import lexical_problems  # noqa: E402
 
 TOKEN = re.compile(r"\s+|#[^\n]*|\"[^\"\n]*\"|[A-Za-z_][A-Za-z0-9_]*|\d+(?:\.\d+)?|\.\.|[+\-*/=<>!]=|//|\S")
 VOCAB = [
@@ -202,10 +204,13 @@ def problems_of(command: str, code, out: str, err: str, problem: str | None, out
         except ValueError:
             found.append("unparsable output")
     if command == "compile" and code == 0:
-        for module in outdir.glob("*.py"):
+        for module in outdir.rglob("*.py"):
             try:
                 compile(module.read_text(encoding="utf-8"), str(module), "exec")
             except (SyntaxError, ValueError):
+                found.append("unparsable output")
+        for cxx in [*outdir.rglob("*.h"), *outdir.rglob("*.asc")]:
+            if lexical_problems(cxx.name, cxx.read_text(encoding="utf-8")):
                 found.append("unparsable output")
     return found
 
@@ -216,6 +221,7 @@ def run_cases(args: tuple[int, int, int, float]) -> dict:
     signal.signal(signal.SIGVTALRM, _on_budget)
     work = Path(tempfile.mkdtemp(prefix="dslc-fuzz-"))
     os.environ["DSLC_CACHE_DIR"] = str(work / "cache")
+    os.environ.pop("DSLC_ASC_DEVKIT", None)
     pool = seeds()
     counts: Counter = Counter()
     exits: Counter = Counter()
@@ -225,10 +231,9 @@ def run_cases(args: tuple[int, int, int, float]) -> dict:
         r = random.Random(seed * 1_000_003 + case)
         source = work / "case.dsl"
         source.write_bytes(mutate(r, r.choice(pool)))
-        target = "numpy" if case % 2 else "pypto"
+        target = ("numpy", "pypto", "ascendc")[case % 3]
         outdir = work / f"out{case % 4}"
-        for old in outdir.glob("*.py"):
-            old.unlink()
+        shutil.rmtree(outdir, ignore_errors=True)
         argvs = {
             "check": ["check", str(source), "--format", "json"],
             "run": ["run", str(source), "--timeout", "5", "--no-lint"],
@@ -263,8 +268,15 @@ def main_campaign() -> int:
     args = parser.parse_args()
     t0 = time.monotonic()
     chunks = [(i, min(i + 250, args.cases), args.seed, args.budget) for i in range(0, args.cases, 250)]
+    parts = []
     with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as workers:
-        parts = workers.map(run_cases, chunks, chunksize=1)
+        for part in workers.imap_unordered(run_cases, chunks, chunksize=1):
+            parts.append(part)
+            found = sum(part["counts"].values())
+            print(
+                f"  {len(parts)}/{len(chunks)} chunks, {time.monotonic() - t0:.0f} s, {found} problem(s)",
+                flush=True,
+            )
     counts: Counter = Counter()
     exits: Counter = Counter()
     examples: dict[str, list] = {}

@@ -1,7 +1,8 @@
 """Property (issue 14): a layer built from colliding names, deep nesting and large extents either
 compiles to modules -- NumPy and PyPTO -- that ``compile()`` and import, with one buffer per
-source tensor, or yields diagnostics that are all located in the source. Never an exception of
-another kind, never a module that does not compile.
+source tensor, and to an AscendC project that is well-formed C++ with one GlobalTensor per
+source tensor in each kernel, or yields diagnostics that are all located in the source. Never
+an exception of another kind, never a module that does not compile.
 
 The layers are generated from a few hypothesis choices (``derandomize``: every run draws the
 same ones): a callee whose private scratch ``tmp`` and tasks meet the caller's names under
@@ -20,6 +21,9 @@ from pyptostubs import install
 
 from dsl.codes import CODES
 from dsl.frontend import compile_text
+from lowering.codegen.ascendc.diagnostics import CODES as ASCENDC_CODES
+from lowering.codegen.ascendc.emit import render_project
+from lowering.codegen.ascendc.toolchain import lexical_problems
 from lowering.codegen.common import TargetLimit
 from lowering.codegen.numpy.emit import render_numpy
 from lowering.codegen.pypto.emit import render_pypto
@@ -75,10 +79,10 @@ layer outer(N = {n}, D = 8) {{
     return source, {*caller_scratch, "stage.tmp"}
 
 
-def located(err: CompileError, text: str) -> None:
+def located(err: CompileError, text: str, codes=CODES) -> None:
     lines = text.split("\n")
     for d in err.diagnostics:
-        assert d.code in CODES, d
+        assert d.code in codes, d
         assert 1 <= d.span.line <= len(lines) and 1 <= d.span.col <= len(lines[d.span.line - 1]) + 1, d
 
 
@@ -115,3 +119,19 @@ def check(source: str, scratch: set[str]) -> None:
         else:
             created = re.findall(r"^\s+(\w+) = pl\.create_tensor", text, re.M)
             assert len(created) == len(set(created)) == len(scratch)
+    check_ascendc(graph, source)
+
+
+def check_ascendc(graph, source: str) -> None:
+    try:
+        files = render_project(graph, "h", "v")
+    except CompileError as err:  # what the target cannot express: A7xx, located
+        located(err, source, ASCENDC_CODES)
+        return
+    for name, text in files.items():
+        if name.endswith((".h", ".asc")):
+            assert lexical_problems(name, text) == [], name
+    kernels = next(text for name, text in files.items() if name.endswith("_kernels.h"))
+    for kernel in kernels.split('extern "C"')[1:]:
+        declared = re.findall(r"AscendC::GlobalTensor<\w+> (t_\w+);", kernel)
+        assert len(declared) == len(set(declared)), declared  # no two source tensors share one
