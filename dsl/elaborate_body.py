@@ -21,10 +21,12 @@ from lowering.source import Diagnostic, Span
 from lowering.symbolic import (
     DYNAMIC,
     LOOP,
+    Bin,
     Const,
     Expr,
     Sym,
     binop,
+    depends_on,
     difference,
 )
 
@@ -125,6 +127,8 @@ class BodyElaborator(ExprElaboration):
         value = self.value(s.value)
         if isinstance(value, ir.IntV) and s.name not in self.reassigned:
             self.bind(s.name, "int", value.expr, s.span)
+            if isinstance(value.expr, Bin) and not depends_on(value.expr, (DYNAMIC,)):
+                return ir.LetS(s.name, value, s.span, inlined=True)  # the name, for generated code
             return None
         if isinstance(value.type, ir.DtypeType | ir.ListType):
             raise self.error("E303", s.value.span, "a let binds a tile or a scalar, not a dtype or a list")

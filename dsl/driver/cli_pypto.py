@@ -89,7 +89,7 @@ def lint_pypto_file(session, path: Path, cfg) -> list[Diagnostic]:
 
 def compile_to_pypto(session) -> int:
     """``dslc compile FILE --target pypto -o DIR``: one PyPTO module per root layer."""
-    import os
+    import functools
 
     from dsl import __version__
     from dsl.driver.api import target_code
@@ -102,16 +102,13 @@ def compile_to_pypto(session) -> int:
     text = read_source(source)
     graphs = compile_text(text, str(source), session.overrides or None, args.layer)
     modules = []
-    out = Path(args.output)
     for graph in graphs:
         key = content_hash(text, repr(sorted(graph.env().items())), graph.name, __version__)
-        golden = None
-        if graph.golden:
-            golden_path = (source.parent / graph.golden).resolve()
-            golden = Path(os.path.relpath(golden_path, out.resolve())).as_posix()
-        render = lambda g=graph, k=key, gold=golden: render_pypto(g, k[:16], __version__, gold)  # noqa: E731
-        modules.append((graph.name, target_code(graph, render)))
-    out_dir = ensure_directory(out)  # only once every module rendered: a refusal writes nothing
+        # the golden where it is, not relative to the output: the module can be moved or copied
+        golden = (source.parent / graph.golden).resolve().as_posix() if graph.golden else None
+        module = target_code(graph, functools.partial(render_pypto, graph, key[:16], __version__, golden))
+        modules.append((graph.name, module))
+    out_dir = ensure_directory(args.output)  # only once every module rendered: a refusal writes nothing
     for name, module in modules:
         target = out_dir / f"{name}.py"
         write_text(target, module)

@@ -29,14 +29,18 @@ def test_rendering_is_byte_identical(path):
     assert render_numpy(g1, "h", "v") == render_numpy(g2, "h", "v")
 
 
-@pytest.mark.parametrize("path", LAYERS, ids=lambda p: p.stem)
-def test_generated_code_is_ruff_clean(path, tmp_path):
-    (graph,) = compile_file(path)
-    out = tmp_path / f"{path.stem}.py"
-    out.write_text(render_numpy(graph, "h", "v"), encoding="utf-8")
+def test_generated_code_is_ruff_clean(tmp_path):
+    """Every module of the models and the simulator fixtures, with the repository's lint."""
+    outs = []
+    for path in (
+        sorted((ROOT / "models").rglob("*.dsl")) + LAYERS + sorted((RUN.parent / "seed").glob("*.dsl"))
+    ):
+        for graph in compile_file(path):
+            outs.append(tmp_path / f"{path.parent.name}_{path.stem}_{graph.name}.py")
+            outs[-1].write_text(render_numpy(graph, "h", "v"), encoding="utf-8")
     ruff = Path(sys.executable).with_name("ruff")
     proc = subprocess.run(
-        [str(ruff), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(out)],
+        [str(ruff), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), *map(str, outs)],
         capture_output=True,
         text=True,
     )

@@ -29,7 +29,7 @@ def stand_ins(monkeypatch):
 
 def _module(source: str, tmp_path: Path, golden: str | None = None, layer: str | None = None) -> dict:
     (graph,) = compile_text(source, "l.dsl", layer=layer)
-    text = render_pypto(graph, "h", "v", "g.py" if golden else None)
+    text = render_pypto(graph, "h", "v", str(tmp_path / "g.py") if golden else None)
     path = tmp_path / f"{graph.name}.py"
     path.write_text(text)
     if golden:

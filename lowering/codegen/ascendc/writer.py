@@ -176,6 +176,8 @@ class BodyWriter:
     # ---------------------------------------------------------------- statements
     def statement(self, s: ir.Stmt) -> None:
         self.span = s.span
+        if isinstance(s, ir.LetS) and s.inlined:
+            return  # an integer let the IR already inlined at its uses (its name is kept for Python)
         if isinstance(s, ir.ForS):
             self.for_loop(s)
         elif isinstance(s, ir.IfS):

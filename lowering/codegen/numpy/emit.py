@@ -7,9 +7,11 @@ so the module is specific to one parameter point; it is byte-identical for the s
 
 Nothing from the source reaches the output as code except names, mangled injectively
 (``lowering.codegen.common.mangle``, docs/naming.md) behind a prefix per kind -- ``t_`` for a
-tensor, ``v_`` for a local or loop variable, ``s_`` for a runtime scalar -- so two source names
-never share a variable; tensor and task names otherwise appear only as ``repr`` string
-literals. The module is ``compile()``d before it is returned, and loops nested deeper than
+tensor, ``v_`` for a local or loop variable (an integer ``let`` included: it is written once and
+named at its uses, ``NamedInts``), ``s_`` for a runtime scalar, ``task_`` for the kernel of a
+task -- so two source names never share a variable; tensor and task names otherwise appear
+only as ``repr`` string literals. Lines longer than 110 columns are split at their brackets
+(``lowering.codegen.python_text.wrap_lines``). The module is ``compile()``d before it is returned, and loops nested deeper than
 CPython compiles are refused first, as a located error (``TargetLimit``).
 
 The module also holds the layer's host guards (``guard cond, "message"``) as
@@ -22,7 +24,9 @@ import re
 
 from lowering import body as ir
 from lowering.codegen.common import (
+    EMITTED,
     IDENTIFIER,
+    NamedInts,
     UnsafeName,
     check_block_nesting,
     checked_name,
@@ -32,6 +36,7 @@ from lowering.codegen.common import (
     template_environment,
 )
 from lowering.codegen.numpy.host import guard_context
+from lowering.codegen.python_text import int_text, wrap_lines
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
     BLOCK,
@@ -45,7 +50,6 @@ from lowering.symbolic import (
     Expr,
     Sym,
     evaluate,
-    render,
     substitute,
 )
 
@@ -99,16 +103,20 @@ class _Kernel:
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
         self.temp = 0
+        self.named = NamedInts()
+        self.read = ir.read_names(task.body)
 
     # ---------------------------------------------------------------- integers
     def int_code(self, expr: Expr) -> str:
-        folded = substitute(expr, {k: Const(v) for k, v in self.env.items()})
+        folded = substitute(self.named.rename(expr), {k: Const(v) for k, v in self.env.items()})
         try:
             return str(evaluate(folded, {}))
         except EvalError:
             pass
 
         def name_of(sym: Sym) -> str:
+            if sym.kind == EMITTED:
+                return sym.name
             if self.at_dispatch:
                 if sym.kind == RANK:
                     return "mem.rank"
@@ -132,7 +140,7 @@ class _Kernel:
                 return f"v_{mangle(sym.name)}"
             raise UnsafeName(f"unbound symbol {sym.name!r} in generated code")
 
-        return render(folded, name_of, python=True)
+        return int_text(folded, name_of)
 
     def index_code(self, region: tuple[ir.Range, ...], keep_dims: bool) -> str:
         parts = []
@@ -262,18 +270,37 @@ class _Kernel:
             return f"_op.to_bf16({code})"
         return code
 
+    def local(self, name: str) -> str:
+        """A local's variable; ``_v_<name>`` when the task never reads it (what linters accept)."""
+        return f"v_{mangle(name)}" if name in self.read else f"_v_{mangle(name)}"
+
     def stmts(self, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
-        if not stmts:
-            self.emit(depth, "pass")
+        begin = len(self.lines)
+        self.named.push()
         for s in stmts:
             self.stmt(s, depth)
+        for let in self.named.pop():  # a name nothing used: its line goes (latest first)
+            del self.lines[let.lines[0] : let.lines[1]]
+        if len(self.lines) == begin:
+            self.emit(depth, "pass")
 
     def stmt(self, s: ir.Stmt, depth: int) -> None:
-        if isinstance(s, ir.LetS | ir.AssignS):
+        if isinstance(s, ir.LetS) and s.inlined:
+            assert isinstance(s.value, ir.IntV)
+            try:  # a let of parameters only is a literal here: nothing to name
+                evaluate(substitute(s.value.expr, {k: Const(v) for k, v in self.env.items()}), {})
+                return
+            except EvalError:
+                pass
+            start = len(self.lines)
+            let, code = self.named.define(f"v_{mangle(s.name)}", s.value.expr, self.int_code)
+            self.emit(depth, f"{let.name} = {code}")
+            let.lines = (start, len(self.lines))
+        elif isinstance(s, ir.LetS | ir.AssignS):
             code = self.value(s.value)
             if isinstance(s.value, ir.LoadV) and isinstance(s.value.type, ir.TileType):
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
-            self.emit(depth, f"v_{mangle(s.name)} = {code}")
+            self.emit(depth, f"{self.local(s.name)} = {code}")
         elif isinstance(s, ir.StoreS):
             region = self.index_code(s.region, keep_dims=True)
             target = self.tensor_var(s.tensor) if s.mode != "atomic" else ""
@@ -306,7 +333,7 @@ class _Kernel:
                 value = self.store_value(s.tensor, s.value)
                 self.emit(depth, f"ctx.peer({s.tensor!r}, {peer})[{region}] = {value}")
         elif isinstance(s, ir.ForS):
-            var = f"v_{mangle(s.var)}"
+            var = self.local(s.var)
             bounds = ", ".join(self.int_code(e) for e in (s.start, s.stop, s.step))
             self.emit(depth, f"for {var} in range({bounds}):")
             self.stmts(s.body, depth + 1)
@@ -431,9 +458,12 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
         check_block_nesting(task.body, 0, "numpy", " (each a Python `for` in the task's kernel)")
         k = _Kernel(graph, task, env)
         k.stmts(task.body, 1)
+        code = "\n".join(k.lines)  # scalars read only by a let whose line was dropped are not read
+        k.scalars = {n for n in k.scalars if re.search(rf"\bs_{n}\b", code)}
         kernels.append(
             {
                 "index": i,
+                "function": "task_" + mangle(task.name),
                 "name": _checked(task.name),
                 "tensors": sorted(k.tensors),
                 "vars": {n: k.tensor_var(n) for n in sorted(k.tensors)},
@@ -495,7 +525,7 @@ def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
     """The NumPy module of ``graph``; a TargetLimit (located) for what it cannot express."""
     env = template_environment("numpy")
     env.filters["pyrepr"] = repr
-    text = env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version))
+    text = wrap_lines(env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version)))
     compile_python(text, f"<numpy module of {graph.name}>", "numpy")
     return text
 

@@ -15,11 +15,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lowering.codegen.common import IDENTIFIER, TargetLimit, UnsafeName, mangle
-from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Bin, Const, Expr, Sym
-
-LINE_LENGTH = 110
-INDENT = "    "
+from lowering.codegen.common import EMITTED, IDENTIFIER, TargetLimit, UnsafeName, mangle
+from lowering.codegen.python_text import INDENT, LINE_LENGTH
+from lowering.codegen.python_text import int_text as python_int_text
+from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Expr, Sym
 
 # Names the generated module defines or imports itself, and Python's keywords: a DSL name
 # equal to one is escaped by ``mangle`` (``in`` -> ``in_``). The functions named after the
@@ -84,52 +83,11 @@ def py_float(x: float) -> str:
 
 # ---------------------------------------------------------------- integer expressions
 
-_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "//": 6, "%": 6, "neg": 7, "atom": 9}
-_CMPS = ("==", "!=", "<", "<=", ">", ">=")
-
-
-def _prec(e: Expr) -> int:
-    if isinstance(e, Bin):
-        if e.op in _CMPS:
-            return _PREC["cmp"]
-        if e.op in ("min", "max", "cdiv"):
-            return _PREC["atom"] if e.op != "cdiv" else _PREC["neg"]
-        if e.op == "-" and e.a == Const(0):
-            return _PREC["neg"]
-        return _PREC.get(e.op, _PREC["atom"])
-    if isinstance(e, Const) and e.value < 0:
-        return _PREC["neg"]
-    return _PREC["atom"]
-
 
 def int_text(e: Expr, name_of: Callable[[Sym], str], minmax: str = "pl.") -> str:
-    """``e`` as Python source with minimal parentheses (the tree parses back to itself)."""
-    if isinstance(e, Const):
-        return str(e.value)
-    if isinstance(e, Sym):
-        return name_of(e)
-    assert isinstance(e, Bin)
-    if e.op in ("min", "max"):
-        return f"{minmax}{e.op}({int_text(e.a, name_of, minmax)}, {int_text(e.b, name_of, minmax)})"
-    if e.op == "cdiv":
-        a = _wrap(e.a, _PREC["neg"] + 1, name_of, minmax)
-        b = _wrap(e.b, _PREC["*"] + 1, name_of, minmax)
-        return f"-(-{a} // {b})"
-    if e.op == "-" and e.a == Const(0):
-        return "-" + _wrap(e.b, _PREC["neg"], name_of, minmax)
-    p = _prec(e)
-    if e.op in _CMPS:
-        a = _wrap(e.a, p + 1, name_of, minmax)
-        b = _wrap(e.b, p + 1, name_of, minmax)
-    else:
-        a = _wrap(e.a, p, name_of, minmax)
-        b = _wrap(e.b, p + 1, name_of, minmax)
-    return f"{a} {e.op} {b}"
-
-
-def _wrap(e: Expr, need: int, name_of, minmax: str) -> str:
-    text = int_text(e, name_of, minmax)
-    return f"({text})" if _prec(e) < need else text
+    """``e`` as Python source with minimal parentheses; ``min``/``max`` as ``pl.min``/``pl.max``
+    inside kernels (``minmax=""`` at module level)."""
+    return python_int_text(e, name_of, minmax)
 
 
 def simple_bound(text: str) -> bool:
@@ -152,11 +110,6 @@ def slice_text(start: str | None, stop: str | None, step: str | None = None) -> 
     if step is not None:
         text += f":{step}"
     return text
-
-
-#: The kind of a symbol the emitter made itself (a hoisted ``_o1``, a loop variable): its name is
-#: already the emitted one and is not mangled again.
-EMITTED = "emitted"
 
 
 def symbol_namer(ranks_text: str, reserved: frozenset[str] = RESERVED) -> Callable[[Sym], str]:

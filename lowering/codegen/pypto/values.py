@@ -2,7 +2,8 @@
 
 Tile ops map to their ``pl`` names (``a + b`` on tiles is ``pl.add``, a comparison
 ``pl.cmp`` with its ``cmp_type``); scalar arithmetic stays Python operators; the few DSL ops
-PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``). A value
+PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``, its operand
+bound to a ``_logit`` local first unless it is one already, as pypto-lib's models write it). A value
 that must be a name (an operand PyPTO takes only as a tile variable) is bound to a
 temporary first. The statements, names and index text are ``lowering.codegen.pypto.body.BodyWriter``.
 """
@@ -68,13 +69,13 @@ class ValueWriter:
 
     def value(self, v: ir.Value) -> Doc:
         if isinstance(v, ir.IntV):
-            return self.int(v.expr, hoist=True)
+            return self.int(v.expr)
         if isinstance(v, ir.FloatV):
             return py_float(v.value)
         if isinstance(v, ir.DtypeV):
             return dtype_name(v.dtype)
         if isinstance(v, ir.ListV):
-            return lst([self.int(i, hoist=True) for i in v.items])
+            return lst([self.int(i) for i in v.items])
         if isinstance(v, ir.LocalV):
             return self.py(v.name)
         if isinstance(v, ir.LoadV):
@@ -126,11 +127,13 @@ class ValueWriter:
             return call(f"pl.{op}", *(self.value(a) for a in args))
         if op == "transpose":
             return call("pl.transpose", self.value(args[0]), "0", "1")
-        if op == "sigmoid":
-            return self._sigmoid(self.value(args[0]))
-        if op == "silu":
-            x = self.value(args[0])
-            return call("pl.mul", x, self._sigmoid(x))
+        if op in ("sigmoid", "silu"):
+            x: Doc = self.value(args[0])
+            if not isinstance(args[0], ir.LocalV):  # one line, not the operand nested four calls deep
+                name = self.fresh("_logit")
+                self.pre.append((Cat([f"{name} = ", x]), 0))
+                x = name
+            return self._sigmoid(x) if op == "sigmoid" else call("pl.mul", x, self._sigmoid(x))
         if op in ("zeros", "full"):
             dt = args[0]
             assert isinstance(dt, ir.DtypeV)
@@ -178,7 +181,7 @@ class ValueWriter:
             load = args[0]
             assert isinstance(load, ir.LoadV)
             base = self.py(load.tensor) if load.local else self.tensor(load.tensor)
-            return call("pl.read", base, lst([self.int(r.start, hoist=True) for r in load.region]))
+            return call("pl.read", base, lst([self.int(r.start) for r in load.region]))
         if op in ("min", "max"):
             return call(f"pl.{op}", *(self.value(a) for a in args))
         if op == "cdiv":
