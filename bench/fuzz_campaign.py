@@ -22,8 +22,9 @@ the simulator's own wall-clock watchdog). Counted, per command, all of which mus
   ``compile`` wrote that Python does not ``compile()``, or an AscendC file that is not
   lexically C++ (``lowering.codegen.ascendc.toolchain.lexical_problems``).
 
-Run: ``python bench/fuzz_campaign.py --cases 10000`` (``--seed``, ``--jobs`` for worker
-processes, ``--budget`` seconds of CPU per command). Memory is capped at 8 GB per process
+Run: ``python bench/fuzz_campaign.py --cases 10000 --log fuzz.jsonl`` (``--seed``, ``--jobs``
+for worker processes, ``--budget`` seconds of CPU per command; with ``--log`` every chunk of
+100 cases is appended as it finishes and a campaign started again skips the chunks it holds). Memory is capped at 8 GB per process
 (``RLIMIT_AS``); a MemoryError would surface as an internal error. Results: bench/README.md.
 """
 
@@ -251,6 +252,9 @@ def run_cases(args: tuple[int, int, int, float]) -> dict:
             del sys.modules[name]  # keep the process's memory flat over thousands of cases
     shutil.rmtree(work, ignore_errors=True)
     return {
+        "start": start,
+        "stop": stop,
+        "seed": seed,
         "counts": {f"{c}|{p}": n for (c, p), n in counts.items()},
         "exits": {f"{c}|{code}": n for (c, code), n in exits.items()},
         "examples": {k: v[:3] for k, v in examples.items()},
@@ -258,25 +262,10 @@ def run_cases(args: tuple[int, int, int, float]) -> dict:
     }
 
 
-def main_campaign() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=14)
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--budget", type=float, default=60.0, help="CPU seconds per command")
-    parser.add_argument("--json", metavar="FILE", help="write the full result here")
-    args = parser.parse_args()
-    t0 = time.monotonic()
-    chunks = [(i, min(i + 250, args.cases), args.seed, args.budget) for i in range(0, args.cases, 250)]
-    parts = []
-    with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as workers:
-        for part in workers.imap_unordered(run_cases, chunks, chunksize=1):
-            parts.append(part)
-            found = sum(part["counts"].values())
-            print(
-                f"  {len(parts)}/{len(chunks)} chunks, {time.monotonic() - t0:.0f} s, {found} problem(s)",
-                flush=True,
-            )
+CHUNK = 100  # cases per worker process (a fresh process each: memory stays flat)
+
+
+def summarise(parts: list[dict], cases: int, seed: int, elapsed: float, jobs: int) -> dict:
     counts: Counter = Counter()
     exits: Counter = Counter()
     examples: dict[str, list] = {}
@@ -287,8 +276,7 @@ def main_campaign() -> int:
         for k, v in part["examples"].items():
             examples.setdefault(k, []).extend(v)
         slowest = {c: max(slowest[c], part["slowest"][c]) for c in COMMANDS}
-    elapsed = time.monotonic() - t0
-    print(f"{args.cases:,} mutated sources (seed {args.seed}), {elapsed:.0f} s wall, {args.jobs} job(s)")
+    print(f"{cases:,} mutated sources (seed {seed}), {elapsed:.0f} s wall, {jobs} job(s)")
     print(
         f"{'command':<8} {'internal errors':>15} {'tracebacks':>10} {'hangs':>6} {'unparsable':>10}  exit codes"
     )
@@ -305,11 +293,56 @@ def main_campaign() -> int:
     print("slowest command (CPU s): " + ", ".join(f"{c} {slowest[c]:.1f}" for c in COMMANDS))
     for k, v in examples.items():
         print(f"--- {k}: {len(v)} case(s), e.g. case {v[0][0]}:\n{v[0][1]}")
+    return {"counts": counts, "exits": exits, "examples": examples, "slowest": slowest}
+
+
+def main_campaign() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=10_000)
+    parser.add_argument("--seed", type=int, default=14)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--budget", type=float, default=60.0, help="CPU seconds per command")
+    parser.add_argument(
+        "--log",
+        metavar="FILE.jsonl",
+        help="append each chunk's result here; chunks already in it are skipped",
+    )
+    parser.add_argument("--json", metavar="FILE", help="write the full result here")
+    args = parser.parse_args()
+    t0 = time.monotonic()
+    parts: list[dict] = []
+    done: set[int] = set()
+    log = Path(args.log) if args.log else None
+    if log is not None and log.exists():  # resume: a killed campaign keeps what it measured
+        for line in log.read_text(encoding="utf-8").splitlines():
+            part = json.loads(line)
+            if part.get("seed") == args.seed and part["start"] < args.cases:
+                parts.append(part)
+                done.add(part["start"])
+    total = -(-args.cases // CHUNK)
+    chunks = [
+        (i, min(i + CHUNK, args.cases), args.seed, args.budget)
+        for i in range(0, args.cases, CHUNK)
+        if i not in done
+    ]
+    with multiprocessing.get_context("fork").Pool(args.jobs, maxtasksperchild=1) as workers:
+        for part in workers.imap_unordered(run_cases, chunks, chunksize=1):
+            parts.append(part)
+            if log is not None:
+                with log.open("a", encoding="utf-8") as f:
+                    f.write(json.dumps(part) + "\n")
+            found = sum(part["counts"].values())
+            print(
+                f"  {len(parts)}/{total} chunks, "
+                f"{time.monotonic() - t0:.0f} s, {found} problem(s) in cases {part['start']}..{part['stop'] - 1}",
+                flush=True,
+            )
+    result = summarise(
+        parts, sum(p["stop"] - p["start"] for p in parts), args.seed, time.monotonic() - t0, args.jobs
+    )
     if args.json:
-        Path(args.json).write_text(
-            json.dumps({"counts": counts, "exits": exits, "examples": examples, "slowest": slowest}, indent=1)
-        )
-    return 1 if counts else 0
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    return 1 if result["counts"] else 0
 
 
 if __name__ == "__main__":
