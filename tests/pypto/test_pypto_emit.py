@@ -174,3 +174,20 @@ def test_cli_compile_points_at_the_golden_where_it_is_not_relative_to_the_output
     assert 'spec_from_file_location("dslc_golden", _Path(GOLDEN))' in out
     assert 'parser.add_argument("--golden", default=GOLDEN' in out and "    GOLDEN = args.golden" in out
     assert "golden.run_jit(" in out and "-p" in out and "--platform" in out
+
+
+def test_gather_rows_with_an_index_slice_binds_it_before_the_loop():
+    """Found by the fuzz campaign (issue 14) on docs/language.md's ops_tour, unmutated: the index
+    slice was bound inside the `for` header's pre-lines, so the loop had no body (exit 2,
+    internal error: IndentationError)."""
+    (graph,) = compile_text(
+        "layer g(M = 16, K = 32) {\n  input a: f32[M, K]\n  input idx: i32[1, M]\n  output rows: f32[M, K]\n"
+        "  task t on aiv { rows[:, :] = gather_rows(a[:, :], idx[:, :]) }\n}\n"
+    )
+    text = render_pypto(graph, "h", "v")  # compile()d before it is returned
+    assert (
+        "        _t1 = idx[:, :]\n"
+        "        _g2 = pl.create_tile([M, K], dtype=pl.FP32)\n"
+        "        for _r3 in pl.range(M):\n"
+        "            _g2 = pl.gather_row(_g2, a, [_r3, 0], [pl.read(_t1, [0, _r3]), 0], [1, K])\n"
+    ) in text

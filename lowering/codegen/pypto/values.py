@@ -263,17 +263,14 @@ class ValueWriter:
         t = v.type
         if not (isinstance(src, ir.LoadV) and not src.local and isinstance(t, ir.TileType)):
             raise UnsupportedForPyPTO("gather_rows needs a tensor source in PyPTO")
+        index = self.value(rows) if isinstance(rows, ir.LocalV) else self.bind_value(rows)  # before the loop
         name, r = self.fresh("_g"), self.fresh("_r")
         n, c = (self.int(d) for d in t.shape)
         self.pre.append(
             (Cat([f"{name} = ", call("pl.create_tile", lst([n, c]), dtype=dtype_name(t.dtype))]), 0)
         )
         self.pre.append((f"for {r} in pl.range({n}):", 0))
-        row = call(
-            "pl.read",
-            self.value(rows) if isinstance(rows, ir.LocalV) else self.bind_value(rows),
-            lst(["0", r]),
-        )
+        row = call("pl.read", index, lst(["0", r]))
         start = [self.int(x.start) for x in src.region]
         src_off = lst([Cat([row, f" + {start[0]}"]) if start[0] != "0" else row, start[1]])
         gather = call("pl.gather_row", name, self.tensor(src.tensor), lst([r, "0"]), src_off, lst(["1", c]))
