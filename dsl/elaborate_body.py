@@ -26,8 +26,8 @@ from lowering.symbolic import (
     Expr,
     Sym,
     binop,
-    depends_on,
     difference,
+    free_symbols,
 )
 
 _ZERO, _ONE = Const(0), Const(1)
@@ -127,7 +127,7 @@ class BodyElaborator(ExprElaboration):
         value = self.value(s.value)
         if isinstance(value, ir.IntV) and s.name not in self.reassigned:
             self.bind(s.name, "int", value.expr, s.span)
-            if isinstance(value.expr, Bin) and not depends_on(value.expr, (DYNAMIC,)):
+            if isinstance(value.expr, Bin) and all(sym.kind != DYNAMIC for sym in free_symbols(value.expr)):
                 return ir.LetS(s.name, value, s.span, inlined=True)  # the name, for generated code
             return None
         if isinstance(value.type, ir.DtypeType | ir.ListType):

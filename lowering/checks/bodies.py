@@ -24,39 +24,16 @@ def summary(graph: Graph, task: Task) -> BodySummary:
         loads: set[str] = set()
         stores: set[str] = set()
         calls: set[str] = set()
-        _stmts(task.body, loads, stores, calls)
+        for s in ir.nested_stmts(task.body):
+            if isinstance(s, ir.StoreS):
+                stores.add(s.tensor)
+            for v in (w for top in ir.stmt_values(s) for w in ir.nested_values(top)):
+                if isinstance(v, ir.LoadV) and not v.local:
+                    loads.add(v.tensor)
+                elif isinstance(v, ir.CallV):
+                    calls.add(v.op)
         found = cache[task.name] = (
             task.body,
             BodySummary(frozenset(loads), frozenset(stores), frozenset(calls)),
         )
     return found[1]
-
-
-def _stmts(stmts, loads: set[str], stores: set[str], calls: set[str]) -> None:
-    for s in stmts:
-        if isinstance(s, ir.StoreS):
-            stores.add(s.tensor)
-            _value(s.value, loads, calls)
-        elif isinstance(s, ir.LetS | ir.AssignS | ir.EvalS | ir.RemoteStoreS):
-            _value(s.value, loads, calls)
-        elif isinstance(s, ir.ForS):
-            _stmts(s.body, loads, stores, calls)
-        elif isinstance(s, ir.IfS):
-            _value(s.cond, loads, calls)
-            _stmts(s.then, loads, stores, calls)
-            _stmts(s.orelse, loads, stores, calls)
-
-
-def _value(v, loads: set[str], calls: set[str]) -> None:
-    if isinstance(v, ir.LoadV):
-        if not v.local:
-            loads.add(v.tensor)
-    elif isinstance(v, ir.BinV):
-        _value(v.a, loads, calls)
-        _value(v.b, loads, calls)
-    elif isinstance(v, ir.CallV):
-        calls.add(v.op)
-        for a in v.args:
-            _value(a, loads, calls)
-        for _name, a in v.attrs:
-            _value(a, loads, calls)

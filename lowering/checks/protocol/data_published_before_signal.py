@@ -67,6 +67,7 @@ from lowering.body import LoadV, ScalarType
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.signals import executors
 from lowering.ir import Access, Graph, SignalOp, Task
 from lowering.source import Diagnostic
 from lowering.symbolic import RANK, EvalError, Sym, evaluate
@@ -160,8 +161,8 @@ def _what_is_stored(task: Task, store: Access) -> str:
 def _uncovered_block(graph: Graph, task: Task, store: Access, notify: SignalOp, env: dict) -> int | None:
     """A block that may run ``store`` but never runs ``notify`` (rank 0 and its peers alike)."""
     try:
-        storing = counting.executors(graph, task, store.loops, store.conds, env, lenient=True)
-        notifying = counting.executors(graph, task, notify.loops, notify.conds, env)
+        storing = executors(graph, task, store.loops, store.conds, env, lenient=True)
+        notifying = executors(graph, task, notify.loops, notify.conds, env)
     except Uncountable:
         return None
     missing = sorted(storing - notifying)

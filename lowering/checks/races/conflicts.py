@@ -89,6 +89,7 @@ def _find(graph: Graph, ctx: CheckContext):
         budget -= len(pairs)
         if not complete:
             stopped.append((name, MAX_PAIRS))
+        readers: dict[tuple[int, int], Task | None] = {}
         for i, j in pairs:
             (t1, accs1), (t2, accs2) = users[i], users[j]
             if t1.name in anc[t2.name]:
@@ -99,7 +100,7 @@ def _find(graph: Graph, ctx: CheckContext):
             a, b, where = found
             kind = "war" if not a.writes else ("raw" if not b.writes else "waw")
             cause = _cause(kind, tensor.manual_dep, t1, t2, tags[t2.name].get(name))
-            reader = _reader(graph, users, j, t2, b) if kind == "waw" else None
+            reader = _reader(graph, users, j, b, readers) if kind == "waw" else None
             yield Conflict(name, t1, t2, a, b, kind, cause, where, reader)
 
 
@@ -245,20 +246,33 @@ def _cause(kind: str, manual_dep: bool, t1: Task, t2: Task, tag: str | None) -> 
     return UNKNOWN
 
 
-def _reader(graph: Graph, users: list[tuple[Task, list[Access]]], j: int, t2: Task, b: Access) -> Task | None:
-    """The first task after ``users[j]`` (at most MAX_READER_SEARCH of them) that reads what
-    ``b`` writes; once per write, however many earlier writers it conflicts with."""
-    cache = graph.__dict__.setdefault("_waw_readers", {})
-    key = (t2.name, b.order)
-    if key in cache:
-        return cache[key]
+def _reader(
+    graph: Graph,
+    users: list[tuple[Task, list[Access]]],
+    j: int,
+    b: Access,
+    memo: dict[tuple[int, int], Task | None],
+) -> Task | None:
+    """The first task after ``users[j]`` (at most MAX_READER_SEARCH of them) that reads back
+    elements its access ``b`` writes (one answer per writer access: many earlier writers
+    conflict with the same one)."""
+    key = (j, b.order)
+    if key in memo:
+        return memo[key]
+    t2 = users[j][0]
     hb = _hits(graph, t2, b)
+    box = _hull(graph, t2, b)
     found = None
     for t3, accs in users[j + 1 : j + 1 + MAX_READER_SEARCH]:
-        if any(c.mode == "read" and first_overlap(*aligned(graph, hb, _hits(graph, t3, c))) for c in accs):
-            found = t3
+        for c in accs:
+            if c.mode == "read" and hulls_meet(box, _hull(graph, t3, c)):
+                x, y = aligned(graph, hb, _hits(graph, t3, c))
+                if first_overlap(x, y) is not None:
+                    found = t3
+                    break
+        if found is not None:
             break
-    cache[key] = found
+    memo[key] = found
     return found
 
 

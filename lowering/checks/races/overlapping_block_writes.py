@@ -11,10 +11,12 @@ are left to the protocol rules.
 
 Only overlaps that certainly happen at the layer's parameter point are reported: regions
 indexed by data (`read(...)`) and accesses under data-dependent conditions are skipped,
-since they are usually a scatter that is disjoint by construction. A grid too large to list
-block by block (more blocks than the analysis budget, 60,000 executions) is examined on its
-first and last 64 blocks: the overlaps of neighbouring blocks, and of every block when the
-region does not depend on `block`, are found; a pattern that pairs only distant blocks is not.
+since they are usually a scatter that is disjoint by construction, and so are the arguments
+of a PyPTO extern kernel (hand-written C++ whose blocks split the work in ways the reader
+cannot see). A grid too large to list block by block (more blocks than the analysis budget,
+60,000 executions) is examined on its first and last 64 blocks: the overlaps of neighbouring
+blocks, and of every block when the region does not depend on `block`, are found; a pattern
+that pairs only distant blocks is not.
 
 ## Why it breaks on the device
 
@@ -73,7 +75,11 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         if task.blocks < 2:
             continue
         reported: set[str] = set()
-        accs = [a for a in task.accesses if a.mode != "anchor" and local_tensor(graph.tensors[a.tensor])]
+        accs = [
+            a
+            for a in task.accesses
+            if a.mode != "anchor" and not a.opaque and local_tensor(graph.tensors[a.tensor])
+        ]
         # a read-modify-write (`+=` without atomic) is a read and a write of one statement
         rmw = {(a.tensor, a.span) for a in accs if a.mode == "read"} & {
             (a.tensor, a.span) for a in accs if a.mode == "write"
