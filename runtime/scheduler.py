@@ -168,10 +168,14 @@ class Engine(DispatchMixin):
         Raises :class:`SimulationTimeout` (with the run's :class:`Progress`) at the deadline,
         also from inside a kernel body that never yields (``runtime.watchdog``)."""
         try:
-            with watchdog.alarm(self.deadline - time.monotonic()):
+            with watchdog.alarm(self.deadline - time.monotonic(), self.interruptible):
                 return self._run()
         except watchdog.Expired:
             raise self._timeout() from None
+
+    def interruptible(self) -> bool:
+        """Whether the watchdog's alarm may interrupt the run now: anywhere, in one process."""
+        return True
 
     def progress(self) -> watchdog.Progress:
         at = time.monotonic()
@@ -337,10 +341,13 @@ class Engine(DispatchMixin):
                 self,
                 b,
             )
+            self.current = self.last_stepped = b  # a plain function runs its whole body here
+            self.current_since = time.monotonic()
             try:
                 res = spec.kernel(ctx)
             except Exception as e:
                 raise self._kernel_error(b, e) from e
+            self.current = None
             if res.__class__ is not _GeneratorType:
                 self._finish(b)
                 return

@@ -4,6 +4,7 @@ run from a stuck one."""
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -51,8 +52,6 @@ def test_a_slow_run_that_keeps_finishing_blocks_is_not_called_a_livelock():
 
 
 def test_the_alarm_is_disarmed_after_a_run():
-    import signal
-
     prog = Program("ok", (), (), (TaskSpec("t", "aiv", 1, lambda ctx: None),))
     simulate(prog, timeout=0.2)
     time.sleep(0.3)  # an alarm left armed would fire here and kill the test
@@ -81,3 +80,23 @@ def test_dslc_run_exits_4_and_reports_how_far_it_got(tmp_path, capsys):
         in out
     )
     assert "a very long (or endless) loop in its body" in out
+
+
+def test_an_alarm_with_a_test_interrupts_only_where_it_holds_and_never_in_a_held_block():
+    """What lets an MPI process be stopped inside a kernel but not inside an MPI operation."""
+    from runtime import watchdog
+
+    in_kernel = [False]
+    t0 = time.monotonic()
+    with pytest.raises(watchdog.Expired), watchdog.alarm(0.05, lambda: in_kernel[0]):
+        while time.monotonic() - t0 < 0.3:
+            pass  # past the deadline, but not "in a kernel": retried, not raised
+        in_kernel[0] = True
+        with watchdog.held():
+            while time.monotonic() - t0 < 0.6:
+                pass  # in a kernel, but held
+        left_held = time.monotonic()
+        while time.monotonic() - t0 < 5:
+            pass
+    assert 0.6 <= time.monotonic() - t0 and time.monotonic() - left_held < 1.0
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
