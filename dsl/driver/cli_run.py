@@ -183,9 +183,11 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     comp.add_argument("-o", "--output", metavar="DIR", required=True, help="directory to write into")
 
 
-def _lint_errors(session) -> int | None:
-    """The error-level lint of ``dslc check`` (same config and suppressions); an exit code if
-    it found errors, None when the run may go on."""
+def lint_before_run(session) -> int | None:
+    """The error-level lint of ``dslc check`` (same config and suppressions) unless ``--no-lint``
+    or ``--replay``; an exit code if it found errors, None when the run may go on."""
+    if session.args.no_lint or session.args.replay:
+        return None
     cfg = load_config()
     errors = [d for d in lint_file(session, Path(session.args.file), cfg) if d.severity is Severity.ERROR]
     if not errors:
@@ -202,10 +204,6 @@ def _lint_errors(session) -> int | None:
 
 def cmd_run(session) -> int:
     args = session.args
-    if not args.no_lint and not args.replay:
-        stop = _lint_errors(session)
-        if stop is not None:
-            return stop
     if args.launcher == "mpi":
         if args.replay:
             raise UsageError(
@@ -217,6 +215,9 @@ def cmd_run(session) -> int:
         return run_with_mpi(session)
     if args.procs is not None:
         raise UsageError("--procs starts MPI processes: it needs --launcher mpi")
+    stop = lint_before_run(session)
+    if stop is not None:
+        return stop
     schedule = load_schedule(args.replay) if args.replay else None
     if schedule is not None:
         layer, ranks, scalars, round_scalars = _prepare_replay(session, schedule)
