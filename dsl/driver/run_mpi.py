@@ -21,7 +21,15 @@ from __future__ import annotations
 import os
 import sys
 
-from dsl.driver.cli_run import EXIT_OK, describe_run, guarded_run, lint_before_run, prepare_run, report_run
+from dsl.driver.cli_run import (
+    EXIT_ERROR,
+    EXIT_OK,
+    describe_run,
+    guarded_run,
+    lint_before_run,
+    prepare_run,
+    report_run,
+)
 from runtime import mpi
 
 #: Options of ``dslc run`` a ``--procs`` launch passes on to its processes (``procs`` is
@@ -117,9 +125,17 @@ def run_with_mpi(session) -> int:
     )
     if isinstance(result, int):
         return result  # the same error on every process, printed by process 0
-    code = report_run(args, layer, inputs, result) if root else EXIT_OK
+    code, failure = EXIT_OK, None
+    if root:
+        try:
+            code = report_run(args, layer, inputs, result)
+        except Exception as err:  # a golden that raises (E109): the others must not wait forever
+            code, failure = EXIT_ERROR, err
     patient_barrier(comm)  # the golden check may take a while on process 0
-    return comm.bcast(code, root=0)
+    code = comm.bcast(code, root=0)
+    if failure is not None:
+        raise failure  # reported by the CLI as in-process, once every process is released
+    return code
 
 
 def child_argv(args) -> list[str]:

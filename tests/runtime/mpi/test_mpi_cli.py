@@ -50,6 +50,21 @@ def test_the_lint_runs_before_the_simulation_and_is_printed_once():
 
 
 @needs_mpi
+def test_a_golden_that_raises_is_e109_once_and_ends_every_process(tmp_path):
+    """Process 0 raised out of the golden check while the others waited at a barrier: the job
+    hung until the launcher killed it."""
+    for name in ("remote_atomic.dsl", "remote_atomic_golden.py"):
+        (tmp_path / name).write_text((ATOMIC.parent / name).read_text())
+    golden = tmp_path / "remote_atomic_golden.py"
+    text = golden.read_text()
+    golden.write_text(text.replace("    total = sum(", '    raise ValueError("boom")\n    total = sum(', 1))
+    proc = _dslc("run", str(tmp_path / "remote_atomic.dsl"), "--no-lint", "--launcher", "mpi", "--procs", "2")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout.count("E109 golden raised ValueError: boom") == 1
+    assert "did not finish" not in proc.stderr and "internal error" not in proc.stderr
+
+
+@needs_mpi
 def test_a_kernel_body_that_never_yields_stops_at_the_timeout_with_exit_4(tmp_path):
     """Issue 14 over MPI: the job was killed 60 s past --timeout and exited 3 (the deadlock code)."""
     layer = tmp_path / "bodyloop.dsl"
