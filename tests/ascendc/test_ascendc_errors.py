@@ -76,6 +76,17 @@ CASES = {
 }""",
         ("A712", 6, 5, "view starts inside a 32-byte block"),
     ),
+    "a matmul over an empty inner dimension": (
+        """layer e(T = 16, K = 0, N = 16) {
+  input x: f16[T, 16]
+  input w: f16[N, 16]
+  output y: f32[T, N]
+  task mm on aic {
+    y[:, :] = matmul(x[:, 0 : K], w[:, 0 : K], b_trans)
+  }
+}""",
+        ("A704", 6, 5, "matmul over an empty inner dimension (K = 0)"),
+    ),  # found by the fuzz campaign (issue 14): a range() with step 0, an internal error
     "too many rows for one DataCopy": (
         """layer r(T = 8192) {
   input x: f32[T, 4]
