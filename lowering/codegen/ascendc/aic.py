@@ -112,6 +112,8 @@ class CubeWriter(BodyWriter):
             self.store(s)
         elif isinstance(s, ir_body.EvalS):
             self.emit("// anchor read of a region: ordered by the launch order, no data use")
+        elif isinstance(s, ir_body.BarrierS) and self.mix:
+            self.barrier(s)
         elif isinstance(s, ir_body.RemoteStoreS | ir_body.NotifyS | ir_body.WaitS):
             raise refuse("A705", "cross-rank ops on the cube core (move them to an aiv task)", s.span)
         else:

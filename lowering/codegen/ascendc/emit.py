@@ -17,6 +17,7 @@ is produced. Output is byte-identical for the same graph and parameters.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import jinja2
@@ -66,7 +67,9 @@ def render_project(graph: Graph, source_hash: str, version: str) -> dict[str, st
     files = project_files(graph)
     stem = names.encode(graph.name)
     env = _templates()
-    host = host_context(graph, kernels, graph.env())
+    # the mix kernels' hand-off workspaces are allocated by the host like scratch tensors
+    workspaces = {name: t for k in kernels for name, t in k.workspaces.items()}
+    host = host_context(replace(graph, tensors={**graph.tensors, **workspaces}), kernels, graph.env())
     context = {
         "layer_comment": comment_text(graph.name),
         "version": version,
@@ -113,6 +116,8 @@ def _kernel_context(k: Kernel) -> dict:
         "l0a": b.l0a,
         "l0b": b.l0b,
         "l0c": b.l0c,
+        "flags": k.flags,
+        "workspaces": sum(t.itemsize * t.dims[0] * t.dims[1] for t in k.workspaces.values()),
     }
 
 

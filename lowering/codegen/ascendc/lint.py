@@ -23,7 +23,9 @@ CAPACITY = {"UB": UB_BYTES, "L1": 524288, "L0A": 65536, "L0B": 65536, "L0C": 131
 
 def check_budgets(kernel: Kernel, task: Task) -> list[UnsupportedForAscendC]:
     b = kernel.budget
-    used = {"UB": b.ub} if kernel.core == "aiv" else {"L1": b.l1, "L0A": b.l0a, "L0B": b.l0b, "L0C": b.l0c}
+    used = {"UB": b.ub} if kernel.core != "aic" else {}
+    if kernel.core != "aiv":  # aic, or the AIC side of a mix kernel
+        used.update({"L1": b.l1, "L0A": b.l0a, "L0B": b.l0b, "L0C": b.l0c})
     errors = []
     for memory, nbytes in used.items():
         if nbytes <= CAPACITY[memory]:
