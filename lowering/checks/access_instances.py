@@ -6,6 +6,12 @@ iteration. :func:`hits` enumerates those executions at one parameter point and e
 each region exactly (``start:stop:step`` per dimension), so that two accesses conflict only
 if some execution of one shares an element with some execution of the other.
 
+Work is bounded by ``MAX_HITS`` per access, never by the size of the grid: beyond it, loops
+are taken as intervals (one hull per block), and when the grid alone has more blocks than
+that (``spmd(10**7)``), ``block`` is taken as its interval too -- one hull per rank, marked
+``exact=False`` and ``block=-1``, so rules that need a certain overlap between two blocks
+stay silent rather than enumerate ten million of them.
+
 What cannot be evaluated is widened, never dropped: a dimension indexed by data (``read``
 of a tensor) or by a runtime scalar spans the whole extent and marks the hit ``exact=False``;
 an access under a condition that depends on data is kept and marked ``maybe=True``. Rules
@@ -57,6 +63,16 @@ def region_text(region: Region) -> str:
     for lo, hi, step in region:
         parts.append(f"{lo}:{hi}" + (f":{step}" if step != 1 else ""))
     return "[" + ", ".join(parts) + "]"
+
+
+def grid_sample(task: Task, per_end: int = 64) -> tuple[int, ...] | None:
+    """The blocks a rule examines one by one in a grid too large to list (the first and the last
+    ``per_end``), or None when the grid is small enough to list whole."""
+    if task.blocks * max(len(task.accesses), 1) <= MAX_HITS:
+        return None
+    return tuple(
+        sorted({*range(min(per_end, task.blocks)), *range(max(task.blocks - per_end, 0), task.blocks)})
+    )
 
 
 def phase_of(task: Task, access: Access) -> int:
@@ -160,9 +176,10 @@ def _loop_envs(
         yield e, False
 
 
-def hits(graph: Graph, task: Task, access: Access) -> list[Hit]:
-    """Every execution of ``access`` at the graph's parameter point (see module docs)."""
-    key = (task.name, access.order)
+def hits(graph: Graph, task: Task, access: Access, blocks: tuple[int, ...] | None = None) -> list[Hit]:
+    """Every execution of ``access`` at the graph's parameter point (see module docs), or only
+    those of the given ``blocks`` (exact, for a rule that samples a grid too large to list)."""
+    key = (task.name, access.order, blocks)
     cache = graph.__dict__.setdefault("_access_hits", {})
     if key in cache:
         return cache[key]
@@ -174,9 +191,9 @@ def hits(graph: Graph, task: Task, access: Access) -> list[Hit]:
     tensor = graph.tensors[access.tensor]
     phase = phase_of(task, access)
     try:
-        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=False)
+        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=False, only=blocks)
     except _TooMany:
-        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=True)
+        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=True, only=blocks)
     cache[key] = out
     return out
 
@@ -194,24 +211,27 @@ def _looked_up(access: Access) -> set[str]:
     return names
 
 
-def _hits(graph, task, access, tensor: Tensor, base, scalars, phase, widen: bool) -> list[Hit]:
+def _hits(graph, task, access, tensor: Tensor, base, scalars, phase, widen: bool, only=None) -> list[Hit]:
     out: list[Hit] = []
     budget = [MAX_HITS if not widen else 1 << 60]
     loop_vars = [loop.var for loop in access.loops]
     ranks = _ranks(graph, access)
-    points = len(ranks) * task.blocks
+    whole_grid = only is None and widen and len(ranks) * task.blocks > MAX_HITS
+    blocks: range | list[int] | tuple[int, ...] = [-1] if whole_grid else only or range(task.blocks)
+    points = len(ranks) * len(blocks)
     # The same few expressions at every rank x block x iteration: compiled once when that pays.
     bound = _compiled_bound if points >= 32 or (access.loops and points >= 4) else bounds
     for rank in ranks:
-        for block in range(task.blocks):
-            env: dict[str, int | Interval] = {**base, "rank": rank, "nranks": graph.nranks, "block": block}
+        for block in blocks:
+            where: int | Interval = (0, task.blocks - 1) if whole_grid else block
+            env: dict[str, int | Interval] = {**base, "rank": rank, "nranks": graph.nranks, "block": where}
             env.update(scalars)
             for scoped, loops_exact in _loop_envs(access.loops, env, widen, budget):
                 state = _cond_state(access, scoped, bound)
                 if state is False:
                     continue
                 region = []
-                exact = loops_exact
+                exact = loops_exact and not whole_grid
                 for rng, extent in zip(access.region, tensor.dims, strict=True):
                     d = _dim(rng, extent, scoped, bound)
                     if d is None:

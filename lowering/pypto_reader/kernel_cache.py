@@ -443,6 +443,7 @@ class _Summaries:
             a.span,
             a.order,
             self.e(a.peer),
+            a.opaque,
         )
 
     def signal(self, x: SignalOp) -> SignalOp:

@@ -115,6 +115,28 @@ CASES = {
 }""",
         ("A712", 6, 5, "view starts inside a 32-byte block"),
     ),
+    "a matmul over an empty inner dimension": (
+        """layer e(T = 16, K = 0, N = 16) {
+  input x: f16[T, 16]
+  input w: f16[N, 16]
+  output y: f32[T, N]
+  task mm on aic {
+    y[:, :] = matmul(x[:, 0 : K], w[:, 0 : K], b_trans)
+  }
+}""",
+        ("A704", 6, 5, "matmul over an empty inner dimension (K = 0)"),
+    ),  # found by the fuzz campaign (issue 14): a range() with step 0, an internal error
+    "a tile far larger than UB": (
+        """layer h(D = 1099511627776) {
+  input x: f32[16, D]
+  output y: f32[16, D]
+  task t on aiv {
+    let a = x[:, :] * 2.0
+    y[:, :] = a
+  }
+}""",
+        ("A711", 5, 5, "a [16, 1099511627776] f32 tile needs 70368744177664 B, more than the 196608 B of UB"),
+    ),  # found by the fuzz campaign (issue 14): copies emitted per 256 bytes of it, a hang
     "too many rows for one DataCopy": (
         """layer r(T = 8192) {
   input x: f32[T, 4]

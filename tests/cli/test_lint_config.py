@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from lintcli import copy_fixture, pin_rules, run, workspace
 
-import dsl.driver.cli
+import dsl.driver.session
 from dsl.driver.config import LintConfig, load_config
 from lowering.source import Severity
 
@@ -78,13 +78,13 @@ def test_per_path_ignores_without_a_slash_match_the_file_name(tmp_path, monkeypa
 def test_preset_from_config_and_command_line(tmp_path, monkeypatch, capsys):
     project(tmp_path, monkeypatch, '[tool.dslc]\npreset = "sim"\n')
     seen = []
-    real = dsl.driver.cli.run_rules
+    real = dsl.driver.session.run_rules
 
     def spy(graph, ctx, codes=None):
         seen.append((ctx.preset, ctx.cores["aiv"]))
         return real(graph, ctx, codes)
 
-    monkeypatch.setattr(dsl.driver.cli, "run_rules", spy)
+    monkeypatch.setattr(dsl.driver.session, "run_rules", spy)
     codes(capsys, "good.dsl")
     codes(capsys, "good.dsl", "--preset", "a5")
     assert seen == [("sim", 16), ("a5", 72)]
@@ -137,7 +137,7 @@ def test_unterminated_toml_is_e106(tmp_path, monkeypatch, capsys):
 
 def test_unreadable_config_is_e106(tmp_path, monkeypatch, capsys):
     line = config_error(capsys, tmp_path, monkeypatch, b"[tool.dslc]\nselect = ['\xff']\n")
-    assert f"{tmp_path / 'pyproject.toml'}:1:1: E106 [tool.dslc]: cannot read " in line
+    assert f"{tmp_path / 'pyproject.toml'}: E106 [tool.dslc]: cannot read " in line
 
 
 @pytest.mark.parametrize(
@@ -155,7 +155,7 @@ def test_unreadable_config_is_e106(tmp_path, monkeypatch, capsys):
             "2:4",
             "'per-path-ignores.a/*' must be a list of codes",
         ),
-        ("[tool]\ndslc = 3\n", "1:1", "must be a table"),
+        ("[tool]\ndslc = 3\n", "2:1", "must be a table"),
     ],
 )
 def test_bad_values_are_e106_at_the_key(tmp_path, monkeypatch, capsys, text, where, message):

@@ -234,6 +234,8 @@ class CubeWriter(BodyWriter):
         if dtype not in _OPERANDS or _ACC[dtype] != acc.dtype:
             raise refuse("A702", f"a {dtype} matmul into a {acc.dtype} accumulator", self.span)
         c0 = BLOCK_BYTES // DTYPE_BYTES[dtype]
+        if k == 0:  # no Mmad to issue, and an accumulator no Mmad ever initialises
+            raise refuse("A704", "a matmul over an empty inner dimension (K = 0)", self.span)
         if k % c0:
             raise refuse(
                 "A704",

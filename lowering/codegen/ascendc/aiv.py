@@ -20,7 +20,7 @@ from lowering import body as ir_body
 from lowering.codegen.ascendc.comm import CommMixin
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
-from lowering.codegen.ascendc.tiles import Arena, Budget, QueueUse, Tile, padded, tile_bytes
+from lowering.codegen.ascendc.tiles import UB_BYTES, Arena, Budget, QueueUse, Tile, padded, tile_bytes
 from lowering.codegen.ascendc.transfers import TransferMixin
 from lowering.codegen.ascendc.vecops import VectorOps
 from lowering.codegen.ascendc.writer import BodyWriter
@@ -51,6 +51,13 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
     def calc_tile(self, rows: int, cols: int, dtype: str, what: str, temp: bool = True) -> Tile:
         """A tile of the calc buffer; a temporary is freed by ``consume`` (a let slot by its block)."""
         stride = padded(cols, dtype)
+        if tile_bytes(rows, cols, dtype) > UB_BYTES:  # before emitting code proportional to its size
+            raise refuse(
+                "A711",
+                f"a [{rows}, {cols}] {dtype} tile needs {tile_bytes(rows, cols, dtype)} B, more than the "
+                f"{UB_BYTES} B of UB on an A2/A3 core",
+                self.span,
+            )
         offset = self.calc.alloc(tile_bytes(rows, cols, dtype), what)
         var = self.fresh("ub")
         ctype = cxx_type(dtype)

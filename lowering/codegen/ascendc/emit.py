@@ -27,7 +27,7 @@ from lowering.codegen.ascendc.diagnostics import CODES, UnsupportedForAscendC, a
 from lowering.codegen.ascendc.host import host_context
 from lowering.codegen.ascendc.kernel import Kernel, build_kernel, comment_text
 from lowering.codegen.ascendc.lint import check_budgets
-from lowering.codegen.common import template_environment, template_hash
+from lowering.codegen.common import generator_hash, template_environment
 from lowering.ir import Graph
 
 __all__ = ["CODES", "content_hash", "emit_kernels", "project_files", "render_project"]
@@ -122,5 +122,5 @@ def _kernel_context(k: Kernel) -> dict:
 
 
 def content_hash(*parts: str) -> str:
-    """The key of a generated project: its inputs and the AscendC templates."""
-    return template_hash("ascendc", *parts)
+    """The key of a generated project: its inputs and the code that generates it (``generator_hash``)."""
+    return generator_hash("ascendc", *parts)

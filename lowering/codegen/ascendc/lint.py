@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from lowering.codegen.ascendc.diagnostics import UnsupportedForAscendC, refuse
 from lowering.codegen.ascendc.kernel import Kernel
+from lowering.codegen.ascendc.tiles import UB_BYTES
 from lowering.ir import Task
 
 #: Bytes per AI core on A2/A3 (dav-2201), the memories a kernel allocates from.
-CAPACITY = {"UB": 196608, "L1": 524288, "L0A": 65536, "L0B": 65536, "L0C": 131072}
+CAPACITY = {"UB": UB_BYTES, "L1": 524288, "L0A": 65536, "L0B": 65536, "L0C": 131072}
 
 
 def check_budgets(kernel: Kernel, task: Task) -> list[UnsupportedForAscendC]:

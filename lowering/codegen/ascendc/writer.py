@@ -186,6 +186,8 @@ class BodyWriter:
     # ---------------------------------------------------------------- statements
     def statement(self, s: ir_body.Stmt) -> None:
         self.span = s.span
+        if isinstance(s, ir_body.LetS) and s.inlined:
+            return  # an integer let the IR already inlined at its uses (its name is kept for Python)
         if isinstance(s, ir_body.ForS):
             self.for_loop(s)
         elif isinstance(s, ir_body.IfS):
