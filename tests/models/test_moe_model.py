@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -125,7 +126,12 @@ def ep16():
     return layer, layer.make_inputs(seed=0)
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+# One schedule seed in the default suite (62 s of CPU each); DSLC_SLOW_TESTS=1 runs the other two
+# (the suite must stay well inside CI's 15 minutes on 2 cores).
+_MORE_SEEDS = pytest.mark.skipif(not os.environ.get("DSLC_SLOW_TESTS"), reason="set DSLC_SLOW_TESTS=1")
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=_MORE_SEEDS), pytest.param(2, marks=_MORE_SEEDS)])
 def test_ep16_survives_40_adversarial_rounds(ep16, seed):
     layer, inputs = ep16
     result = layer.run(inputs, policy="adversarial", seed=seed, rounds=ROUNDS, timeout=600)
