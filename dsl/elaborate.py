@@ -104,6 +104,7 @@ class Elaborator(TaskElaboration):
         self.ranks: Expr | None = None
         self.golden: str | None = None
         self.reductions: list[ir.Reduction] = []
+        self.structure: dict[Expr, int] = {}  # layer if conditions and loop bounds -> value here
         scope = _Scope("", layer)
         unknown = set(self.overrides) - {p.name for p in layer.params}
         for key in sorted(unknown):
@@ -138,6 +139,7 @@ class Elaborator(TaskElaboration):
             reductions=self.reductions,
             guards=self.guards,
             derived=self.derived,
+            structure=tuple(self.structure.items()),
         )
         if not self.diagnostics and (self.pending or self.emitted):
             uses = [
@@ -150,7 +152,9 @@ class Elaborator(TaskElaboration):
 
             self.diagnostics.extend(check_bounds(graph))
         if self.diagnostics:
-            raise CompileError(self.diagnostics)
+            err = CompileError(self.diagnostics)
+            err.structure = graph.structure  # the layer decisions taken before it failed
+            raise err
         from lowering.edges import infer_edges
 
         graph.edges, graph.cross_round_edges = infer_edges(graph)
@@ -211,6 +215,13 @@ class Elaborator(TaskElaboration):
                     "consts; not in grids, loop bounds, asserts or domains",
                 ) from None
             raise self.error("E207" if "zero" in str(err) else "E206", span, f"{what}: {err}") from None
+
+    def _decision(self, expr: Expr, span: Span, what: str) -> int:
+        """The value of a layer ``if`` condition or loop bound, recorded in the graph's structure."""
+        value = self._value(expr, span, what)
+        if not isinstance(expr, Const):
+            self.structure[expr] = value
+        return value
 
     def _capacity_call(
         self, e: ast.Call, scope: _Scope, allow_scalars: bool, name: str | None = None
@@ -449,7 +460,7 @@ class Elaborator(TaskElaboration):
             raise self.error("E404", s.span, "layer-level loops are range or parallel")
         if not 1 <= len(s.args) <= 3:
             raise self.error("E404", s.span, "loop bounds take 1 to 3 arguments")
-        vals = [self._value(self.const(a, scope), a.span, "loop bound") for a in s.args]
+        vals = [self._decision(self.const(a, scope), a.span, "loop bound") for a in s.args]
         start, stop, step = (
             (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
         )
@@ -476,7 +487,8 @@ class Elaborator(TaskElaboration):
             scope.trips = outer_trips
 
     def _l_LayerIf(self, s: ast.LayerIf, scope: _Scope, stack) -> None:
-        cond = self._value(self.const(s.cond, scope), s.cond.span, "condition")
+        taken = binop("!=", self.const(s.cond, scope), Const(0))  # the branch, not the value
+        cond = self._decision(taken, s.cond.span, "condition")
         self._layer_body(s.then if cond else s.orelse, scope, stack)
 
     def _l_LayerCall(self, s: ast.LayerCall, scope: _Scope, stack) -> None:

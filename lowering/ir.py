@@ -323,6 +323,14 @@ class Reduction:
     source: str = "reduce_sum"  # reduce_sum | declared
 
 
+def structure_holds(structure: tuple[tuple[Expr, int], ...], env: dict[str, int]) -> bool:
+    """Whether every layer decision of ``structure`` takes its recorded value at ``env``."""
+    try:
+        return all(evaluate(e, env) == v for e, v in structure)
+    except EvalError:
+        return False
+
+
 @dataclass
 class Graph:
     name: str
@@ -342,6 +350,11 @@ class Graph:
     derived: dict[str, Scalar] = field(default_factory=dict)  # ``scalar n = expr`` (not kernel args)
     golden: str | None = None  # path of the NumPy reference module, relative to ``file``
     reductions: list[Reduction] = field(default_factory=list)  # reduction trees, in source order
+    # The layer-level decisions this graph was elaborated with: each layer ``if`` condition and
+    # each layer ``for`` bound, with its value here. Another parameter point where every one of
+    # them has the same value elaborates to the same tasks (the graph's *structure class*);
+    # elsewhere the layer has other tasks, and ``admissible_points`` leaves those points out.
+    structure: tuple[tuple[Expr, int], ...] = ()
 
     def env(self) -> dict[str, int]:
         """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""
@@ -355,6 +368,10 @@ class Graph:
         for c in self.consts.values():
             env[c.name] = evaluate(c.expr, env)
         return env
+
+    def same_structure(self, env: dict[str, int]) -> bool:
+        """Whether ``env`` elaborates to this graph's tasks (see ``structure``)."""
+        return structure_holds(self.structure, env)
 
     def scalar_ranges(self) -> dict[str, tuple[int, int]]:
         return {
@@ -391,11 +408,14 @@ class Graph:
             out[t.name] = frozenset(acc)
         return out
 
-    def admissible_points(self, limit: int = 4096) -> Iterator[dict[str, int]]:
-        """Environments (parameters and constants) of every admissible parameter point.
+    def admissible_points(self, limit: int = 4096, any_structure: bool = False) -> Iterator[dict[str, int]]:
+        """Environments (parameters and constants) of every admissible parameter point of
+        this graph's structure class (of every class with ``any_structure``).
 
         A point is admissible when each ranged parameter lies in its domain and every
         layer ``assert`` holds there: asserts narrow the domains, they do not fail them.
+        A point whose layer ``if``s or layer loop bounds take other values than here has
+        other tasks: it belongs to another elaboration of the layer (``structure``).
 
         When the product exceeds ``limit``, each domain is thinned to its extremes and a
         spread of inner values; checks that rely on this say so in their docs.
@@ -412,7 +432,9 @@ class Graph:
             point.update({p.name: v for p, v in zip(ranged, combo, strict=True)})
             try:
                 env = self.env_at(point)
-                if all(evaluate(a.cond, env) for a in self.assertions):
+                if all(evaluate(a.cond, env) for a in self.assertions) and (
+                    any_structure or self.same_structure(env)
+                ):
                     yield env
             except EvalError:
                 continue

@@ -92,6 +92,11 @@ CASES = [
         why=FIFO,
     ),
     Case("rules/D101/good.dsl", "complete", EP2N2),
+    # a layer `if`: the lint reports the branch OVERLAP = 1 selects
+    Case("rules/D101/bad_branch.dsl", "deadlock", {"OVERLAP": 1}),
+    Case("rules/D101/bad_branch.dsl", "complete", rounds=2),  # the default branch is fine
+    Case("rules/D101/good_branch.dsl", "complete", {"OVERLAP": 1}, rounds=2),
+    Case("rules/D101/good_branch.dsl", "complete", rounds=2),
     Case("rules/D106/bad.dsl", "deadlock", EP2),
     Case("rules/D106/bad_2.dsl", "deadlock", EP2),
     Case("rules/D106/good.dsl", "complete", EP2),

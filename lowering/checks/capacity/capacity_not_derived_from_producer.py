@@ -68,6 +68,7 @@ NAME = "capacity_not_derived_from_producer"
 FAMILY = "capacity"
 SEVERITY = "error"
 SUMMARY = "a capacity or host guard is not derived from what the producer emits"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:

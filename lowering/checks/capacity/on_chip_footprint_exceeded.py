@@ -68,6 +68,7 @@ NAME = "on_chip_footprint_exceeded"
 FAMILY = "capacity"
 SEVERITY = "error"
 SUMMARY = "a task's on-chip tiles (times pipeline stages) exceed the core's UB/L1/L0C"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 CAPACITY = {"Vec": 196608, "Mat": 524288, "Acc": 131072}
 MEMORY = {"Vec": "UB", "Mat": "L1", "Acc": "L0C"}

@@ -66,6 +66,7 @@ NAME = "slice_out_of_bounds_unguarded"
 FAMILY = "capacity"
 SEVERITY = "error"
 SUMMARY = "a region that depends on runtime values can reach past the tensor's extent"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 _VERB = {"read": "read", "anchor": "read", "write": "write", "atomic": "atomic add", "accumulate": "update"}
 

@@ -48,6 +48,7 @@ NAME = "wait_without_notifier"
 FAMILY = "handshake"
 SEVERITY = "warning"
 SUMMARY = "a blocking wait on a signal or cell that no task of the graph notifies"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _cell_text(signal: str, cell: tuple[int, ...]) -> str:

@@ -40,6 +40,7 @@ NAME = "cohort_larger_than_device"
 FAMILY = "occupancy"
 SEVERITY = "error"
 SUMMARY = "a sync_start grid is larger than the cores of its shape on the device"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:

@@ -44,6 +44,7 @@ NAME = "hard_barrier_without_full_occupancy"
 FAMILY = "occupancy"
 SEVERITY = "error"
 SUMMARY = "a hard barrier in a task that is not a sync_start cohort of exactly the device's cores"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def unit(task: Task) -> str:

@@ -63,6 +63,7 @@ NAME = "expected_count_mismatch"
 FAMILY = "protocol"
 SEVERITY = "error"
 SUMMARY = "a wait's threshold is not epoch x the notifies its cell receives per epoch"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _deferred_to_d113(c: CellCount) -> bool:

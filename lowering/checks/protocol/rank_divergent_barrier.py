@@ -61,6 +61,7 @@ NAME = "rank_divergent_barrier"
 FAMILY = "protocol"
 SEVERITY = "error"
 SUMMARY = "a barrier or a wait that only some ranks (or blocks) reach"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _ranks(values: list[int]) -> str:

@@ -48,6 +48,7 @@ NAME = "mrgsort_block_len_invalid"
 FAMILY = "sort"
 SEVERITY = "error"
 SUMMARY = "an mrgsort block_len breaks the ISA constraints or is not the previous run length"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:

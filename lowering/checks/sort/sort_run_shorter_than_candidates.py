@@ -57,6 +57,7 @@ NAME = "sort_run_shorter_than_candidates"
 FAMILY = "sort"
 SEVERITY = "error"
 SUMMARY = "a sort32/mrgsort chain's sorted run is shorter than the candidates that can be finite"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _bad(ev) -> bool:

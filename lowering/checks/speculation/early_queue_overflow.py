@@ -49,6 +49,7 @@ NAME = "early_queue_overflow"
 FAMILY = "speculation"
 SEVERITY = "warning"
 SUMMARY = "a flagged producer publishes more early-dispatch candidate blocks than the early queue holds"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def candidates(graph: Graph, ctx: CheckContext, producer: Task) -> list[Task]:

@@ -57,6 +57,7 @@ NAME = "speculation_behind_remote_waiter"
 FAMILY = "speculation"
 SEVERITY = "warning"
 SUMMARY = "early_resolve lets more work be gated behind a cross-rank waiter than the device has cores"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 Overflow = tuple[dict[str, int], str, int]  # (point, resource, gated blocks)
 
