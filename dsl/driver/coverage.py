@@ -61,8 +61,6 @@ def lint_everywhere(
     ranged = [p.name for p in graph.params.values() if p.domain is not None]
     variants, failed, skipped, admissible = _variants(graph, elaborate, ranged)
     point_codes = {c for c, r in all_rules().items() if r.points == "point" and (codes is None or c in codes)}
-    seen: set[tuple] = set()
-    out: list[Diagnostic] = []
     checked = len(variants) + len(failed)
     bounded = skipped > 0
     runs: list[tuple[Graph, set[str] | None]] = []
@@ -74,24 +72,29 @@ def lint_everywhere(
             runs.append((graph_at(variant, env), point_codes))
     checked += len(runs) - len(variants)
     note = f"; {checked} of {admissible} admissible parameter points checked" if bounded else ""
+    per_point: list[list[Diagnostic]] = []
     for g, selected in runs:
         label = _label(g, own, ranged, note)
-        first_point = g is graph
         batch = run_rules(g, CheckContext(g, preset=preset), selected)
-        for d in batch:
-            key = (d.code, d.span, d.severity)
-            if key in seen and not first_point:
-                continue
-            seen.add(key)
-            out.append(d if first_point else _labelled(d, label))
+        per_point.append([_labelled(d, label) for d in batch])
     for env, diagnostics in failed:
         label = _label_env(env, own, ranged, note)
-        for d in diagnostics:
-            key = (d.code, d.span, d.severity)
-            if key not in seen:
-                seen.add(key)
-                out.append(_labelled(d, label))
+        per_point.append([_labelled(d, label) for d in diagnostics])
+    out = _one_point_per_site(per_point)
     return Coverage(out, variants, checked, admissible, bounded)
+
+
+def _one_point_per_site(per_point: list[list[Diagnostic]]) -> list[Diagnostic]:
+    """Per code and site, the findings of the point where it is most severe (the earliest such
+    point: the compiled one first)."""
+    best: dict[tuple, tuple[int, int]] = {}  # (code, span) -> (-severity, point index)
+    for i, batch in enumerate(per_point):
+        for d in batch:
+            rank = (-d.severity.rank, i)
+            key = (d.code, d.span)
+            if key not in best or rank < best[key]:
+                best[key] = rank
+    return [d for i, batch in enumerate(per_point) for d in batch if best[(d.code, d.span)][1] == i]
 
 
 def _variants(graph: Graph, elaborate, ranged: list[str]):

@@ -121,3 +121,19 @@ layer edge_moves(T = 64 in {64, 128}, D = 16) {
     moved = graph_at(graph, env)
     assert moved.edges == [] and moved.tasks[1].blocks == 1
     assert moved.edges == compile_text(text, "edge.dsl", {"T": 128})[0].edges
+
+
+@pytest.mark.parametrize(
+    "fixture, expected, label",
+    [
+        ("N201/bad_split.dsl", [("N201", 12, 5)], "(at SPLITS=4)"),
+        ("R505/bad_stride.dsl", [("R505", 9, 5)], "(at STRIDE=8)"),
+    ],
+)
+def test_races_and_numerics_are_judged_at_the_other_admissible_values(fixture, expected, label):
+    bad = RULES / fixture
+    assert lint_at_point(bad) == []  # clean at the default
+    found = lint(bad)
+    assert triples(found) == expected
+    assert all(d.message.endswith(label) and d.severity.value == "error" for d in found)
+    assert lint(bad.with_name(bad.name.replace("bad", "good"))) == []

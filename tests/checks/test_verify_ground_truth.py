@@ -200,6 +200,13 @@ CASES = [
     # numerics: FP32 atomics race only where two AIC cores run the split blocks at once
     Case("rules/N201/bad.dsl", "nondeterminism", {"SPLITS": 4}, clusters=2),
     Case("rules/N201/good.dsl", "complete", {"SPLITS": 4}, clusters=2),
+    Case("rules/N201/bad_split.dsl", "nondeterminism", {"SPLITS": 4}, clusters=2),  # reported at SPLITS=4
+    Case("rules/N201/bad_split.dsl", "complete", clusters=2),  # one block at the default
+    Case("rules/N201/good_split.dsl", "complete", {"SPLITS": 4}, clusters=2),
+    # races: overlapping block writes at another admissible stride
+    Case("rules/R505/bad_stride.dsl", "nondeterminism", {"STRIDE": 8}),
+    Case("rules/R505/bad_stride.dsl", "complete"),
+    Case("rules/R505/good_stride.dsl", "complete", {"STRIDE": 8}),
     Case(
         "rules/N202/bad.dsl",
         "unreachable",
