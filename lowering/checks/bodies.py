@@ -3,10 +3,12 @@ little of it (which tensors it loads and stores, which ops it calls)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lowering import body as ir
 from lowering.ir import Graph, Task
+from lowering.symbolic import Const
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,33 @@ def _value(v, loads: set[str], calls: set[str]) -> None:
             _value(a, loads, calls)
         for _name, a in v.attrs:
             _value(a, loads, calls)
+
+
+def walk(stmts) -> Iterator[ir.Stmt]:
+    """Every statement of a body, nested ones included, in program order."""
+    for s in stmts:
+        yield s
+        if isinstance(s, ir.ForS):
+            yield from walk(s.body)
+        elif isinstance(s, ir.IfS):
+            yield from walk(s.then)
+            yield from walk(s.orelse)
+
+
+def is_zero(value) -> bool:
+    """``0``, ``0.0``, ``zeros(...)`` or ``full(..., 0)`` (either zero sign)."""
+    if isinstance(value, ir.IntV):
+        return value.expr == Const(0)
+    if isinstance(value, ir.FloatV):
+        return value.value == 0.0
+    if isinstance(value, ir.CallV):
+        if value.op == "zeros":
+            return True
+        if value.op == "full" and len(value.args) == 3:
+            return is_zero(value.args[2])
+    return False
+
+
+def zero_stores(task: Task) -> list[ir.StoreS]:
+    """The plain stores of ``task`` whose value is an exact zero (a seed)."""
+    return [s for s in walk(task.body) if isinstance(s, ir.StoreS) and s.mode == "write" and is_zero(s.value)]

@@ -27,6 +27,38 @@ def test_n201_good_fixture_is_clean():
     assert lint(RULES / "N201" / "good.dsl") == []
 
 
+def test_n201_two_adds_onto_an_exact_zero_are_a_note_that_says_why():
+    (d,) = lint(RULES / "N201" / "good_two_adds.dsl")
+    assert (d.code, d.span.line, d.span.col, d.severity.value) == ("N201", 14, 5, "note")
+    assert "exactly two unordered f32 atomic adds (blocks 0, 1) land in y[0:32, 0:16]" in d.message
+    assert "(0 + a) + b equals (0 + b) + a bit for bit" in d.message
+    assert "a third writer into these elements" in d.message
+    # the third unordered writer: an error again
+    (bad,) = lint(RULES / "N201" / "bad_three_adds.dsl")
+    assert (bad.code, bad.span.line, bad.span.col, bad.severity.value) == ("N201", 12, 5, "error")
+    assert "3 unordered writers (blocks 0..2)" in bad.message
+
+
+@pytest.mark.parametrize(
+    "seed, other",
+    [
+        ("y[:, :] = full(f32, [T, N], 1.0)", ""),  # not a zero
+        ("y[:, :] = zeros(f32, [T, N])", "  task early on aiv after seed { y[:, :] += bias[:, :] atomic }\n"),
+        ("y[:, :] = zeros(f32, [T, N])", "  task late on aiv { y[0, 0] = 1.0 }\n"),  # a write not before the seed
+    ],
+)
+def test_n201_two_adds_stay_an_error_without_an_exact_zero_first(tmp_path, seed, other):
+    src = tmp_path / "two.dsl"
+    src.write_text(
+        "layer two(T = 32, K = 1024, N = 16) {\n  input x: f32[T, K]\n  input w: f32[N, K]\n"
+        f"  input bias: f32[T, N]\n  output y: f32[T, N]\n  task seed on aiv {{ {seed} }}\n{other}"
+        "  task partial spmd(2) on aic after seed {\n    let k0 = block * (K / 2)\n"
+        "    y[:, :] += matmul(x[:, k0 : k0 + K / 2], w[:, k0 : k0 + K / 2], b_trans) atomic\n  }\n}\n"
+    )
+    found = [d for d in lint(src, codes={"N201"})]
+    assert [(d.code, d.severity.value) for d in found] == [("N201", "error")]
+
+
 def test_n201_exempts_integer_atomics_and_ordered_writers(tmp_path):
     src = tmp_path / "ordered.dsl"
     src.write_text(

@@ -203,6 +203,8 @@ CASES = [
     Case("rules/N201/bad_split.dsl", "nondeterminism", {"SPLITS": 4}, clusters=2),  # reported at SPLITS=4
     Case("rules/N201/bad_split.dsl", "complete", clusters=2),  # one block at the default
     Case("rules/N201/good_split.dsl", "complete", {"SPLITS": 4}, clusters=2),
+    Case("rules/N201/good_two_adds.dsl", "complete", clusters=2),  # the note: two adds onto zero commute
+    Case("rules/N201/bad_three_adds.dsl", "nondeterminism", clusters=2),
     # races: overlapping block writes at another admissible stride
     Case("rules/R505/bad_stride.dsl", "nondeterminism", {"STRIDE": 8}),
     Case("rules/R505/bad_stride.dsl", "complete"),

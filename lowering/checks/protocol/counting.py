@@ -28,7 +28,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lowering.body import CallV, FloatV, ForS, IfS, IntV, RemoteStoreS, Stmt
+from lowering.body import RemoteStoreS
+from lowering.checks.bodies import walk
 from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.checks.rule import CheckContext
@@ -497,16 +498,6 @@ def expr_text(expr: Expr | None) -> str:
 # ------------------------------------------------------------------ bodies
 
 
-def walk(stmts: tuple[Stmt, ...]) -> Iterator[Stmt]:
-    for s in stmts:
-        yield s
-        if isinstance(s, ForS):
-            yield from walk(s.body)
-        elif isinstance(s, IfS):
-            yield from walk(s.then)
-            yield from walk(s.orelse)
-
-
 def contains(outer: Span, inner: Span) -> bool:
     return (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (
         outer.end_line,
@@ -520,17 +511,3 @@ def remote_store_of(task: Task, access: Access) -> RemoteStoreS | None:
         if isinstance(s, RemoteStoreS) and s.tensor == access.tensor and contains(s.span, access.span):
             return s
     return None
-
-
-def is_zero(value) -> bool:
-    """``0``, ``0.0``, ``zeros(...)`` or ``full(..., 0)``."""
-    if isinstance(value, IntV):
-        return value.expr == Const(0)
-    if isinstance(value, FloatV):
-        return value.value == 0.0
-    if isinstance(value, CallV):
-        if value.op == "zeros":
-            return True
-        if value.op == "full" and len(value.args) == 3:
-            return is_zero(value.args[2])
-    return False

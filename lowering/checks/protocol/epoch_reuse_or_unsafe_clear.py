@@ -55,6 +55,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.body import StoreS
+from lowering.checks.bodies import is_zero, walk
 from lowering.checks.index import graph_index, waits_on
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Unchecked, Uncountable
@@ -210,8 +211,8 @@ def _window_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     publishing_of: dict[frozenset[str], set[str]] = {}
     reported: set = set()
     for task in graph.tasks:
-        for stmt in counting.walk(task.body):
-            if not isinstance(stmt, StoreS) or stmt.mode != "write" or not counting.is_zero(stmt.value):
+        for stmt in walk(task.body):
+            if not isinstance(stmt, StoreS) or stmt.mode != "write" or not is_zero(stmt.value):
                 continue
             if stmt.span in reported:
                 continue
