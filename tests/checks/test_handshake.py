@@ -24,6 +24,15 @@ def test_d101_good_fixture_is_clean():
     assert lint(FIXTURES / "rules" / "D101" / "good.dsl") == []
 
 
+def test_d101_exempts_a_sync_start_cohort_that_notifies_before_it_waits():
+    # without sync_start a block can be parked behind a spinning sibling (verify: deadlock)
+    (d,) = lint(RULES / "D101" / "bad_cohort.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("D101", 17, 45)
+    assert "both notifies and waits on arrived" in d.message
+    # the cohort is placed on idle cores at once: no sibling is parked (verify: complete)
+    assert lint(RULES / "D101" / "good_cohort.dsl") == []
+
+
 # ---------------------------------------------------------------- D106-D109
 @pytest.mark.parametrize(
     ("fixture", "expected"),

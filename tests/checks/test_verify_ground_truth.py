@@ -97,6 +97,9 @@ CASES = [
     Case("rules/D101/bad_branch.dsl", "complete", rounds=2),  # the default branch is fine
     Case("rules/D101/good_branch.dsl", "complete", {"OVERLAP": 1}, rounds=2),
     Case("rules/D101/good_branch.dsl", "complete", rounds=2),
+    # a grid that notifies before it waits: parked siblings deadlock it, a sync_start cohort cannot
+    Case("rules/D101/bad_cohort.dsl", "deadlock", EP2),
+    Case("rules/D101/good_cohort.dsl", "complete", EP2, clusters=2),
     Case("rules/D106/bad.dsl", "deadlock", EP2),
     Case("rules/D106/bad_2.dsl", "deadlock", EP2),
     Case("rules/D106/good.dsl", "complete", EP2),

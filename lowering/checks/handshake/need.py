@@ -103,10 +103,12 @@ def need(graph: Graph, ctx: CheckContext, waiter: Task) -> set[str]:
 
 
 def self_exempt(task: Task, signal: str) -> bool:
-    """A single-block task whose notifies on ``signal`` all come before its first wait (R1)."""
+    """Its notifies on ``signal`` all come before its first wait, and no block of it can be
+    parked behind a spinning sibling: a single block, or a ``sync_start`` cohort, which the
+    runtime places on idle cores all at once (R1)."""
     notifies = [s.order for s in task.notifies if s.signal == signal]
     waits = [s.order for s in task.waits if s.signal == signal]
-    return task.blocks == 1 and bool(notifies) and max(notifies) < min(waits)
+    return (task.blocks == 1 or task.sync_start) and bool(notifies) and max(notifies) < min(waits)
 
 
 def shares_cores(a: Task, b: Task) -> bool:

@@ -6,7 +6,9 @@ A task that spins in ``wait sig[i] >= e`` while some task that notifies ``sig`` 
 of its ancestors in the local graph (explicit ``after`` or an inferred edge). Every rank
 runs the same graph, so the notifier a peer is waiting for is, on that peer, the task of the
 same name: its ordering is checked here, on the local graph (seed-bugs.md §2.5, rule R1).
-A single-block task that notifies before it waits is exempt.
+A task that notifies before it waits is exempt when no block of it can be parked behind a
+spinning sibling: a single block, or a ``sync_start`` grid (the runtime places every block
+of the cohort on an idle core at once; a cohort larger than the device is O602).
 
 ## Why it breaks on the device
 
@@ -45,9 +47,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks import describe
-from lowering.checks.handshake.need import same_epoch_notifiers
+from lowering.checks.handshake.need import same_epoch_notifiers, self_exempt
 from lowering.checks.rule import CheckContext, finding
-from lowering.ir import Graph, Task
+from lowering.ir import Graph
 from lowering.source import Diagnostic
 
 CODE = "D101"
@@ -55,12 +57,6 @@ NAME = "wait_before_local_notifier"
 FAMILY = "handshake"
 SEVERITY = "error"
 SUMMARY = "a blocking wait is not ordered after the local notifier its peers need"
-
-
-def _self_exempt(task: Task, signal: str) -> bool:
-    notifies = [s.order for s in task.notifies if s.signal == signal]
-    waits = [s.order for s in task.waits if s.signal == signal]
-    return task.blocks == 1 and bool(notifies) and max(notifies) < min(waits)
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
@@ -73,7 +69,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     continue
                 notifier = graph.task(name)
                 if name == waiter.name:
-                    if _self_exempt(waiter, wait.signal):
+                    if self_exempt(waiter, wait.signal):
                         continue
                     reported.add(name)
                     yield finding(
