@@ -24,6 +24,14 @@ def test_d101_good_fixture_is_clean():
     assert lint(FIXTURES / "rules" / "D101" / "good.dsl") == []
 
 
+def test_a_retire_on_the_own_rank_after_the_wait_is_no_notifier_peers_need():
+    assert lint(RULES / "D101" / "good_retire.dsl") == []
+    # retiring the peer's cell instead: D101 stays quiet, D103 sees the credits undone (verify: deadlock)
+    (d,) = lint(RULES / "D101" / "bad_retire.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("D103", 19, 45)
+    assert "the notifiers deposit 0 per epoch into that cell" in d.message
+
+
 def test_d101_exempts_a_sync_start_cohort_that_notifies_before_it_waits():
     # without sync_start a block can be parked behind a spinning sibling (verify: deadlock)
     (d,) = lint(RULES / "D101" / "bad_cohort.dsl")

@@ -420,10 +420,13 @@ def analyse_wait(
         for d in by_cell.get((rank, cell), ()):
             net += d.value
             credits += max(d.value, 0)
-            where = rel.get((d.task, d.op.order))
-            if where is None:
-                where = relation(ctx, d.task, d.op.order, task.name, wait.order)
-                rel[(d.task, d.op.order)] = where
+            if d.src != rank:
+                where = "unordered"  # a peer's execution: nothing local orders it after this wait
+            else:
+                where = rel.get((d.task, d.op.order))
+                if where is None:
+                    where = relation(ctx, d.task, d.op.order, task.name, wait.order)
+                    rel[(d.task, d.op.order)] = where
             if where != "after":
                 prefix += d.value
                 contributors.setdefault(d.task, []).append(d)
