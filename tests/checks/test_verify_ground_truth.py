@@ -184,6 +184,9 @@ CASES = [
     Case("rules/D114/bad_2.dsl", "nondeterminism", EP2),
     Case("rules/D114/bad_3.dsl", "nondeterminism", EP2N2),
     Case("rules/D114/good.dsl", "complete", EP2N2),
+    # a block that stores to its own rank needs no notify; one that stores to a peer does
+    Case("rules/D114/bad_self.dsl", "nondeterminism", EP2),
+    Case("rules/D114/good_self.dsl", "complete", EP2, rounds=2),
     Case(
         "rules/D115/bad.dsl",
         "unreachable",

@@ -14,7 +14,9 @@ dslc accepts two ways (seed-bugs.md §8.1, rule R11):
 - **a copy in the same block**: the store is a plain copy of a tensor region
   (``remote_store win[..] @ p = x[..]``, lowered to a single-shot put that completes before
   the next statement), the notify comes after it in program order, and every block that
-  stores also notifies.
+  stores into a peer's window also notifies. A block whose store goes to its own rank
+  (``@ block`` with ``block == rank``) needs no notify when the local reader descends from the
+  storing task: the task edges publish it (``if block != rank { notify ... @ block }``).
 
 It reports the other cases: a ``remote_store`` of a computed value (a local tile, an op
 result, a scalar such as a route index) or an atomic ``+=`` remote store followed by a notify in the same task (TSTORE does not drain
@@ -157,15 +159,33 @@ def _what_is_stored(task: Task, store: Access) -> str:
     return "remote-stores a computed tile into"
 
 
-def _uncovered_block(graph: Graph, task: Task, store: Access, notify: SignalOp, env: dict) -> int | None:
-    """A block that may run ``store`` but never runs ``notify`` (rank 0 and its peers alike)."""
+def _uncovered_block(
+    graph: Graph, task: Task, store: Access, notify: SignalOp, env: dict, local_ordered: bool
+) -> int | None:
+    """A block that may run ``store`` into a peer's window but never runs ``notify`` (rank 0
+    and its peers alike). A store whose peer is the storing rank itself needs no notify when
+    ``local_ordered`` (the local reader descends from the storing task)."""
     try:
-        storing = counting.executors(graph, task, store.loops, store.conds, env, lenient=True)
+        storing = _storing_blocks(graph, task, store, env, local_ordered)
         notifying = counting.executors(graph, task, notify.loops, notify.conds, env)
     except Uncountable:
         return None
     missing = sorted(storing - notifying)
     return missing[0][1] if missing else None
+
+
+def _storing_blocks(graph: Graph, task: Task, store: Access, env: dict, local_ordered: bool) -> set:
+    if not local_ordered or store.peer is None:
+        return counting.executors(graph, task, store.loops, store.conds, env, lenient=True)
+    out = set()
+    for scoped, rank, block in counting.run(graph, task, store.loops, store.conds, env, lenient=True):
+        try:
+            if evaluate(store.peer, scoped) == rank:
+                continue  # into its own window: the task edges publish it
+        except EvalError:
+            pass
+        out.add((rank, block))
+    return out
 
 
 def _verdict(
@@ -175,6 +195,7 @@ def _verdict(
     store: Access,
     feeders: list[tuple[Task, SignalOp]],
     env: dict,
+    consumer: Task,
 ) -> _Verdict:
     best = _Verdict(UNORDERED, *feeders[0])
     anc = ctx.ancestors
@@ -187,7 +208,9 @@ def _verdict(
             v = _Verdict(NOTIFY_FIRST, notifier, notify)
         elif not _is_copy(writer, store):
             v = _Verdict(UNDRAINED, notifier, notify)
-        elif (b := _uncovered_block(graph, writer, store, notify, env)) is not None:
+        elif (
+            b := _uncovered_block(graph, writer, store, notify, env, writer.name in anc[consumer.name])
+        ) is not None:
             v = _Verdict(UNCOVERED, notifier, notify, b)
         else:
             return _Verdict(OK)
@@ -270,11 +293,11 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             if reach.before(t.name, consumer.name):
                 yield from ((t, w) for w in t.waits)
 
-    def published(writer: Task, store: Access, live: Iterable[tuple[Task, SignalOp]]) -> bool:
+    def published(writer: Task, store: Access, live: Iterable[tuple[Task, SignalOp]], consumer: Task) -> bool:
         """Some guarding wait is fed by a notify ordered after the store (the common case)."""
         for wait_task, wait in live:
             fed = feeders_of(wait_task, wait)
-            if fed and _verdict(graph, ctx, writer, store, fed, env).status == OK:
+            if fed and _verdict(graph, ctx, writer, store, fed, env, consumer).status == OK:
                 return True
         return False
 
@@ -296,7 +319,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     or consumer.name in anc[writer.name]
                 ):
                     continue
-                if published(writer, store, filter(is_live, nearest_guards(consumer))):
+                if published(writer, store, filter(is_live, nearest_guards(consumer)), consumer):
                     continue  # a verdict of OK wins over every other guard
                 if guards is None:
                     guards = [(consumer, w) for w in consumer.waits]
@@ -311,7 +334,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     fed = feeders_of(wait_task, wait)
                     if not fed:
                         continue  # nothing notifies that wait: D106
-                    v = _verdict(graph, ctx, writer, store, fed, env)
+                    v = _verdict(graph, ctx, writer, store, fed, env, consumer)
                     if best is None or _RANK[v.status] < _RANK[best[0].status]:
                         best = (v, wait_task, wait)
                 if best is None:
