@@ -48,6 +48,8 @@ def test_family_has_the_catalogue_codes():
         ("D115/bad.dsl", [("D115", 20, 33)]),
         ("D115/bad_2.dsl", [("D115", 10, 29)]),
         ("D115/bad_3.dsl", [("D115", 11, 20)]),
+        ("D115/bad_uniform.dsl", [("D115", 13, 35)]),
+        ("D115/bad_root_leaf.dsl", [("D115", 21, 7)]),
         ("D116/bad.dsl", [("D116", 17, 47)]),
     ],
 )
@@ -69,6 +71,8 @@ GOOD = [
     "D114/good_self.dsl",
     "D115/good.dsl",
     "D115/good_2.dsl",
+    "D115/good_uniform.dsl",
+    "D115/good_root_leaf.dsl",
     "D116/good.dsl",
 ]
 

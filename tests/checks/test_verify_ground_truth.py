@@ -60,6 +60,13 @@ def nonzero_counts(layer, inputs: list[dict]) -> None:
         per["counts"] = np.arange(1, layer.params["E"] + 1, dtype=np.int32).reshape(-1, 1)
 
 
+def alternating_modes(layer, inputs: list[dict]) -> None:
+    """Mode flags 1, 0, 1, ... : every other block (or every block, for one flag) takes the branch."""
+    for per in inputs:
+        mode = per["mode"]
+        per["mode"] = np.asarray([[1 - i % 2] for i in range(mode.shape[0])], dtype=mode.dtype)
+
+
 @dataclass(frozen=True)
 class Case:
     fixture: str  # under tests/fixtures
@@ -204,6 +211,12 @@ CASES = [
     ),
     Case("rules/D115/good.dsl", "complete", EP2),
     Case("rules/D115/good_2.dsl", "complete", {"EP": 2, "BLOCKS": 2}),
+    # a data condition: read by every block alike (good) or per block (bad)
+    Case("rules/D115/bad_uniform.dsl", "deadlock", {"BLOCKS": 2}, inputs=alternating_modes),
+    Case("rules/D115/good_uniform.dsl", "complete", {"BLOCKS": 2}, inputs=alternating_modes),
+    # root/leaf: every rank paced (good), the leaves paced by nothing (bad)
+    Case("rules/D115/good_root_leaf.dsl", "complete", EP2, rounds=2),
+    Case("rules/D115/bad_root_leaf.dsl", "nondeterminism", EP2, rounds=2),
     Case("rules/D116/bad.dsl", "deadlock", {"EP": 2, "CHUNKS": 2}, rounds=2),
     Case("rules/D116/good.dsl", "complete", {"EP": 2, "CHUNKS": 2}),
     # numerics: FP32 atomics race only where two AIC cores run the split blocks at once
