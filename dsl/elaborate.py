@@ -268,6 +268,14 @@ class Elaborator(TaskElaboration):
             raise self.error("E207", d.span, f"empty parameter range {lo}..{hi} step {step}")
         return ir.Domain(lo, hi, step)
 
+    def _domain_form(self, d: ast.Domain | None, scope: _Scope) -> ir.DomainForm | None:
+        if d is None:
+            return None
+        if d.values is not None:
+            return ir.DomainForm(Const(0), Const(0), Const(1), tuple(self.const(v, scope) for v in d.values))
+        step = self.const(d.step, scope) if d.step is not None else Const(1)
+        return ir.DomainForm(self.const(d.lo, scope), self.const(d.hi, scope), step)
+
     def _root_params(self, layer: ast.Layer, scope: _Scope) -> None:
         for p in layer.params:
             if p.name in scope.ints:
@@ -328,7 +336,9 @@ class Elaborator(TaskElaboration):
         if existing is not None and (existing.dtype != s.dtype or not scope.prefix):
             raise self.error("E202", s.span, f"scalar '{s.name}' is already declared")
         if existing is None:
-            self.scalars[s.name] = ir.Scalar(s.name, s.dtype, self._domain(s.domain, scope), s.span)
+            self.scalars[s.name] = ir.Scalar(
+                s.name, s.dtype, self._domain(s.domain, scope), s.span, form=self._domain_form(s.domain, scope)
+            )
 
     def _l_ScalarDef(self, s: ast.ScalarDef, scope: _Scope, stack) -> None:
         if (

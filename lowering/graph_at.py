@@ -3,7 +3,7 @@
 Everything an elaborated :class:`~lowering.ir.Graph` needs to know about its point is either
 symbolic (grids, regions, loops, conditions, signal values, shapes) or a value computed from
 a symbolic form (``Task.blocks``, ``Tensor.dims``, ``Param.value``, ``Const.value``,
-``nranks``) plus the edges the runtime infers there. ``graph_at`` recomputes exactly those;
+``nranks``, the ranges of runtime scalars) plus the edges the runtime infers there. ``graph_at`` recomputes exactly those;
 the tasks' bodies and accesses are shared. It is valid only at points of the same structure
 class (``Graph.same_structure``: the same layer ``if`` branches and layer loop bounds), where
 elaboration would produce the same tasks.
@@ -26,12 +26,14 @@ def graph_at(graph: Graph, env: dict[str, int]) -> Graph:
     consts = {n: dataclasses.replace(c, value=env[n]) for n, c in graph.consts.items()}
     tensors = {n: dataclasses.replace(t, dims=_dims(t.shape, t.dims, env)) for n, t in graph.tensors.items()}
     tasks = [dataclasses.replace(t, blocks=evaluate(t.grid, env)) for t in graph.tasks]
+    scalars = {n: dataclasses.replace(s, domain=s.domain_at(env)) for n, s in graph.scalars.items()}
     moved = dataclasses.replace(
         graph,
         params=params,
         consts=consts,
         tensors=tensors,
         tasks=tasks,
+        scalars=scalars,
         nranks=evaluate(graph.ranks, env),
         edges=[],
         cross_round_edges=[],

@@ -91,6 +91,22 @@ class Domain:
 
 
 @dataclass(frozen=True)
+class DomainForm:
+    """A domain whose ends are expressions of the parameters (``scalar num_tokens: i32 in 1..T``):
+    at another parameter point the runtime scalar has another range."""
+
+    lo: Expr
+    hi: Expr
+    step: Expr
+    values: tuple[Expr, ...] | None = None
+
+    def at(self, env: dict[str, int]) -> Domain:
+        if self.values is not None:
+            return Domain(values=tuple(evaluate(v, env) for v in self.values))
+        return Domain(evaluate(self.lo, env), evaluate(self.hi, env), evaluate(self.step, env))
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     value: int
@@ -124,6 +140,16 @@ class Scalar:
     span: Span
     value: Expr | None = None  # derived (``scalar n = expr``): the definition over base scalars
     refs: tuple[str, ...] = ()  # derived: the scalars its definition names directly
+    form: DomainForm | None = None  # ``domain`` as written, for other parameter points
+
+    def domain_at(self, env: dict[str, int]) -> Domain | None:
+        """The range at the parameter point ``env`` (``domain`` is the one at the graph's point)."""
+        if self.form is None:
+            return self.domain
+        try:
+            return self.form.at(env)
+        except EvalError:
+            return self.domain
 
 
 @dataclass(frozen=True)
@@ -373,12 +399,14 @@ class Graph:
         """Whether ``env`` elaborates to this graph's tasks (see ``structure``)."""
         return structure_holds(self.structure, env)
 
-    def scalar_ranges(self) -> dict[str, tuple[int, int]]:
-        return {
-            s.name: (s.domain.low, s.domain.high)
-            for s in self.scalars.values()
-            if s.domain is not None and len(s.domain)
-        }
+    def scalar_ranges(self, env: dict[str, int] | None = None) -> dict[str, tuple[int, int]]:
+        """(lo, hi) of each ranged runtime scalar, at this graph's point or at ``env``."""
+        out = {}
+        for s in self.scalars.values():
+            domain = s.domain if env is None else s.domain_at(env)
+            if domain is not None and len(domain):
+                out[s.name] = (domain.low, domain.high)
+        return out
 
     def task(self, name: str) -> Task:
         return self._by_name()[name]

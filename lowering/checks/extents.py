@@ -52,6 +52,21 @@ def _cdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return -np.floor_divide(-a, b)
 
 
+def _lowest(values) -> np.ndarray:
+    """Element-wise minimum of arrays that broadcast (a bound per request next to a scalar)."""
+    out = values[0]
+    for v in values[1:]:
+        out = np.minimum(out, v)
+    return out
+
+
+def _highest(values) -> np.ndarray:
+    out = values[0]
+    for v in values[1:]:
+        out = np.maximum(out, v)
+    return out
+
+
 def vbounds(expr: Expr, env: Mapping[str, Bound | Interval]) -> tuple[np.ndarray, np.ndarray]:
     """Inclusive (lo, hi) of ``expr``; every env value is an int, an array, or a (lo, hi) pair
     of ints/arrays. Sound like ``symbolic.bounds``; raises EvalError for unbound symbols or a
@@ -77,13 +92,13 @@ def vbounds(expr: Expr, env: Mapping[str, Bound | Interval]) -> tuple[np.ndarray
         return alo - bhi, ahi - blo
     if op == "*":
         c = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
-        return np.minimum.reduce(c), np.maximum.reduce(c)
+        return _lowest(c), _highest(c)
     if op in ("//", "cdiv"):
         if np.any((blo <= 0) & (bhi >= 0)):
             raise EvalError("divisor may be zero")
         f = _floordiv if op == "//" else _cdiv
         c = [f(x, y) for x in (alo, ahi) for y in (blo, bhi)]
-        return np.minimum.reduce(c), np.maximum.reduce(c)
+        return _lowest(c), _highest(c)
     if op == "%":
         if np.any((blo <= 0) & (bhi >= 0)):
             raise EvalError("divisor may be zero")
@@ -359,7 +374,7 @@ def scalar_space(graph: Graph, env: Mapping[str, int], limit: int = MAX_POINTS) 
     """The requests at one parameter point, with the host guards evaluated on them."""
     ranged = [s for s in graph.scalars.values() if s.domain is not None]
     unbounded = frozenset(s.name for s in graph.scalars.values() if s.domain is None)
-    domains = [list(s.domain) for s in ranged]  # type: ignore[arg-type]
+    domains = [list(s.domain_at(dict(env))) for s in ranged]  # type: ignore[arg-type]
     total = 1
     for d in domains:
         total *= max(len(d), 1)
@@ -474,3 +489,33 @@ def requests_text(space: ScalarSpace, mask: np.ndarray, limit: int = 3) -> str:
     for name, vals in list(space.values.items())[:limit]:
         parts.append(f"{name} in {ranges_text(np.unique(vals[mask]).tolist())}")
     return "; ".join(parts) or "every request"
+
+
+# ---------------------------------------------------------------- relational guards
+
+_UPPER = {"<": -1, "<=": 0}  # a < b  <=>  a - b <= -1
+
+
+def implies_at_most(conds: Iterable[Condition], a: Expr, b: Expr) -> bool:
+    """Whether some enclosing condition proves ``a <= b`` by itself: ``if t0 + r < n`` proves
+    that the region ``x[t0 + r : t0 + r + 1]`` ends within ``n`` whatever ``t0``, ``r`` and
+    ``n`` are (the two differences differ by a constant). Interval bounds lose this relation
+    when a condition couples two indices with a runtime scalar."""
+    target = poly(binop("-", a, b))
+    if target is None:
+        return False
+    for c in conds:
+        e = c.expr
+        if not isinstance(e, Bin) or e.op not in _FLIP:
+            continue
+        lhs, rhs, op = (e.a, e.b, e.op) if e.op in _UPPER else (e.b, e.a, _FLIP[e.op])
+        known = poly(binop("-", lhs, rhs))  # known <= _UPPER[op]
+        if known is None:
+            continue
+        rest = dict(target)
+        for k, v in known.items():
+            rest[k] = rest.get(k, 0) - v
+        rest = {k: v for k, v in rest.items() if v}
+        if all(k == () for k in rest) and rest.get((), 0) + _UPPER[op] <= 0:
+            return True
+    return False

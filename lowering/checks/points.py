@@ -21,6 +21,17 @@ def admissible_envs(graph: Graph, ctx: CheckContext) -> list[dict[str, int]]:
     return envs
 
 
+def own_point_first(graph: Graph, limit: int = 4096) -> Iterator[dict[str, int]]:
+    """The graph's own point (defaults and ``--set``), then every other admissible point of its
+    structure class: a rule that reports each site once reports it where the user compiled."""
+    own = graph.env()
+    yield own
+    key = tuple(sorted(own.items()))
+    for env in graph.admissible_points(limit=limit):
+        if tuple(sorted(env.items())) != key:
+            yield env
+
+
 def blocks(task: Task, env: dict[str, int]) -> int:
     """The grid of ``task`` at one parameter point."""
     try:

@@ -57,6 +57,7 @@ import numpy as np
 
 from lowering.checks.capacity.emission import constants, cuts, emissions
 from lowering.checks.extents import derived_values, named_value, point_text, ranges_text, veval
+from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import space_at
 from lowering.ir import Graph, Guard
@@ -75,7 +76,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     if not any(t.ops & {"valid", "fillpad"} for t in graph.tasks):
         return  # no producer declares what it emits
     reported: set[tuple] = set()
-    for point in graph.admissible_points():
+    for point in own_point_first(graph):
         for d in _at(graph, ctx, point):
             key = (d.span, d.severity)
             if key not in reported:

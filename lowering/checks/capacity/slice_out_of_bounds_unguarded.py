@@ -48,6 +48,7 @@ from lowering.checks.capacity.emission import task_env
 from lowering.checks.extents import (
     bind_loops,
     depends_on_scalars,
+    implies_at_most,
     narrow,
     nonempty,
     point_text,
@@ -55,6 +56,7 @@ from lowering.checks.extents import (
     requests_text,
     vbounds,
 )
+from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import facts_for, space_at
 from lowering.ir import Access, Graph, Tensor
@@ -142,7 +144,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     ranged = any(p.domain is not None for p in graph.params.values())
     plan = None  # per task, the accesses worth looking at (the same at every point)
-    for point in graph.admissible_points():
+    for point in own_point_first(graph):
         if plan is None:
             shapes: dict[str, bool] = {}
             plan = [(task, found) for task in graph.tasks if (found := _candidates(graph, task, shapes))]
@@ -183,6 +185,7 @@ def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diag
             limit = valid[1] if dim == ndim - 1 else valid[0] if dim == ndim - 2 else None
             if limit is not None:
                 stop = binop("+", rng.start, limit)
+        within = implies_at_most(acc.conds, stop, tensor.shape[dim])  # `if t0 + r < n` over x[t0 + r]
         try:
             lo, _ = vbounds(rng.start, env)
             _, hi = vbounds(stop, env)
@@ -190,7 +193,7 @@ def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diag
         except EvalError:
             continue
         lo, hi, extent = (np.broadcast_to(x, (space.size,)) for x in (lo, hi, extent))
-        bad = admitted & ((hi > extent) | (lo < 0))
+        bad = admitted & (((hi > extent) & (not within)) | (lo < 0))
         if not bad.any():
             continue
         idx = np.flatnonzero(bad)

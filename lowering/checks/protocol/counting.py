@@ -32,6 +32,7 @@ from lowering.body import RemoteStoreS
 from lowering.checks.bodies import walk
 from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
+from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable
 from lowering.ir import Access, Condition, Graph, Loop, SignalOp, Task
@@ -65,14 +66,7 @@ def _key(env: dict[str, int]) -> tuple:
 
 def points(graph: Graph, limit: int = POINT_LIMIT) -> Iterator[dict[str, int]]:
     """The default point first, then every other admissible point."""
-    default = graph.env()
-    yield default
-    seen = {_key(default)}
-    for env in graph.admissible_points(limit=limit):
-        k = _key(env)
-        if k not in seen:
-            seen.add(k)
-            yield env
+    return own_point_first(graph, limit)
 
 
 def point_label(graph: Graph, env: dict[str, int]) -> str:
