@@ -34,6 +34,13 @@ def summary(graph: Graph, task: Task) -> BodySummary:
     return found[1]
 
 
+def ops_called(stmts) -> set[str]:
+    """The ops of every call in ``stmts`` (nested statements included)."""
+    calls: set[str] = set()
+    _stmts(stmts, set(), set(), calls)
+    return calls
+
+
 def _stmts(stmts, loads: set[str], stores: set[str], calls: set[str]) -> None:
     for s in stmts:
         if isinstance(s, ir.StoreS):

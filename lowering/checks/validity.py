@@ -19,13 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from lowering import body as ir
-from lowering.checks.bodies import summary
+from lowering.checks.bodies import ops_called, summary
 from lowering.checks.extents import named_value, narrow
 from lowering.ir import Condition, Graph, Loop, Task
 from lowering.source import Span
 from lowering.symbolic import Const, EvalError, Expr, binop, bounds, free_symbols
 
 MAX_REPEATS = 255  # mrgsort repeats per instruction (pto-isa TMrgSort)
+MAX_UNROLL = 16  # iterations of a body loop that merges a sorted row, followed one by one
 _WIDE = 1 << 62  # the range of an integer read from data
 
 
@@ -194,13 +195,39 @@ class Interpreter:
             else:
                 self.env.pop(s.var, None)  # data-dependent bounds: the index stays unknown
             self.loops.append(loop)
+            carried = dict(self.vars)
             try:
                 self.block(s.body)
             finally:
                 self.loops.pop()
                 self.env = saved
+            self._unroll_merges(s, loop, carried)
         elif isinstance(s, ir.IfS):
             self._if(s)
+
+    def _unroll_merges(self, s: ir.ForS, loop: Loop, carried: dict) -> None:
+        """A loop whose body merges a sorted row (``for st in range(2) { s = mrgsort(s, 64) }``)
+        applies its stages once per iteration: run the iterations one by one (a known, small
+        trip count) for the sort chain, as the unrolled form would be. The facts about stores
+        were recorded by the pass over the whole loop; these passes add only sort events."""
+        if not any(op.startswith("mrgsort") for op in ops_called(s.body)):
+            return
+        lo, hi = self.exact(s.start), self.exact(s.stop)
+        step = self.exact(s.step)
+        if lo is None or hi is None or step is None or step < 1 or len(range(lo, hi, step)) > MAX_UNROLL:
+            return
+        saved_env, after, stores = dict(self.env), dict(self.vars), len(self.facts.stores)
+        self.vars = dict(carried)
+        self.loops.append(loop)
+        try:
+            for v in range(lo, hi, step):
+                self.env[s.var] = v
+                self.block(s.body)
+        finally:
+            self.loops.pop()
+            self.env = saved_env
+            del self.facts.stores[stores:]
+        self.vars = {**after, **{k: v for k, v in self.vars.items() if k in after}}
 
     def _int_local(self, s: ir.LetS | ir.AssignS) -> None:
         """An integer local (``valid = pl.min(CAP, n)``) ranges over its value's bounds, so a
