@@ -105,6 +105,7 @@ class Elaborator(TaskElaboration):
         self.golden: str | None = None
         self.reductions: list[ir.Reduction] = []
         self.structure: dict[Expr, int] = {}  # layer if conditions and loop bounds -> value here
+        self.aliases: list[ir.Alias] = []
         scope = _Scope("", layer)
         unknown = set(self.overrides) - {p.name for p in layer.params}
         for key in sorted(unknown):
@@ -140,6 +141,7 @@ class Elaborator(TaskElaboration):
             guards=self.guards,
             derived=self.derived,
             structure=tuple(self.structure.items()),
+            aliases=tuple(self.aliases),
         )
         if not self.diagnostics and (self.pending or self.emitted):
             uses = [
@@ -528,6 +530,12 @@ class Elaborator(TaskElaboration):
                 raise self.error(
                     "E203", span, f"layer '{s.layer}' has no parameter, tensor or taskid '{name}'"
                 )
+        by_tensor: dict[str, list[str]] = {}
+        for name, t in inner.tensors.items():
+            by_tensor.setdefault(t.name, []).append(inner.prefix + name)
+        for tensor, names in by_tensor.items():
+            if len(names) > 1:
+                self.aliases.append(ir.Alias(tensor, tuple(names), s.span))
         for p in callee.params:
             expr = bound[p.name] if p.name in bound else self.const(p.default, inner)
             value = self._value(expr, p.span, p.name)

@@ -109,6 +109,7 @@ class TaskElaboration:
             tensors=scope.tensors,
             scalars={k: v.dtype for k, v in self.scalars.items()},
             nranks=self.ranks or Const(1),
+            prefix=scope.prefix,
         )
         defs = {k: c.expr for k, c in self.consts.items()}
         defs.update({k: p.expr for k, p in self.pending.items() if not p.derived})

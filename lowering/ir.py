@@ -218,6 +218,7 @@ class Access:
     span: Span
     order: int  # program order inside the body
     peer: Expr | None = None  # remote_store destination rank
+    name: str = ""  # the name a called layer's body used ("c.a"), when a call binds it to ``tensor``
 
     @property
     def writes(self) -> bool:
@@ -328,6 +329,16 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class Alias:
+    """A call that binds one tensor to several tensors of the called layer: their accesses
+    name one buffer under different names (``call c = sub(a = buf, b = buf)``)."""
+
+    tensor: str  # the caller's tensor (full name)
+    names: tuple[str, ...]  # the called layer's names for it, with the call prefix ("c.a", "c.b")
+    span: Span  # the call
+
+
+@dataclass(frozen=True)
 class Reduction:
     """The summation tree of one split reduction the compiler knows (rule N203, R5).
 
@@ -381,6 +392,7 @@ class Graph:
     # them has the same value elaborates to the same tasks (the graph's *structure class*);
     # elsewhere the layer has other tasks, and ``admissible_points`` leaves those points out.
     structure: tuple[tuple[Expr, int], ...] = ()
+    aliases: tuple[Alias, ...] = ()  # tensors a call binds under several names (rule R502)
 
     def env(self) -> dict[str, int]:
         """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""

@@ -54,6 +54,7 @@ from lowering.checks.races.conflicts import (
     OUT,
     Conflict,
     after_fix,
+    call_alias,
     conflicts,
     grouped,
     instances_text,
@@ -77,7 +78,7 @@ def _mine(c: Conflict) -> bool:
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
-    for group in grouped([c for c in conflicts(graph, ctx) if _mine(c)]):
+    for group in grouped([c for c in conflicts(graph, ctx) if _mine(c) and call_alias(graph, c) is None]):
         c = group[0]
         t1, t2 = c.first.name, c.second.name
         if c.cause == MANUAL_DEP:

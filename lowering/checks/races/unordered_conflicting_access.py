@@ -58,6 +58,7 @@ from lowering.checks.races.conflicts import (
     WAR,
     Conflict,
     after_fix,
+    call_alias,
     conflicts,
     grouped,
     instances_text,
@@ -103,7 +104,7 @@ def _why(c: Conflict) -> str:
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
-    mine = [c for c in conflicts(graph, ctx) if not owned_by_r503(c)]
+    mine = [c for c in conflicts(graph, ctx) if not owned_by_r503(c) and call_alias(graph, c) is None]
     for group in grouped(mine):
         c = group[0]
         kind = {"war": "WAR", "raw": "RAW", "waw": "WAW"}[c.kind]
