@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate_exprs import INT_OPS
+from dsl.elaborate_rounds import order_after_previous_round
 from dsl.elaborate_tasks import TaskElaboration, emitted_in
 from lowering import ir
 from lowering.checks.capacity.derived import (
@@ -106,6 +107,7 @@ class Elaborator(TaskElaboration):
         self.reductions: list[ir.Reduction] = []
         self.structure: dict[Expr, int] = {}  # layer if conditions and loop bounds -> value here
         self.aliases: list[ir.Alias] = []
+        self.previous_refs: list[tuple[str, ast.TaskRef, _Scope]] = []  # after prev(t), per task
         scope = _Scope("", layer)
         unknown = set(self.overrides) - {p.name for p in layer.params}
         for key in sorted(unknown):
@@ -123,6 +125,7 @@ class Elaborator(TaskElaboration):
             self._layer_body(layer.body, scope, stack=(name,))
         except _Abort:
             pass
+        self._order_rounds()
         ranks = self.ranks if self.ranks is not None else Const(1)
         graph = ir.Graph(
             name=layer.name,
@@ -161,6 +164,32 @@ class Elaborator(TaskElaboration):
 
         graph.edges, graph.cross_round_edges = infer_edges(graph)
         return graph
+
+    def _order_rounds(self) -> None:
+        """Lower every ``after prev(t)`` once all tasks exist (``dsl.elaborate_rounds``)."""
+        by_name = {t.name: t for t in self.tasks}
+        pairs = []
+        for consumer, ref, scope in self.previous_refs:
+            try:
+                producers = self._resolve_ref(ref, scope)
+            except _Abort:
+                continue
+            for producer in producers:
+                manual = next((n for n in (consumer, producer) if by_name[n].manual), None)
+                if manual is not None:
+                    self.report(
+                        diag(
+                            "E401",
+                            ref.span,
+                            f"prev(...) orders rounds through a token tensor, and task {manual} is `manual` "
+                            f"(it takes no tensor edge)",
+                            hint="drop `manual`, or order the rounds with a tensor both tasks touch",
+                        )
+                    )
+                    continue
+                pairs.append((consumer, producer, ref.span))
+        if pairs:
+            order_after_previous_round(self.tasks, self.tensors, pairs, self.ranks or Const(1), self.report)
 
     # ------------------------------------------------------------ compile-time integers
     def const(self, e, scope: _Scope, allow_scalars: bool = False) -> Expr:
@@ -339,7 +368,11 @@ class Elaborator(TaskElaboration):
             raise self.error("E202", s.span, f"scalar '{s.name}' is already declared")
         if existing is None:
             self.scalars[s.name] = ir.Scalar(
-                s.name, s.dtype, self._domain(s.domain, scope), s.span, form=self._domain_form(s.domain, scope)
+                s.name,
+                s.dtype,
+                self._domain(s.domain, scope),
+                s.span,
+                form=self._domain_form(s.domain, scope),
             )
 
     def _l_ScalarDef(self, s: ast.ScalarDef, scope: _Scope, stack) -> None:

@@ -95,6 +95,9 @@ class TaskElaboration:
             # `after` sees the tasks defined before this one (for `task t[i] after t`, the
             # earlier elements), never the task itself: a self edge would never resolve.
             for ref in s.after:
+                if ref.previous:  # prev(t): t may come later; resolved when the layer is done
+                    self.previous_refs.append((name, ref, scope))
+                    continue
                 after.extend(ir.DepRef(t, ref.span) for t in self._resolve_ref(ref, scope))
         finally:
             scope.tasks.setdefault(s.name, {})[name] = None

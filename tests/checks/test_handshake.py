@@ -105,3 +105,12 @@ def test_d109_names_both_spinners_and_the_fix():
     assert "wait and meta are unordered blocking waiters on AIV cores" in d.message
     assert "needs push, which can be staged into the pending slot of a core on which meta spins" in d.message
     assert d.hint.startswith("add `after meta` to task wait")
+
+
+def test_d117_a_waiter_of_a_later_round_overtaking_its_own_earlier_instance():
+    (d,) = lint(RULES / "D117" / "bad.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("D117", 13, 3)
+    assert d.message.startswith("meta of round r + 1 can start before its own instance of round r has run")
+    assert "the threshold `epoch` counts every round's notifies on done" in d.message
+    assert d.hint.startswith("add `after prev(meta)` to task meta")
+    assert lint(RULES / "D117" / "good.dsl") == []

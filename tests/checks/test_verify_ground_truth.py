@@ -126,6 +126,9 @@ CASES = [
         heavy=True,
     ),
     Case("rules/D109/good.dsl", "complete", EP2N2, scalars={"moe_epoch": 1}),
+    # rounds that overlap: a later round's waiter overtakes the earlier round's notifier
+    Case("rules/D117/bad.dsl", "deadlock", EP2, rounds=3),
+    Case("rules/D117/good.dsl", "complete", EP2, rounds=3),
     # speculation
     Case(
         "rules/D102/bad.dsl",
@@ -180,6 +183,9 @@ CASES = [
     Case("rules/D113/good_clear.dsl", "complete", EP2N2, rounds=2),
     Case("rules/D113/good_retire.dsl", "complete", EP2N2),
     Case("rules/D113/good_window.dsl", "complete", EP2N2, rounds=2),
+    # a Set flag whose writers of two rounds are unordered (bad) or chained with after prev (good)
+    Case("rules/D113/bad_set_rounds.dsl", "deadlock", EP2, rounds=2),
+    Case("rules/D113/good_set_rounds.dsl", "complete", EP2, rounds=3),
     Case(
         "rules/D114/bad.dsl",
         "unreachable",

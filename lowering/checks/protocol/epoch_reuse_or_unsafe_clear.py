@@ -59,6 +59,7 @@ from lowering.checks.bodies import is_zero, walk
 from lowering.checks.index import graph_index, waits_on
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Unchecked, Uncountable
+from lowering.checks.rounds import ordered_before
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, SignalOp, Task
 from lowering.source import Diagnostic
@@ -95,6 +96,11 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     None,
                 )
                 if hit is None:
+                    backwards = _flag_goes_back(graph, ctx, wait, cells, env)
+                    if backwards is not None:
+                        reported.add(wait.span)
+                        yield _backwards_finding(graph, task, wait, env, *backwards)
+                        break
                     continue
                 reported.add(wait.span)
                 cell = counting.cell_text(wait.signal, hit.cell)
@@ -126,6 +132,45 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     fix=fix,
                 )
                 break
+
+
+def _flag_goes_back(graph: Graph, ctx: CheckContext, wait: SignalOp, cells, env) -> tuple | None:
+    """A flag whose Set value grows with the epoch, written by Set notifies of two rounds that
+    nothing orders: (earlier writer, later writer, rounds apart, cell)."""
+    try:
+        sets = counting.set_writes(graph, ctx, wait.signal, env)
+    except Uncountable:
+        return None
+    for c in cells:
+        if not (c.flag and c.flag_grows):
+            continue
+        writers = sorted({w.task for w in sets if (w.dst, w.cell) == (c.rank, c.cell) and not w.clear})
+        for later in writers:
+            earlier = ordered_before(graph, ctx, later)
+            for first in writers:
+                k = earlier.first_gap(first)
+                if k is not None:
+                    return first, later, k, c
+    return None
+
+
+def _backwards_finding(graph: Graph, task: Task, wait: SignalOp, env, first: str, later: str, k: int, c):
+    cell = counting.cell_text(wait.signal, c.cell)
+    epoch = counting.epoch_text(graph, c)
+    apart = "the next round's" if k == 1 else f"round r + {k}'s"
+    who = first if first == later else f"{first} and {later}"
+    return finding(
+        CODE,
+        SEVERITY,
+        wait.span,
+        f"{task.name} waits until {cell} on rank {c.rank} >= {counting.expr_text(wait.expected)}, a flag that "
+        f"the Set notifies of {who} raise to `{epoch}`, but nothing orders {first} of round r "
+        f"before {apart} {later}{counting.point_label(graph, env)}: round r's Set can land after the later "
+        f"round's and take the flag back, and a wait for the later epoch that has not seen it yet hangs",
+        fix=f"add `after prev({first})` to task {later} (each round's Set after the previous round's), or use "
+        f"an AtomicAdd counter (`+= 1`, expect `{epoch} * count`)",
+        related=((graph.task(later).header_span, f"the Set writer ({later})"),),
+    )
 
 
 # ------------------------------------------------------------------ 2. unsafe clears
