@@ -20,7 +20,8 @@ def test_a_handshake_missing_only_in_the_branch_of_another_value_is_reported_the
     bad = RULES / "D101" / "bad_branch.dsl"
     assert lint_at_point(bad) == []  # the default OVERLAP = 0 is fine
     found = lint(bad)
-    assert triples(found) == [("D101", 21, 5), ("D105", 18, 45)]
+    # D117 too: in that branch nothing orders a round's wait after the previous round's push
+    assert triples(found) == [("D101", 21, 5), ("D105", 18, 45), ("D117", 21, 5)]
     assert all(d.message.endswith("(at OVERLAP=1)") for d in found)
     assert lint(RULES / "D101" / "good_branch.dsl") == []
 
@@ -28,7 +29,7 @@ def test_a_handshake_missing_only_in_the_branch_of_another_value_is_reported_the
 def test_set_picks_the_point_whose_findings_are_unlabelled():
     bad = RULES / "D101" / "bad_branch.dsl"
     found = lint(bad, overrides={"OVERLAP": 1})
-    assert triples(found) == [("D101", 21, 5), ("D105", 18, 45)]
+    assert triples(found) == [("D101", 21, 5), ("D105", 18, 45), ("D117", 21, 5)]
     assert not any("(at " in d.message for d in found)
 
 

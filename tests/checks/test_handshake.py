@@ -114,3 +114,9 @@ def test_d117_a_waiter_of_a_later_round_overtaking_its_own_earlier_instance():
     assert "the threshold `epoch` counts every round's notifies on done" in d.message
     assert d.hint.startswith("add `after prev(meta)` to task meta")
     assert lint(RULES / "D117" / "good.dsl") == []
+    # the notifier is another task, with a producer of its own
+    (d2,) = lint(RULES / "D117" / "bad_2.dsl")
+    assert (d2.code, d2.span.line, d2.span.col) == ("D117", 15, 3)
+    assert d2.message.startswith("wait of round r + 1 can start before push of round r has run")
+    assert d2.hint.startswith("add `after prev(push)` to task wait")
+    assert lint(RULES / "D117" / "good_2.dsl") == []

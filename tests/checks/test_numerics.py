@@ -44,7 +44,10 @@ def test_n201_two_adds_onto_an_exact_zero_are_a_note_that_says_why():
     [
         ("y[:, :] = full(f32, [T, N], 1.0)", ""),  # not a zero
         ("y[:, :] = zeros(f32, [T, N])", "  task early on aiv after seed { y[:, :] += bias[:, :] atomic }\n"),
-        ("y[:, :] = zeros(f32, [T, N])", "  task late on aiv { y[0, 0] = 1.0 }\n"),  # a write not before the seed
+        (
+            "y[:, :] = zeros(f32, [T, N])",
+            "  task late on aiv { y[0, 0] = 1.0 }\n",
+        ),  # a write not before the seed
     ],
 )
 def test_n201_two_adds_stay_an_error_without_an_exact_zero_first(tmp_path, seed, other):

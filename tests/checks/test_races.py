@@ -84,7 +84,9 @@ def test_r502_good_fixture_is_clean_and_the_language_cannot_alias():
 def test_r502_flags_a_call_that_binds_one_tensor_twice_and_r501_leaves_it():
     (d,) = lint(RULES / "R502" / "bad_call.dsl")
     assert (d.code, d.span.line, d.span.col) == ("R502", 10, 22)
-    assert d.message.startswith("WAR through two names of buffer `buf`: the call on line 16 binds it as `c.src`")
+    assert d.message.startswith(
+        "WAR through two names of buffer `buf`: the call on line 16 binds it as `c.src`"
+    )
     assert "c.high writes buf[32:64, 0:16] and c.low reads it" in d.message
     assert d.hint == "bind distinct tensors in the call, or add `after c.low` to task c.high"
     assert lint(RULES / "R502" / "good_call.dsl") == []
@@ -140,7 +142,9 @@ def test_r505_ignores_disjoint_strided_blocks(tmp_path):
 
 def _clean_fixtures():
     paths = sorted(FIXTURES.glob("layers/*.dsl"))
-    paths += sorted(p for p in FIXTURES.glob("rules/*/good*.dsl") if p.name != "good.dsl" or p.parent.name != "R502")
+    paths += sorted(
+        p for p in FIXTURES.glob("rules/*/good*.dsl") if p.name != "good.dsl" or p.parent.name != "R502"
+    )
     paths += sorted(FIXTURES.glob("**/*_post.dsl"))
     return paths
 

@@ -129,6 +129,8 @@ CASES = [
     # rounds that overlap: a later round's waiter overtakes the earlier round's notifier
     Case("rules/D117/bad.dsl", "deadlock", EP2, rounds=3),
     Case("rules/D117/good.dsl", "complete", EP2, rounds=3),
+    Case("rules/D117/bad_2.dsl", "deadlock", EP2, rounds=3),
+    Case("rules/D117/good_2.dsl", "complete", EP2, rounds=3),
     # speculation
     Case(
         "rules/D102/bad.dsl",

@@ -170,6 +170,7 @@ def _backwards_finding(graph: Graph, task: Task, wait: SignalOp, env, first: str
         fix=f"add `after prev({first})` to task {later} (each round's Set after the previous round's), or use "
         f"an AtomicAdd counter (`+= 1`, expect `{epoch} * count`)",
         related=((graph.task(later).header_span, f"the Set writer ({later})"),),
+        data=(("task", later), ("add_after", f"prev({first})")),
     )
 
 
