@@ -31,7 +31,13 @@ def test_dispatch_pre_is_flagged_at_the_wait_and_the_gather():
 
 def test_combine_pre_is_flagged_at_the_wait_and_its_speculation():
     diags = lint(SEED / "combine_pre.dsl", codes=MINE)
-    assert triples(diags) == [("D101", 42, 3), ("D102", 42, 3), ("D110", 28, 3), ("D110", 42, 3), ("D117", 42, 3)]
+    assert triples(diags) == [
+        ("D101", 42, 3),
+        ("D102", 42, 3),
+        ("D110", 28, 3),
+        ("D110", 42, 3),
+        ("D117", 42, 3),
+    ]
     by_code = {d.code: d for d in diags}
     assert "local notifier combine (spmd 16, AIV) is not an ancestor" in by_code["D101"].message
     assert "anchor read of `recv_y` (from exp_w2_act[0])" in by_code["D101"].message
