@@ -7,7 +7,8 @@ graph's structure class (the default, ``"point"``: it judges the graph at its ow
 the lint driver runs it again at the probe points, ``lowering.checks.points.probe_points``). Its docstring is
 the docs page ``dslc explain CODE`` prints, under fixed headings:
 
-    ## What it catches / ## Why it breaks on the device / ## Example / ## Use instead
+    ## What it catches / ## Why it breaks on the device / ## Example / ## Use instead /
+    ## Parameter and round coverage (which admissible points and which rounds it judges)
 """
 
 from __future__ import annotations
@@ -21,7 +22,13 @@ from lowering.checks.reach import Ancestors, Reach, reach
 from lowering.ir import Graph
 from lowering.source import Diagnostic, Severity, Span
 
-DOC_HEADINGS = ("## What it catches", "## Why it breaks on the device", "## Example", "## Use instead")
+DOC_HEADINGS = (
+    "## What it catches",
+    "## Why it breaks on the device",
+    "## Example",
+    "## Use instead",
+    "## Parameter and round coverage",
+)
 
 # Cores per rank of each device preset (AIC, AIV); the simulator uses the same numbers.
 PRESETS = {"a2a3": (24, 48), "a5": (36, 72), "sim": (8, 16)}

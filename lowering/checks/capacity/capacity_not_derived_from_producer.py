@@ -46,6 +46,13 @@ so neither the guard nor the capacity can drift from it:
 
     const PREFILL_SPARSE_PAD = derived(WIN + emitted(cmp_indices))     # 640 at mtp
     guard WIN + emitted(cmp_indices) <= PREFILL_SPARSE_PAD
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, the compiled point first (the
+points are thinned to extremes and a spread beyond 4,096); per point every admitted request,
+exactly up to 2M combinations of the runtime scalars, sampled beyond (the message says so).
+Rounds: not round-dependent: one request at a time.
 """
 
 from __future__ import annotations

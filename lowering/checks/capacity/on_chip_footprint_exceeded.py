@@ -48,6 +48,12 @@ the trap: each stage is a full copy of the loop body's tiles, and nesting multip
     for nb in range(N / 128) {                             # double-buffer only the inner loop
       for kb in pipeline(K / 512, stages = 2) { ... }      # 2 x 192 KiB = 384 KiB of Mat
     }
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned to the extremes and a
+spread beyond 256 points.
+Rounds: not round-dependent.
 """
 
 from __future__ import annotations

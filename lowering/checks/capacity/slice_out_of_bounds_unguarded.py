@@ -34,6 +34,13 @@ a different buffer layout followed x). Tests with full-size inputs never see it.
 
     let xt = valid(x[t0 : t0 + 16, k0 : k0 + K_CHUNK], min(16, t_dim - t0), K_CHUNK)
     ...  matmul_acc(acc, xt, w[:, k0 : k0 + K_CHUNK], b_trans)   # only the valid rows are read
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, the compiled point first (thinned
+beyond 4,096); per point every admitted request (exact up to 2M combinations, sampled beyond,
+and the message says so).
+Rounds: not round-dependent: one request at a time.
 """
 
 from __future__ import annotations

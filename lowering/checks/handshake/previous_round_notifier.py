@@ -37,6 +37,16 @@ do this the all-to-all deadlocks. D101 cannot see it: within one round the order
 ``after prev(t)`` orders a task after ``t``'s instance of the previous round (through an
 ordering token, ``docs/language.md``); a tensor read-modify-write both rounds touch does the
 same.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: rounds as far apart as the task ring holds (16,384 task slots over the layer's tasks,
+followed at most 16 rounds apart; the finding says when it stopped there): the instances of
+every round that no chain of cross-round edges orders can be in flight together.
 """
 
 from __future__ import annotations

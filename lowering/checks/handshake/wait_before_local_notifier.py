@@ -42,6 +42,14 @@ producer: both are ready when submitted and enter the FIFO AIV queue in program 
 push block takes a slot before the waiter, and verify proves ``bad.dsl`` deadlock-free at EP 2
 (N_LOCAL 2, 2 rounds). The finding stands - one common producer, or a queue race the runtime
 model does not have, is enough to hang it.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round: the order within a round (a later round overtaking an earlier one is D117).
 """
 
 from __future__ import annotations

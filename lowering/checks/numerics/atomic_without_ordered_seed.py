@@ -42,6 +42,14 @@ task precisely so that the atomics' own edge orders it (#823, #829).
 Tensors start at zero in the simulator, so the histogram nothing zeroes sums correctly, and
 the zeroing that runs after the adds wipes them in every schedule alike: ``dslc verify`` proves
 ``bad.dsl`` deterministic (2 clusters). The finding is about memory a previous user left.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

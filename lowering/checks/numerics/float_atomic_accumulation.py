@@ -48,6 +48,15 @@ single run fails its tolerance, so tests do not see it.
       for s in range(1, LINEAR_OK) { total = total + mixes_partials[s * T + t0 : s * T + t0 + 16, :] }
       mixes_raw[t0 : t0 + 16, :] = total                        # ascending split order, every run
     }
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round: adds of two rounds are ordered by the tensor map (an atomic add is a
+read-modify-write).
 """
 
 from __future__ import annotations

@@ -22,6 +22,11 @@ on a2a3), and grids derived from a parameter fail only at its large values.
 ## Use instead
 
     task hc_pre_fused spmd(24) on mix sync_start { ... }   # and stride the work over `block`
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -27,6 +27,11 @@ occupancy.
 
     task hc_pre_fused spmd(24) on mix sync_start early_resolve { ...; barrier; ... }
     # or, at partial occupancy: barrier soft
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations

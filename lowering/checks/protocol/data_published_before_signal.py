@@ -57,6 +57,14 @@ In the simulator a store lands when the kernel executes it, so a tile still in f
 its notify goes out (``bad.dsl``) cannot be observed and ``dslc verify`` proves it race-free;
 ``bad_2.dsl`` and ``bad_3.dsl``, whose notify is not ordered after other tasks' or blocks'
 stores, give counterexamples (a reader sees the window before the rows land).
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -48,6 +48,17 @@ a credit that a wait still needs -- early release or a hang, depending on the or
 with ``epoch`` strictly monotonic over every reuse of the window, or retire the credits by a
 commutative atomic subtraction after the wait (``notify data_arrived[src] @ rank += -N_LOCAL``);
 clear with a zero-write only after a wait that has seen the full count.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points); the thresholds at every admissible point
+(thinned beyond 256).
+Rounds: every round: epoch reuse shows from round 2 on; Set writers of two rounds are compared
+as far apart as the task ring holds rounds (`lowering.checks.rounds`, at most 16 apart); a
+clear is judged within one round (see above).
 """
 
 from __future__ import annotations

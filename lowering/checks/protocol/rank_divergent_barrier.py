@@ -47,6 +47,12 @@ proves ``bad.dsl`` and ``bad_3.dsl`` deadlock-free at EP 2: in ``bad.dsl`` the u
 nothing while counters are monotonic (the harm is a rank running ahead into windows it
 reuses), and the barrier of ``bad_3.dsl`` spans the blocks of one grid on one rank, which all
 take the same branch.
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, the compiled point first, thinned
+beyond 256 points.
+Rounds: one round (each round must pace every rank).
 """
 
 from __future__ import annotations

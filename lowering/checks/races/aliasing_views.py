@@ -37,6 +37,14 @@ checker's) does not see the alias at all.
 
 Access the buffer through one name, or order the tasks explicitly (`writeback` after
 `gather`); in PyPTO, `deps=[gather_tid]` on the writeback.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

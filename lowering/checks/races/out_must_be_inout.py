@@ -43,6 +43,14 @@ reading `recv_meta_local` before the cumsum wrote it.
 
 or run the writers in a `range` layer loop, or chain them with `after`. For manual_dep:
 `task gather ... after cumsum`.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -31,6 +31,11 @@ candidates against a capacity of 64, a number that grows with EP while CI ran EP
 ``dslc verify`` proves ``bad.dsl`` deadlock-free at EP 2 (1-2 rounds): in the runtime model a
 candidate that does not fit the early queue waits for normal readiness, so overflow costs the
 speculation, not progress.
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -37,6 +37,11 @@ combine gated the 128 blocks of ``shared_routed`` on 48 AIV cores behind ``combi
 EP 2 on one cluster: the gated blocks hold cores, but the handshake notifies before it waits and never
 needs a core after its cone is staged. The finding is a core budget at the device's size (64
 gated blocks on 48 AIV cores); the hang needs a notifier that still wants one of those cores.
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations
