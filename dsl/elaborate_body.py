@@ -181,7 +181,9 @@ class BodyElaborator(ExprElaboration):
         self._check_store(tensor, vtype, value, value_ast.span)
         if mode == "accumulate":
             self._record(tensor, region, "read", target.span, written=target.name)
-        self._record(tensor, region, "atomic" if mode == "atomic" else "write", target.span, written=target.name)
+        self._record(
+            tensor, region, "atomic" if mode == "atomic" else "write", target.span, written=target.name
+        )
         return ir.StoreS(tensor.name, region, value, mode, span)
 
     def _check_store(self, tensor: Tensor, target_type, value, span: Span) -> None:

@@ -15,6 +15,7 @@ keep their symbolic valid extent, for the capacity rule that evaluates them per 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -579,13 +580,39 @@ def mentions(e: Expr | None) -> set[str]:
     return {s.name for s in free_symbols(e)} if e is not None else set()
 
 
-def space_at(ctx, point: Mapping[str, int]):
-    """The request space at ``point`` (cached on the check context)."""
+# Request spaces kept per check context: the rules visit parameter points one after another, and a
+# space can hold millions of requests, so keeping one per point (64 of them for prefill_csa's T)
+# costs gigabytes for no hits.
+_SPACES_KEPT = 8
+
+
+def space_at(ctx, point: Mapping[str, int], only=None):
+    """The request space at ``point`` (cached on the check context); ``only``: projected onto
+    those runtime scalars (see ``extents.scalar_space``)."""
     from lowering.checks.extents import scalar_space
 
-    key = ("scalar_space", tuple(sorted(point.items())))
+    names = None if only is None else frozenset(only)
+    key = (tuple(sorted(point.items())), names)
+    spaces = ctx.cache.setdefault("scalar_space", OrderedDict())
+    if key in spaces:
+        spaces.move_to_end(key)
+        return spaces[key]
+    space = spaces[key] = scalar_space(ctx.graph, point, only=names)
+    if len(spaces) > _SPACES_KEPT:
+        spaces.popitem(last=False)
+    return space
+
+
+def scalar_intervals(ctx, point: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """Per runtime scalar, the (lo, hi) over the accepted requests, each from its own projection
+    (exact, and cheap: one range at a time)."""
+    key = ("scalar_intervals", tuple(sorted(point.items())))
     if key not in ctx.cache:
-        ctx.cache[key] = scalar_space(ctx.graph, point)
+        out: dict[str, tuple[int, int]] = {}
+        for s in ctx.graph.scalars.values():
+            if s.domain is not None:
+                out.update(space_at(ctx, point, (s.name,)).intervals())
+        ctx.cache[key] = out
     return ctx.cache[key]
 
 
@@ -593,8 +620,7 @@ def facts_at(ctx, point: Mapping[str, int]) -> dict[str, TaskFacts]:
     """:func:`analyse` at ``point``, with runtime scalars bounded by the accepted requests."""
     key = ("validity", tuple(sorted(point.items())))
     if key not in ctx.cache:
-        space = space_at(ctx, point)
-        ctx.cache[key] = analyse(ctx.graph, point, space.intervals())
+        ctx.cache[key] = analyse(ctx.graph, point, scalar_intervals(ctx, point))
     return ctx.cache[key]
 
 
@@ -621,6 +647,5 @@ def facts_for(ctx, point: Mapping[str, int], kind: str) -> dict[str, TaskFacts]:
             ops = _SEED_OPS[kind]
             seeds = {t.name for t in graph.tasks if summary(graph, t).calls & ops}
             only = ctx.cache[("validity.only", kind)] = closure(graph, seeds)
-        space = space_at(ctx, point)
-        ctx.cache[key] = analyse(graph, point, space.intervals(), only)
+        ctx.cache[key] = analyse(graph, point, scalar_intervals(ctx, point), only)
     return ctx.cache[key]

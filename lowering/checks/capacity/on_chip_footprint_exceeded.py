@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from lowering import body as ir
 from lowering.checks.extents import point_text, points_text
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import space_at
+from lowering.checks.validity import scalar_intervals
 from lowering.ir import DTYPE_BYTES, Graph, Task
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import EvalError, bounds
@@ -275,7 +275,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     uses: dict[str, tuple[set[str], set[str]]] = {}  # per task, the same at every point
     memo: dict[str, tuple[tuple, tuple, tuple[dict, dict]]] = {}
     for point in graph.admissible_points(limit=MAX_POINTS):
-        scalars = space_at(ctx, point).intervals()
+        scalars = scalar_intervals(ctx, point)
         for task in graph.tasks:
             try:
                 blocks = int(bounds(task.grid, point)[1])

@@ -68,7 +68,7 @@ from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import facts_for, space_at
 from lowering.ir import Access, Graph, Tensor
 from lowering.source import Diagnostic
-from lowering.symbolic import SCALAR, Bin, Const, EvalError, Sym, binop
+from lowering.symbolic import SCALAR, Bin, Const, EvalError, Sym, binop, free_symbols
 
 CODE = "C402"
 NAME = "slice_out_of_bounds_unguarded"
@@ -155,7 +155,6 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         if plan is None:
             shapes: dict[str, bool] = {}
             plan = [(task, found) for task in graph.tasks if (found := _candidates(graph, task, shapes))]
-        space = None
         for task, candidates in plan:
             limits = None
             for acc, tensor, valid in candidates:
@@ -169,11 +168,19 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     exprs += [e for e in valid or () if e is not None]
                     if not any(depends_on_scalars(e) for e in exprs):
                         continue  # compile-time: the front end's E305
-                space = space or space_at(ctx, point)
+                space = space_at(ctx, point, _scalars(acc, tensor, valid))
                 d = _check_access(graph, task, acc, tensor, valid, point, space, ranged)
                 if d is not None:
                     reported.add(acc.span)
                     yield d
+
+
+def _scalars(acc: Access, tensor: Tensor, valid) -> frozenset[str]:
+    """The runtime scalars the bounds of ``acc`` depend on (its space is projected onto them)."""
+    exprs = [e for r in acc.region for e in (r.start, r.stop)] + list(tensor.shape)
+    exprs += [c.expr for c in acc.conds] + [e for lp in acc.loops for e in (lp.start, lp.stop)]
+    exprs += [e for e in valid or () if e is not None]
+    return frozenset(s.name for e in exprs for s in free_symbols(e) if s.kind == SCALAR)
 
 
 def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diagnostic | None:
