@@ -4,17 +4,8 @@ these entries; tests assert code, line and column for each."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from lowering.codes import Code
 from lowering.source import Diagnostic, Severity, Span
-
-
-@dataclass(frozen=True)
-class Code:
-    code: str
-    summary: str
-    explanation: str
-
 
 CODES: dict[str, Code] = {
     c.code: c

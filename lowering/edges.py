@@ -3,8 +3,10 @@
 Per task, in submission order:
 
 1. explicit deps (``after``);
-2. creator retention (the DSL has no task-allocated buffers, so none arise here; the kind
-   exists for graphs read from PyPTO);
+2. creator retention: a task that uses a buffer another task allocates
+   (``Tensor.created_by``: only graphs read from PyPTO have them, a tile that outlives its
+   scope) waits for that task; the allocating task's own argument is ``OUTPUT`` (no lookup,
+   no registration);
 3. lookup, for ``INPUT`` and ``INOUT`` arguments of tensors that are not ``manual_dep``:
    a wait edge on every registered producer whose byte range overlaps (RAW, or WAW when
    the task only writes); an ``INOUT`` that covers an entry removes it;
@@ -27,7 +29,7 @@ from dataclasses import dataclass, field
 from lowering.ir import Edge, Graph, Task
 from lowering.regions import Footprint, task_env, task_footprints
 
-INPUT, INOUT, OUTPUT_EXISTING, NO_DEP = "INPUT", "INOUT", "OUTPUT_EXISTING", "NO_DEP"
+INPUT, INOUT, OUTPUT_EXISTING, OUTPUT, NO_DEP = "INPUT", "INOUT", "OUTPUT_EXISTING", "OUTPUT", "NO_DEP"
 
 
 @dataclass(eq=False, slots=True)
@@ -36,8 +38,7 @@ class _Entry:
     lo: int
     hi: int  # exclusive
     footprint: Footprint
-    seq: int  # submission order (over both replayed rounds)
-    round: int
+    seq: int  # submission order
     keys: tuple[int, int, int] = field(default=(0, 0, -1))  # (level, first bucket, last bucket)
 
 
@@ -132,6 +133,8 @@ def base_buffer(graph: Graph, name: str) -> tuple[str, int]:
 
 
 def _tag(graph: Graph, task: Task, fp: Footprint, writers: dict[str, set[str]]) -> str:
+    if graph.tensors[fp.tensor].created_by == task.name:
+        return OUTPUT  # the runtime allocates it for this task
     declared = task.arg_tags.get(fp.tensor) if task.arg_tags else None  # PyPTO kernel calls
     if declared == "nodep":
         return NO_DEP
@@ -199,8 +202,13 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
                 if tensor.manual_dep:
                     continue
                 tag = tags[task.name][fp.tensor]
-                if tag == NO_DEP:
+                if tag in (NO_DEP, OUTPUT):
                     continue
+                creator = tensor.created_by
+                if creator is not None and round_index == 0 and (creator, fp.tensor) not in found:
+                    found[(creator, fp.tensor)] = Edge(
+                        creator, task.name, "creator", _access_span(task, fp.tensor), fp.tensor, "", False
+                    )
                 buffer, offset = base_buffer(graph, fp.tensor)
                 lo, hi = fp.byte_lo + offset, fp.byte_hi + offset
                 tmap = maps.get(buffer)
@@ -210,7 +218,7 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
                     kind = "raw" if fp.reads else "waw"
                     for entry in tmap.overlapping(lo, hi):
                         key = (entry.task, fp.tensor)
-                        if entry.round == 0 and key not in found:
+                        if key not in found:
                             written = entry.footprint
                             region = (
                                 written.text()
@@ -230,9 +238,12 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
                             )
                         if tag == INOUT and lo <= entry.lo and entry.hi <= hi:
                             tmap.remove(entry)
-                if tag in (INOUT, OUTPUT_EXISTING):
+                if tag in (INOUT, OUTPUT_EXISTING) and round_index == 0:
+                    # A second-round producer could only be found by second-round readers,
+                    # whose edges repeat the first round's: it is never registered, so the
+                    # map holds first-round producers only.
                     seq += 1
-                    registrations.append((tmap, _Entry(task.name, lo, hi, fp, seq, round_index)))
+                    registrations.append((tmap, _Entry(task.name, lo, hi, fp, seq)))
             out.extend(found.values())
             for tmap, entry in registrations:
                 tmap.register(entry)

@@ -29,27 +29,21 @@ the named file itself (not imported from another module).
 from __future__ import annotations
 
 import ast
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lowering.ir import DTYPES
 from lowering.source import Span
+from lowering.symbolic import PARAM, Bin, Const, EvalError, Expr, Sym, evaluate
 
 NAME = "REDUCTION_TREES"
 KEYS = ("splits", "chunks_per_split", "order", "dtype")
 ORDERS = ("ascending", "descending", "pairwise")
 GOLDEN_DTYPES = DTYPES + ("f64",)
 
-_OPS = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.floordiv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-}
+# the integer operators of the layer language (`/` is exact integer division there too)
+_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "//", ast.FloorDiv: "//", ast.Mod: "%"}
 
 
 class TreeError(ValueError):
@@ -193,27 +187,28 @@ def _count(key: str, value, env: Mapping[str, int]) -> int:
 
 
 def evaluate_text(text: str, env: Mapping[str, int]) -> int:
-    """An integer expression over parameter and constant names, evaluated without ``eval``."""
+    """An integer expression over parameter and constant names, evaluated without ``eval``: read
+    into a ``lowering.symbolic`` expression and evaluated as the layer's own expressions are."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError:
         raise TreeError(f"{text!r} is not an integer expression") from None
-    return _eval(tree.body, text, env)
+    try:
+        return evaluate(_expr(tree.body, text, env), env)
+    except EvalError as err:
+        raise TreeError(f"{text!r}: {err}") from None
 
 
-def _eval(node: ast.AST, text: str, env: Mapping[str, int]) -> int:
+def _expr(node: ast.AST, text: str, env: Mapping[str, int]) -> Expr:
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
+        return Const(node.value)
     if isinstance(node, ast.Name):
         if node.id not in env:
             raise TreeError(f"{text!r}: '{node.id}' is not a parameter or constant of the layer")
-        return env[node.id]
+        return Sym(node.id, PARAM)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        v = _eval(node.operand, text, env)
-        return -v if isinstance(node.op, ast.USub) else v
+        operand = _expr(node.operand, text, env)
+        return Bin("-", Const(0), operand) if isinstance(node.op, ast.USub) else operand
     if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-        a, b = _eval(node.left, text, env), _eval(node.right, text, env)
-        if b == 0 and type(node.op) in (ast.Div, ast.FloorDiv, ast.Mod):
-            raise TreeError(f"{text!r}: division by zero")
-        return _OPS[type(node.op)](a, b)
+        return Bin(_OPS[type(node.op)], _expr(node.left, text, env), _expr(node.right, text, env))
     raise TreeError(f"{text!r}: only integers, names and + - * / // % are allowed")

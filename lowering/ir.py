@@ -181,6 +181,10 @@ class Tensor:
     # The value a PyPTO ``pl.create_tensor(..., init_value=v)`` fills the buffer with when it is
     # created (before any task that uses it); None: not initialised.
     init_value: float | None = None
+    # The task whose execution allocates this buffer (a PyPTO tile that outlives its ``pl.at``
+    # scope becomes a runtime-allocated output of that task); its users wait for the creator
+    # (runtime-model.md §1.4, creator retention). None: allocated before the layer runs.
+    created_by: str | None = None
 
     @property
     def itemsize(self) -> int:
@@ -219,6 +223,9 @@ class Access:
     order: int  # program order inside the body
     peer: Expr | None = None  # remote_store destination rank
     name: str = ""  # the name a called layer's body used ("c.a"), when a call binds it to ``tensor``
+    # A whole argument of a kernel whose body is not seen (a PyPTO extern kernel): every block
+    # is taken to touch all of it, so which elements one block touches is unknown.
+    opaque: bool = False
 
     @property
     def writes(self) -> bool:
@@ -324,6 +331,8 @@ class Edge:
     def reason(self) -> str:
         if self.kind == "explicit":
             return "after"
+        if self.kind == "creator":
+            return f"creator of {self.tensor}"
         what = "anchor read" if self.anchor else self.kind.upper()
         return f"{what} {self.tensor}{self.region or ''}"
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from lowering.ir import Access, Loop, Tensor
-from lowering.symbolic import Const, EvalError, Interval, bounds, evaluate
+from lowering.symbolic import Const, EvalError, Interval, bounds
 
 Box = tuple[tuple[int, int], ...]  # inclusive index interval per dimension
 
@@ -151,10 +151,3 @@ def task_env(
     env["nranks"] = nranks
     env.update(scalar_ranges)
     return env
-
-
-def eval_or_none(expr, env: Mapping[str, int]) -> int | None:
-    try:
-        return evaluate(expr, env)
-    except EvalError:
-        return None

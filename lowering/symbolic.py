@@ -24,7 +24,6 @@ PARAM, BLOCK, LOOP, RANK, NRANKS, SCALAR, DYNAMIC = (
     "dynamic",
 )
 
-ARITH = ("+", "-", "*", "//", "%", "min", "max", "cdiv")
 COMPARE = ("==", "!=", "<", "<=", ">", ">=")
 LOGIC = ("and", "or")
 
@@ -196,10 +195,6 @@ def free_symbols(expr: Expr) -> set[Sym]:
         elif isinstance(e, Bin):
             stack.extend((e.a, e.b))
     return out
-
-
-def depends_on(expr: Expr, kinds: tuple[str, ...]) -> bool:
-    return any(s.kind in kinds for s in free_symbols(expr))
 
 
 Interval = tuple[int, int]

@@ -29,6 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from runtime.device import DEFAULT_SCHED_THREADS, EARLY_QUEUE_CAPACITY
+
 if TYPE_CHECKING:  # pragma: no cover
     from runtime.machine import Block, Core, TaskInst
     from runtime.policies import Policy
@@ -303,8 +305,8 @@ class Schedule:
     seed: int
     decisions: list[Decision]
     scalars: dict[str, int] = field(default_factory=dict)
-    early_capacity: int = 64
-    sched_threads: int = 3
+    early_capacity: int = EARLY_QUEUE_CAPACITY
+    sched_threads: int = DEFAULT_SCHED_THREADS
     note: str = ""
     round_scalars: tuple[str, ...] = ("epoch",)
 
@@ -373,8 +375,8 @@ class Schedule:
             seed=ints["seed"],
             decisions=[Decision.from_json(d, f"decision {k + 1}") for k, d in enumerate(decisions)],
             scalars=dict(scalars),
-            early_capacity=int(doc.get("early_capacity", 64)),
-            sched_threads=int(doc.get("sched_threads", 3)),
+            early_capacity=int(doc.get("early_capacity", EARLY_QUEUE_CAPACITY)),
+            sched_threads=int(doc.get("sched_threads", DEFAULT_SCHED_THREADS)),
             note=str(doc.get("note", "")),
             round_scalars=tuple(round_scalars),
         )

@@ -40,7 +40,8 @@ def format_cell(signal: str, key: tuple[int, ...]) -> str:
     return f"{signal}[{', '.join(str(k) for k in key)}]"
 
 
-def _wrap_i32(v: int) -> int:
+def wrap_i32(v: int) -> int:
+    """``v`` wrapped to a signed 32-bit value (signal cells are INT32 counters)."""
     return (v + _I32_HALF) % _I32_MOD - _I32_HALF
 
 
@@ -164,7 +165,8 @@ class Barrier:
         return "Barrier()"
 
 
-BARRIER = Barrier()
+#: The one marker value (``runtime.machine.BARRIER`` is the block state it leads to).
+BARRIER_MARK = Barrier()
 
 
 class BlockContext:
@@ -245,8 +247,8 @@ class BlockContext:
         arr = mem.t(name)
         arr[index] += np.asarray(value).astype(arr.dtype, copy=False)
 
-    def notify(self, signal: str, index: Any, peer: int, value: int = 1, op: str = "add") -> None:
-        """AtomicAdd (``op="add"``) or Set (``op="set"``) ``value`` on the peer's int32 cell."""
+    def _notify_target(self, signal: str, index: Any, peer: int, op: str) -> tuple[Any, tuple[int, ...]]:
+        """Check a notify's operands; return the peer's memory and the cell key."""
         if op not in ("add", "set"):
             raise ValueError(f"{self.task}[{self.block}]: notify op must be 'add' or 'set', got {op!r}")
         mem = self._mems[int(peer)] if 0 <= int(peer) < self.nranks else None
@@ -256,20 +258,29 @@ class BlockContext:
             )
         if mem.kinds.get(signal) != "signal":
             raise ValueError(f"{self.task}[{self.block}]: notify target {signal!r} is not a signal")
+        return mem, cell_key(index)
+
+    def notify(self, signal: str, index: Any, peer: int, value: int = 1, op: str = "add") -> None:
+        """AtomicAdd (``op="add"``) or Set (``op="set"``) ``value`` on the peer's int32 cell."""
+        mem, key = self._notify_target(signal, index, peer, op)
         arr = mem.arrays[signal]
-        key = cell_key(index)
         old = int(arr[key])
-        arr[key] = _wrap_i32(old + int(value) if op == "add" else int(value))
+        arr[key] = wrap_i32(old + int(value) if op == "add" else int(value))
         self._engine.notified(self._blk, int(peer), signal, key)
 
-    def wait(self, signal: str, index: Any, cmp: str = "ge", expected: int = 1) -> Wait:
-        """A wait on this rank's cell ``signal[index]``; ``yield`` it to block until it holds."""
+    def _wait_key(self, signal: str, index: Any, cmp: str) -> tuple[int, ...]:
+        """Check a wait's operands; return the cell key."""
         if cmp not in ("ge", "eq"):
             raise ValueError(f"{self.task}[{self.block}]: wait cmp must be 'ge' or 'eq', got {cmp!r}")
         if self._mem.kinds.get(signal) != "signal":
             raise ValueError(f"{self.task}[{self.block}]: wait target {signal!r} is not a signal")
-        return Wait(signal, cell_key(index), cmp, int(expected), self._mem.arrays[signal])
+        return cell_key(index)
+
+    def wait(self, signal: str, index: Any, cmp: str = "ge", expected: int = 1) -> Wait:
+        """A wait on this rank's cell ``signal[index]``; ``yield`` it to block until it holds."""
+        key = self._wait_key(signal, index, cmp)
+        return Wait(signal, key, cmp, int(expected), self._mem.arrays[signal])
 
     def barrier(self) -> Barrier:
         """A hard syncall over every block of this grid; ``yield`` it."""
-        return BARRIER
+        return BARRIER_MARK

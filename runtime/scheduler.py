@@ -39,14 +39,13 @@ import itertools
 import time
 import types
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from runtime.decisions import Decider, RecordingPolicy, block_order
 from runtime.dispatch import DispatchMixin
 from runtime.machine import BARRIER, DONE, PLACED, RUN, SPIN, WAKE, Block, RankState, TaskInst
-from runtime.memory import BARRIER as BARRIER_MARK
-from runtime.memory import BlockContext, RankMemory, Wait, format_cell
+from runtime.memory import BARRIER_MARK, BlockContext, RankMemory, Wait, format_cell
 from runtime.policies import NOTIFIER, WAITER, make_policy, static_role
 from runtime.program import Program
 from runtime.sim_errors import KernelError, SimulationTimeout, StepLimitExceeded
@@ -55,7 +54,12 @@ _GeneratorType = types.GeneratorType
 
 
 class Engine(DispatchMixin):
-    """One simulation run: the device state of every rank, the event heap and the counters."""
+    """One simulation run: the device state of every rank, the event heap and the counters.
+
+    ``hosted`` names the ranks whose tasks this engine runs (default: all of them); the MPI
+    backend (``runtime.mpi``) runs one engine per process over its own ranks, with a
+    ``context_class`` whose peer operations go through MPI.
+    """
 
     def __init__(
         self,
@@ -75,6 +79,7 @@ class Engine(DispatchMixin):
         decider: Decider | None = None,
         record: bool = False,
         round_scalars: tuple[str, ...] = ("epoch",),
+        hosted: Sequence[int] | None = None,
     ) -> None:
         self.program = program
         specs = program.tasks
@@ -96,6 +101,7 @@ class Engine(DispatchMixin):
         self.context_class = BlockContext  # the explorer substitutes one that observes accesses
         self.new_block = Block  # and one that reuses a block's record across schedules
         self.nranks = len(mems)
+        self.hosted = tuple(range(self.nranks) if hosted is None else hosted)
         self.ranks = [RankState(r, n_aic, n_threads) for r in range(self.nranks)]
         self.mems = mems
         self.rounds = rounds
@@ -117,21 +123,21 @@ class Engine(DispatchMixin):
         self.completions: deque[TaskInst] = deque()
         self.insts: list[TaskInst] = []
         self.n_complete = 0
-        self.round_left = [self.nranks * len(specs)] * rounds
+        self.round_left = [len(self.hosted) * len(specs)] * rounds
         self.round_scalars = round_scalars
         self._build(specs, scalars)
 
     # ------------------------------------------------------------------ setup
 
     def _build(self, specs: tuple, scalars: dict[str, Any]) -> None:
-        prev: list[list[TaskInst]] = []
+        prev: dict[int, list[TaskInst]] = {}
         for rnd in range(self.rounds):
             sc = dict(scalars)
             for name in self.round_scalars:  # epoch-like scalars count the rounds from 1
                 if name in self.program.scalars:
                     sc[name] = rnd + 1
-            cur = []
-            for r in range(self.nranks):
+            cur = {}
+            for r in self.hosted:
                 mem = self.mems[r].for_round(sc)
                 row: list[TaskInst] = []
                 for si, spec in enumerate(specs):
@@ -145,7 +151,7 @@ class Engine(DispatchMixin):
                     inst.n_incomplete = inst.n_unresolved = len(prods)
                     row.append(inst)
                     self.insts.append(inst)
-                cur.append(row)
+                cur[r] = row
             prev = cur
 
     # ------------------------------------------------------------------ main loop

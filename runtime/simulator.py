@@ -23,8 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from runtime.blas import single_threaded_blas
 from runtime.deadlock import build_report
 from runtime.decisions import Decision, ScheduleMismatch, ScriptedDecider
+from runtime.device import DEFAULT_SCHED_THREADS, EARLY_QUEUE_CAPACITY
+from runtime.device import PRESETS as DEVICES
 from runtime.memory import build_memory
 from runtime.policies import POLICIES
 from runtime.program import OUTPUT_KINDS, Program
@@ -52,9 +55,8 @@ __all__ = [
     "simulate",
 ]
 
-#: name -> (AIC cores, AIV cores, scheduler threads) per rank.  ``sim`` is the 8-cluster
-#: a2a3sim/a5sim device running the a2a3 scheduler code (3 scheduler threads).
-PRESETS: dict[str, tuple[int, int, int]] = {"sim": (8, 16, 3), "a2a3": (24, 48, 3), "a5": (36, 72, 4)}
+#: name -> (AIC cores, AIV cores, scheduler threads) per rank, from ``runtime.device``.
+PRESETS: dict[str, tuple[int, int, int]] = {n: (d.aic, d.aiv, d.sched_threads) for n, d in DEVICES.items()}
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ def _resolve_cores(cores: tuple[int, int] | str, sched_threads: int | None) -> t
         n_aic, n_aiv, threads = PRESETS[cores]
     else:
         n_aic, n_aiv = (int(x) for x in cores)
-        threads = 3
+        threads = DEFAULT_SCHED_THREADS
     if n_aic < 1 or n_aiv != 2 * n_aic:
         raise ValueError(
             f"cores=({n_aic}, {n_aiv}): clusters are 1 AIC + 2 AIV, so n_aiv must be 2 * n_aic >= 2"
@@ -137,7 +139,8 @@ def check_scalars(
         raise ValueError(f"program {program.name!r} needs runtime scalars {missing}")
 
 
-def _records(eng: Engine) -> list[BlockRecord]:
+def block_records(eng: Engine) -> list[BlockRecord]:
+    """One record per placed block of ``eng`` (``RunResult.schedule``)."""
     out = []
     for inst in eng.insts:
         for b in inst.blocks:
@@ -186,7 +189,7 @@ def simulate(
     trace: str | Path | None = None,
     progress: bool = False,
     raise_on_deadlock: bool = True,
-    early_capacity: int = 64,
+    early_capacity: int = EARLY_QUEUE_CAPACITY,
     sched_threads: int | None = None,
     max_block_steps: int = 1_000_000,
     record: bool = False,
@@ -243,7 +246,8 @@ def simulate(
     )
     trace_path = None
     try:
-        finished = eng.run()
+        with single_threaded_blas():
+            finished = eng.run()
     except SimulatorError:
         if trace is not None:
             write_trace(trace, build_trace(eng))
@@ -271,7 +275,7 @@ def simulate(
         waits=eng.waits,
         deadlock=deadlock,
         rounds=rounds,
-        schedule=_records(eng),
+        schedule=block_records(eng),
         trace_path=trace_path,
         steps=eng.steps,
         decisions=decisions,

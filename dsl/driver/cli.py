@@ -24,17 +24,17 @@ from dsl.driver.cli_run import add_parsers as add_run_parsers
 from dsl.driver.cli_run import cmd_compile, cmd_run
 from dsl.driver.cli_verify import add_parser as add_verify_parser
 from dsl.driver.cli_verify import cmd_verify
+from dsl.driver.codes import lookup, registry
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
 from dsl.driver.coverage import lint_source
-from dsl.driver.report import FORMATS, describe_code, format_findings, one_per_site
+from dsl.driver.report import FORMATS, format_findings, one_per_site
 from dsl.frontend import compile_text, read_source
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules
 from lowering.checks.rule import PRESETS
-from lowering.checks.suppressions import META_CODES, apply_suppressions
+from lowering.checks.suppressions import apply_suppressions
 from lowering.ir import Graph
 from lowering.pypto_reader import INPUT_ERRORS as READER_INPUT_ERRORS
-from lowering.pypto_reader import READER_CODES
 from lowering.source import CompileError, Diagnostic, Severity, Span
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
@@ -287,26 +287,10 @@ def cmd_graph(session: Session) -> int:
 
 
 def cmd_explain(session: Session) -> int:
-    code = session.args.code.upper()
-    rules = all_rules()
-    if code in rules:
-        rule = rules[code]
-        print(
-            f"{rule.code} {rule.name} ({rule.family}, {rule.severity.value}): {rule.summary}\n\n{rule.docs}"
-        )
-        return EXIT_OK
-    if code in META_CODES or code in READER_CODES:
-        print(describe_code(code)["docs"])
-        return EXIT_OK
-    from lowering.codegen.ascendc.diagnostics import CODES as TARGET_CODES
-
-    entry = CODES.get(code) or TARGET_CODES.get(code)
+    entry = lookup(session.args.code)
     if entry is None:
-        known = ", ".join(
-            sorted(CODES) + sorted(rules) + sorted(META_CODES) + sorted(READER_CODES) + sorted(TARGET_CODES)
-        )
-        raise UsageError(f"unknown code {session.args.code!r}; codes: {known}")
-    print(f"{entry.code}: {entry.summary}\n\n{entry.explanation}")
+        raise UsageError(f"unknown code {session.args.code!r}; codes: {', '.join(registry())}")
+    print(entry.page)
     return EXIT_OK
 
 

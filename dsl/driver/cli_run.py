@@ -10,7 +10,10 @@ timeout (no progress).
 order, so the same deadlock or the same bits.
 
 ``--scalar NAME=VALUE`` sets a runtime scalar of the request (``start_pos``, ``num_tokens``)
-on every rank, over what the golden's ``make_inputs`` gives.
+on every rank, over what the golden's ``make_inputs`` gives. ``--launcher mpi [--procs N]``
+runs the ranks as MPI processes with the same report and exit codes (``dsl.driver.run_mpi``,
+docs/distributed.md); ``--replay`` does not combine with it (a usage error): a schedule is one
+interleaving of every rank's steps, and across MPI processes that interleaving is real time.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTim
 
 EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
 TARGETS = ("numpy", "pypto", "ascendc")
+LAUNCHERS = ("inprocess", "mpi")
 
 
 def _cores(text: str) -> str | tuple[int, int]:
@@ -76,6 +80,18 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
         help="run exactly the schedule a `dslc verify` counterexample saved (it fixes ranks, cores, rounds, seed)",
     )
     run.add_argument(
+        "--launcher",
+        choices=LAUNCHERS,
+        default="inprocess",
+        help="inprocess (default) or mpi: ranks as MPI processes (pip install 'dslc[mpi]'; docs/distributed.md)",
+    )
+    run.add_argument(
+        "--procs",
+        type=int,
+        metavar="N",
+        help="with --launcher mpi: start mpiexec with N processes on this host",
+    )
+    run.add_argument(
         "--scalar",
         action="append",
         default=[],
@@ -90,39 +106,36 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(session) -> int:
+    from dsl.driver.cli import UsageError
+
     args = session.args
     if args.rounds < 1 or (args.ranks is not None and args.ranks < 1) or args.timeout <= 0:
-        from dsl.driver.cli import UsageError
-
         raise UsageError("--rounds, --ranks and --timeout must be positive")
+    if args.launcher == "mpi":
+        if args.replay:
+            raise UsageError(
+                "--replay runs one recorded interleaving of every rank's steps in-process; over MPI "
+                "processes that interleaving is real time: drop --launcher mpi to replay"
+            )
+        from dsl.driver.run_mpi import run_with_mpi
+
+        return run_with_mpi(session)
+    if args.procs is not None:
+        raise UsageError("--procs starts MPI processes: it needs --launcher mpi")
     schedule = load_schedule(args.replay) if args.replay else None
     if schedule is not None:
-        _replay_options(args, session.overrides, schedule)
-        args.rounds, args.ranks, args.seed = schedule.rounds, schedule.ranks, schedule.seed
-        args.cores, args.policy = schedule.cores, "replay"
-        args.round_scalar = [n for n in schedule.round_scalars if n != "epoch"]
-        layer = compile_layer(args.file, session.overrides or None, args.layer)
-        _check_layer(layer, schedule)
-        params = {k: v for k, v in schedule.params.items() if k in layer.params}
-        if params != {k: layer.params[k] for k in params}:
-            layer = compile_layer(args.file, {**params, **session.overrides}, args.layer)
-        scalars = dict(schedule.scalars)
+        layer, ranks, scalars, round_scalars = _prepare_replay(session, schedule)
     else:
-        layer = compile_layer(args.file, session.overrides or None, args.layer)
-        scalars = _scalars(args.scalar, layer)
-    round_scalars = round_scalar_names(args.round_scalar, layer, scalars)
-    ranks = args.ranks or layer.ranks
+        layer, ranks, scalars, round_scalars = prepare_run(session)
     inputs = layer.make_inputs(args.seed, ranks)
     for per in inputs:
         per.update(scalars)
-    where = (
-        f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}"
-    )
+    where = describe_run(args, layer, ranks)
     if schedule is not None:
         where = f"the schedule in {args.replay} ({len(schedule.decisions)} decisions): " + where
-    print(f"running {where}, {args.rounds} round(s)")
-    try:
-        result = layer.run(
+    print(f"running {where}")
+    result = guarded_run(
+        lambda: layer.run(
             inputs,
             ranks=ranks,
             seed=args.seed,
@@ -136,6 +149,47 @@ def cmd_run(session) -> int:
             sched_threads=schedule.sched_threads if schedule is not None else None,
             round_scalars=round_scalars,
         )
+    )
+    if isinstance(result, int):
+        return result
+    return report_run(args, layer, inputs, result)
+
+
+def prepare_run(session):
+    """Compile the layer of ``dslc run``; its rank count, ``--scalar`` values and round scalars."""
+    args = session.args
+    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    scalars = _scalars(args.scalar, layer)
+    return layer, args.ranks or layer.ranks, scalars, round_scalar_names(args.round_scalar, layer, scalars)
+
+
+def _prepare_replay(session, schedule: Schedule):
+    """:func:`prepare_run` for ``--replay``: the configuration comes from the schedule."""
+    args = session.args
+    _replay_options(args, session.overrides, schedule)
+    args.rounds, args.ranks, args.seed = schedule.rounds, schedule.ranks, schedule.seed
+    args.cores, args.policy = schedule.cores, "replay"
+    args.round_scalar = [n for n in schedule.round_scalars if n != "epoch"]
+    layer = compile_layer(args.file, session.overrides or None, args.layer)
+    _check_layer(layer, schedule)
+    params = {k: v for k, v in schedule.params.items() if k in layer.params}
+    if params != {k: layer.params[k] for k in params}:
+        layer = compile_layer(args.file, {**params, **session.overrides}, args.layer)
+    scalars = dict(schedule.scalars)
+    return layer, args.ranks or layer.ranks, scalars, round_scalar_names(args.round_scalar, layer, scalars)
+
+
+def describe_run(args, layer, ranks: int) -> str:
+    return (
+        f"{layer.graph.name} on {ranks} rank(s), cores {args.cores}, policy {args.policy}, seed {args.seed}, "
+        f"{args.rounds} round(s)"
+    )
+
+
+def guarded_run(run):
+    """``run()``, or the exit code of the error it raised (printed as ``dslc run`` reports it)."""
+    try:
+        return run()
     except ScheduleMismatch as err:
         print(f"refused: the schedule does not fit this layer: {err}")
         return EXIT_ERROR
@@ -156,6 +210,10 @@ def cmd_run(session) -> int:
     except SimulatorError as err:
         print(f"simulator error: {err}")
         return EXIT_ERROR
+
+
+def report_run(args, layer, inputs, result) -> int:
+    """Print the run report and the golden comparison; the exit code."""
     print(f"blocks run {result.blocks_run}, simulated makespan {result.makespan}, waits {result.waits}")
     if args.trace:
         print(f"trace written to {args.trace}")

@@ -25,11 +25,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsl.codes import CODES, diag
-from lowering.checks import all_rules
+from dsl.codes import diag
+from dsl.driver.codes import registry
 from lowering.checks.rule import PRESETS
-from lowering.checks.suppressions import META_CODES
-from lowering.pypto_reader.notes import READER_CODES
 from lowering.source import CompileError, Severity, Span
 
 FORMATS = ("text", "json", "sarif", "github")
@@ -37,8 +35,8 @@ _KEYS = {"select", "ignore", "preset", "fail-on", "per-path-ignores", "format"}
 
 
 def known_codes() -> set[str]:
-    """Every code dslc can emit: front-end errors, lint rules, suppression and PyPTO-reader codes."""
-    return set(CODES) | set(all_rules()) | set(META_CODES) | set(READER_CODES)
+    """Every code dslc can emit (the one registry, ``dsl.driver.codes``)."""
+    return set(registry())
 
 
 def unknown_selectors(selectors: tuple[str, ...]) -> list[str]:

@@ -4,76 +4,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from dsl import __version__
-from dsl.codes import CODES
-from dsl.driver.config import FORMATS, known_codes
+from dsl.driver.codes import lookup, registry
+from dsl.driver.config import FORMATS
 from dsl.render import SourceCache, render
 from lowering.checks import all_rules
-from lowering.checks.suppressions import META_CODES
-from lowering.pypto_reader.notes import READER_CODES
-from lowering.pypto_reader.notes import describe as reader_code_info
+from lowering.codes import Code
 from lowering.source import Diagnostic, Severity
 
-__all__ = ["FORMATS", "all_codes", "describe_code", "format_findings", "markdown_code_table", "to_sarif"]
+__all__ = ["FORMATS", "all_codes", "format_findings", "markdown_code_table", "to_sarif"]
 
 _SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.NOTE: "note"}
-_META_SEVERITY = {"L001": Severity.WARNING, "L002": Severity.ERROR, "L003": Severity.ERROR}
-_SUPPRESSION_DOCS = (
-    "A suppression is a comment `# dslc: ignore[CODE, ...] reason` on the line of a finding or on "
-    "the header line of the task that contains it. The reason is required (L002); a suppression "
-    "that silences nothing is reported (L001); a `# dslc:` comment of any other form is an error "
-    "(L003). See docs/lint.md, section Suppressions."
-)
-
-
-def _section(docs: str, heading: str) -> str:
-    """The first paragraph under ``heading`` in a rule's docs (empty if absent)."""
-    _, found, rest = docs.partition(heading)
-    if not found:
-        return ""
-    return rest.strip().split("\n\n")[0].replace("\n", " ").strip()
-
-
-def describe_code(code: str) -> dict:
-    """Name, summary, description, docs, default severity and family of any code dslc emits."""
-    rules = all_rules()
-    if code in rules:
-        r = rules[code]
-        full = _section(r.docs, "## What it catches") or r.summary
-        return dict(
-            name=r.name, summary=r.summary, full=full, docs=r.docs, severity=r.severity, family=r.family
-        )
-    if code in CODES:
-        c = CODES[code]
-        return dict(
-            name=re.sub(r"\W+", "_", c.summary),
-            summary=c.summary,
-            full=c.explanation,
-            docs=f"{c.code}: {c.summary}\n\n{c.explanation}",
-            severity=Severity.ERROR,
-            family="front end",
-        )
-    if code in READER_CODES:
-        return reader_code_info(code)
-    if code in META_CODES:
-        summary = META_CODES[code]
-        return dict(
-            name=re.sub(r"\W+", "_", summary.split(":")[0]),
-            summary=summary,
-            full=summary,
-            docs=f"{code}: {summary}\n\n{_SUPPRESSION_DOCS}",
-            severity=_META_SEVERITY.get(code, Severity.ERROR),
-            family="suppressions",
-        )
-    return dict(name=code, summary=code, full=code, docs=code, severity=Severity.ERROR, family="unknown")
-
-
 MAX_RELATED = 20
 
 
@@ -146,16 +92,16 @@ def to_sarif(diagnostics: list[Diagnostic], sources: SourceCache) -> dict:
     index = {c: i for i, c in enumerate(codes)}
     rules = []
     for code in codes:
-        info = describe_code(code)
+        c = lookup(code) or Code(code, code, code, family="unknown")
         rules.append(
             {
                 "id": code,
-                "name": info["name"],
-                "shortDescription": {"text": info["summary"]},
-                "fullDescription": {"text": info["full"]},
-                "help": {"text": info["docs"], "markdown": info["docs"]},
-                "defaultConfiguration": {"level": _SARIF_LEVEL[info["severity"]]},
-                "properties": {"tags": [info["family"]]},
+                "name": c.label,
+                "shortDescription": {"text": c.summary},
+                "fullDescription": {"text": c.explanation},
+                "help": {"text": c.page, "markdown": c.page},
+                "defaultConfiguration": {"level": _SARIF_LEVEL[c.severity]},
+                "properties": {"tags": [c.family]},
             }
         )
     results = []
@@ -237,18 +183,15 @@ def format_findings(
 
 
 def all_codes() -> list[str]:
-    """Every code dslc can emit: front-end errors, lint rules, suppression meta codes."""
-    return sorted(known_codes())
+    """Every code dslc can emit (``dsl.driver.codes``), sorted."""
+    return list(registry())
 
 
 def markdown_code_table() -> str:
     """The table of codes in docs/lint.md (a test keeps the doc in step with this)."""
     rows = ["| code | name | family | severity | summary |", "|---|---|---|---|---|"]
-    for code in all_codes():
-        info = describe_code(code)
-        text = info["full"] if info["family"] == "front end" else info["summary"]
+    for c in registry().values():
+        text = c.explanation if c.family == "front end" else c.summary
         summary = text.replace("|", "\\|")
-        rows.append(
-            f"| {code} | `{info['name']}` | {info['family']} | {info['severity'].value} | {summary} |"
-        )
+        rows.append(f"| {c.code} | `{c.label}` | {c.family} | {c.severity.value} | {summary} |")
     return "\n".join(rows) + "\n"

@@ -3,7 +3,6 @@ little of it (which tensors it loads and stores, which ops it calls)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lowering import body as ir
@@ -26,7 +25,14 @@ def summary(graph: Graph, task: Task) -> BodySummary:
         loads: set[str] = set()
         stores: set[str] = set()
         calls: set[str] = set()
-        _stmts(task.body, loads, stores, calls)
+        for s in ir.nested_stmts(task.body):
+            if isinstance(s, ir.StoreS):
+                stores.add(s.tensor)
+            for v in (w for top in ir.stmt_values(s) for w in ir.nested_values(top)):
+                if isinstance(v, ir.LoadV) and not v.local:
+                    loads.add(v.tensor)
+                elif isinstance(v, ir.CallV):
+                    calls.add(v.op)
         found = cache[task.name] = (
             task.body,
             BodySummary(frozenset(loads), frozenset(stores), frozenset(calls)),
@@ -36,50 +42,13 @@ def summary(graph: Graph, task: Task) -> BodySummary:
 
 def ops_called(stmts) -> set[str]:
     """The ops of every call in ``stmts`` (nested statements included)."""
-    calls: set[str] = set()
-    _stmts(stmts, set(), set(), calls)
-    return calls
-
-
-def _stmts(stmts, loads: set[str], stores: set[str], calls: set[str]) -> None:
-    for s in stmts:
-        if isinstance(s, ir.StoreS):
-            stores.add(s.tensor)
-            _value(s.value, loads, calls)
-        elif isinstance(s, ir.LetS | ir.AssignS | ir.EvalS | ir.RemoteStoreS):
-            _value(s.value, loads, calls)
-        elif isinstance(s, ir.ForS):
-            _stmts(s.body, loads, stores, calls)
-        elif isinstance(s, ir.IfS):
-            _value(s.cond, loads, calls)
-            _stmts(s.then, loads, stores, calls)
-            _stmts(s.orelse, loads, stores, calls)
-
-
-def _value(v, loads: set[str], calls: set[str]) -> None:
-    if isinstance(v, ir.LoadV):
-        if not v.local:
-            loads.add(v.tensor)
-    elif isinstance(v, ir.BinV):
-        _value(v.a, loads, calls)
-        _value(v.b, loads, calls)
-    elif isinstance(v, ir.CallV):
-        calls.add(v.op)
-        for a in v.args:
-            _value(a, loads, calls)
-        for _name, a in v.attrs:
-            _value(a, loads, calls)
-
-
-def walk(stmts) -> Iterator[ir.Stmt]:
-    """Every statement of a body, nested ones included, in program order."""
-    for s in stmts:
-        yield s
-        if isinstance(s, ir.ForS):
-            yield from walk(s.body)
-        elif isinstance(s, ir.IfS):
-            yield from walk(s.then)
-            yield from walk(s.orelse)
+    return {
+        v.op
+        for s in ir.nested_stmts(stmts)
+        for top in ir.stmt_values(s)
+        for v in ir.nested_values(top)
+        if isinstance(v, ir.CallV)
+    }
 
 
 def is_zero(value) -> bool:
@@ -98,7 +67,11 @@ def is_zero(value) -> bool:
 
 def zero_stores(task: Task) -> list[ir.StoreS]:
     """The plain stores of ``task`` whose value is an exact zero (a seed)."""
-    return [s for s in walk(task.body) if isinstance(s, ir.StoreS) and s.mode == "write" and is_zero(s.value)]
+    return [
+        s
+        for s in ir.nested_stmts(task.body)
+        if isinstance(s, ir.StoreS) and s.mode == "write" and is_zero(s.value)
+    ]
 
 
 class BlockUniform:
@@ -114,7 +87,7 @@ class BlockUniform:
         self.graph = graph
         self.defs: dict[str, list] = {}
         self.conds: dict[tuple[int, int], ir.Value] = {}
-        for s in walk(task.body):
+        for s in ir.nested_stmts(task.body):
             if isinstance(s, ir.LetS | ir.AssignS):
                 self.defs.setdefault(s.name, []).append(s.value)
             elif isinstance(s, ir.IfS):

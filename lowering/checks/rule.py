@@ -21,6 +21,8 @@ from types import ModuleType
 from lowering.checks.reach import Ancestors, Reach, reach
 from lowering.ir import Graph
 from lowering.source import Diagnostic, Severity, Span
+from runtime.device import EARLY_QUEUE_CAPACITY
+from runtime.device import PRESETS as DEVICES
 
 DOC_HEADINGS = (
     "## What it catches",
@@ -30,9 +32,8 @@ DOC_HEADINGS = (
     "## Parameter and round coverage",
 )
 
-# Cores per rank of each device preset (AIC, AIV); the simulator uses the same numbers.
-PRESETS = {"a2a3": (24, 48), "a5": (36, 72), "sim": (8, 16)}
-EARLY_QUEUE_CAPACITY = 64  # speculative candidates per shape (simpler before #1812; R12)
+# Cores per rank of each device preset (AIC, AIV): the simulator's numbers (runtime.device).
+PRESETS = {name: (d.aic, d.aiv) for name, d in DEVICES.items()}
 
 
 @dataclass(frozen=True)

@@ -1,51 +1,55 @@
-"""Concrete instances of signal operations, for the handshake and protocol rules.
+"""The one enumerator of concrete executions of an op: ranks x blocks x loop iterations.
 
 Every rank runs the same graph (rank symmetry), so a notify on a peer is the local task of
-the same name. We enumerate each notify and wait over ranks x blocks x loop iterations at
-one parameter point, evaluating conditions, cells and peers exactly. An operation whose
-trip counts, cells or conditions depend on data is reported as not countable.
+the same name. At one parameter point, :func:`run` yields every execution of an op (a
+signal op, a store) whose conditions hold, evaluating loop bounds and conditions exactly.
+An execution that depends on data raises :class:`NotCountable`, or, ``lenient``, is assumed
+to happen. The handshake rules read notify and wait instances through :func:`notify_counts`
+and :func:`waited_cells`; the protocol rules build their counting model on :func:`run`
+(``lowering.checks.protocol.counting``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
-from lowering.ir import Graph, Loop, SignalOp, Task
+from lowering.ir import Condition, Graph, Loop, SignalOp, Task
+from lowering.source import Span
 from lowering.symbolic import EvalError, Expr, evaluate
 
 MAX_INSTANCES = 400_000
 
 
 class NotCountable(Exception):
-    """The instances depend on data or runtime values (or are too many to enumerate)."""
+    """The executions depend on data or runtime values (or are too many to enumerate);
+    ``span`` is the op responsible and ``task`` its task, when known."""
 
-
-@dataclass(frozen=True)
-class Instance:
-    task: str
-    rank: int
-    block: int
-    env: tuple[tuple[str, int], ...]  # loop variable values
-
-    def bound(self) -> dict[str, int]:
-        return dict(self.env)
+    def __init__(self, reason: str, task: str | None = None, span: Span | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.task = task
+        self.span = span
 
 
 _UNSET = object()
 
 
-def _iterate(
+def _prepared(loops: tuple[Loop, ...]) -> list[tuple[Loop, Compiled, Compiled, Compiled]]:
+    return [(loop, compiled(loop.start), compiled(loop.stop), compiled(loop.step)) for loop in loops]
+
+
+def _loops(
     loops: list[tuple[Loop, Compiled, Compiled, Compiled]],
     env: dict[str, int],
     budget: list[int],
+    lenient: bool,
     depth: int = 0,
 ) -> Iterator[dict[str, int]]:
-    """``env`` with the loop variables bound, once per iteration (updated in place and
-    restored when the loops are done: each yielded environment is valid until the next)."""
+    """``env`` with the loop variables bound, once per iteration. ``env`` is updated in place
+    (and restored when the loops are done): each yielded environment is valid until the next."""
     if depth == len(loops):
         budget[0] -= 1
         if budget[0] < 0:
@@ -55,13 +59,16 @@ def _iterate(
     loop, start_f, stop_f, step_f = loops[depth]
     try:
         start, stop, step = start_f(env), stop_f(env), step_f(env)
-    except EvalError as err:
-        raise NotCountable(f"loop '{loop.var}' has bounds that depend on data ({err})") from None
+    except EvalError:
+        if not lenient:
+            raise NotCountable(f"the trip count of loop '{loop.var}' depends on data") from None
+        yield from _loops(loops, env, budget, lenient, depth + 1)  # may run: one iteration, var unbound
+        return
     saved = env.get(loop.var, _UNSET)
     try:
         for v in range(start, stop, max(step, 1)):
             env[loop.var] = v
-            yield from _iterate(loops, env, budget, depth + 1)
+            yield from _loops(loops, env, budget, lenient, depth + 1)
     finally:
         if saved is _UNSET:
             env.pop(loop.var, None)
@@ -69,26 +76,86 @@ def _iterate(
             env[loop.var] = saved
 
 
-def instances(
-    graph: Graph, task: Task, op: SignalOp, env: dict[str, int]
-) -> Iterator[tuple[dict[str, int], int]]:
-    """(environment, rank) for every execution of ``op`` whose conditions hold; the
-    environment is one dict updated in place: read it before asking for the next."""
+def _holds(conds: list[tuple[Condition, Compiled]], env: dict[str, int], lenient: bool) -> bool:
+    for c, holds in conds:
+        try:
+            if not holds(env):
+                return False
+        except EvalError:
+            if not lenient:
+                raise NotCountable(f"the condition on line {c.span.line} depends on data") from None
+    return True
+
+
+def _executions(
+    graph: Graph,
+    task: Task,
+    loops: tuple[Loop, ...],
+    conds: tuple[Condition, ...],
+    env: dict[str, int],
+    lenient: bool,
+    ignore_predicate: bool,
+    budget: int,
+) -> Iterator[tuple[Iterator[dict[str, int]], int, int]]:
+    """Per (rank, block): the iterator of its executions whose conditions hold."""
+    if task.predicate is not None and not lenient and not ignore_predicate:
+        raise NotCountable(
+            f"task {task.name} runs only when its `when` predicate on {task.predicate.tensor} holds"
+        )
     nranks = evaluate(graph.ranks, env)
-    budget = [MAX_INSTANCES]
+    left = [budget]
     base = {**env, "nranks": nranks}
-    loops = [(lp, compiled(lp.start), compiled(lp.stop), compiled(lp.step)) for lp in op.loops]
-    tests = [compiled(c.expr) for c in op.conds]
+    prepared = _prepared(loops)
+    tests = [(c, compiled(c.expr)) for c in conds]
     for rank in range(nranks):
         base["rank"] = rank
         for block in range(evaluate(task.grid, env)):
             base["block"] = block
-            for scoped in _iterate(loops, base, budget):
-                try:
-                    if all(test(scoped) for test in tests):
-                        yield scoped, rank
-                except EvalError as err:
-                    raise NotCountable(f"a condition depends on data ({err})") from None
+            yield (s for s in _loops(prepared, base, left, lenient) if _holds(tests, s, lenient)), rank, block
+
+
+def run(
+    graph: Graph,
+    task: Task,
+    loops: tuple[Loop, ...],
+    conds: tuple[Condition, ...],
+    env: dict[str, int],
+    lenient: bool = False,
+    ignore_predicate: bool = False,
+    budget: int = MAX_INSTANCES,
+) -> Iterator[tuple[dict[str, int], int, int]]:
+    """(scoped environment, rank, block) of every execution whose conditions hold.
+
+    ``lenient``: what depends on data is assumed to happen (a condition holds, a loop runs);
+    otherwise it raises :class:`NotCountable`. ``ignore_predicate``: count the executions
+    of a predicated task as if it runs (the predicate retires every block alike). The scoped
+    environment is one dict updated in place: read it before asking for the next execution.
+    """
+    for executions, rank, block in _executions(
+        graph, task, loops, conds, env, lenient, ignore_predicate, budget
+    ):
+        for scoped in executions:
+            yield scoped, rank, block
+
+
+def executors(
+    graph: Graph,
+    task: Task,
+    loops: tuple[Loop, ...],
+    conds: tuple[Condition, ...],
+    env: dict[str, int],
+    lenient: bool = False,
+    budget: int = MAX_INSTANCES,
+) -> set[tuple[int, int]]:
+    """The (rank, block) pairs that run an op at least once (stops at each one's first)."""
+    out: set[tuple[int, int]] = set()
+    for executions, rank, block in _executions(graph, task, loops, conds, env, lenient, False, budget):
+        if next(executions, None) is not None:
+            out.add((rank, block))
+    return out
+
+
+# ---------------------------------------------------------------- the handshake rules' views
 
 
 def _cell(index: list[Compiled], env: dict[str, int]) -> tuple[int, ...]:
@@ -124,7 +191,7 @@ def _notify_counts(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) 
     out: Counter = Counter()
     peer_f, value_f = compiled(op.peer), compiled(op.value) if op.value is not None else None
     index = [compiled(i) for i in op.index]
-    for scoped, rank in instances(graph, task, op, env):
+    for scoped, rank, _block in run(graph, task, op.loops, op.conds, env, ignore_predicate=True):
         try:
             peer = peer_f(scoped)
             value = value_f(scoped) if value_f is not None else 1
@@ -147,7 +214,7 @@ def _waited_cells(
 ) -> dict[tuple[int, tuple], Expr]:
     out: dict[tuple[int, tuple], Expr] = {}
     index = [compiled(i) for i in op.index]
-    for scoped, rank in instances(graph, task, op, env):
+    for scoped, rank, _block in run(graph, task, op.loops, op.conds, env, ignore_predicate=True):
         out[(rank, _cell(index, scoped))] = op.expected
     return out
 

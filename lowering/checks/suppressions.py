@@ -11,16 +11,42 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from lowering.codes import Code
 from lowering.ir import Graph
 from lowering.source import Diagnostic, Severity, Span
 
 _PATTERN = re.compile(r"#\s*dslc\s*:\s*ignore\s*\[([A-Za-z0-9_,\s]*)\]\s*(.*)$")
 _DIRECTIVE = re.compile(r"#\s*dslc\s*:")
 
-META_CODES = {
-    "L001": "unused suppression: the comment silences no finding",
-    "L002": "suppression without a reason: say why the finding does not apply",
-    "L003": "malformed dslc comment: write `# dslc: ignore[CODE, ...] reason`",
+_HOW = (
+    "A suppression is a comment `# dslc: ignore[CODE, ...] reason` on the line of a finding or on "
+    "the header line of the task that contains it. The reason is required (L002); a suppression "
+    "that silences nothing is reported (L001); a `# dslc:` comment of any other form is an error "
+    "(L003). See docs/lint.md, section Suppressions."
+)
+META_CODES: dict[str, Code] = {
+    c.code: c
+    for c in (
+        Code(
+            "L001",
+            "unused suppression: the comment silences no finding",
+            _HOW,
+            Severity.WARNING,
+            name="unused_suppression",
+        ),
+        Code(
+            "L002",
+            "suppression without a reason: say why the finding does not apply",
+            _HOW,
+            name="suppression_without_a_reason",
+        ),
+        Code(
+            "L003",
+            "malformed dslc comment: write `# dslc: ignore[CODE, ...] reason`",
+            _HOW,
+            name="malformed_dslc_comment",
+        ),
+    )
 }
 
 
@@ -78,7 +104,7 @@ def apply_suppressions(
             kept.append(
                 Diagnostic(
                     "L003",
-                    META_CODES["L003"],
+                    META_CODES["L003"].summary,
                     s.span,
                     Severity.ERROR,
                     "list the codes in brackets, then the reason: `# dslc: ignore[D101] why it is safe`",
@@ -87,7 +113,9 @@ def apply_suppressions(
             continue
         if not s.reason:
             kept.append(
-                Diagnostic("L002", META_CODES["L002"], s.span, Severity.ERROR, "write the reason after ]")
+                Diagnostic(
+                    "L002", META_CODES["L002"].summary, s.span, Severity.ERROR, "write the reason after ]"
+                )
             )
             continue
         unused = [c for c in s.codes if c not in s.used]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Graph, Loop, Task
 from lowering.passes.walk import map_stmts
 from lowering.regions import loop_env, task_env
@@ -69,7 +69,7 @@ class _Rewriter:
         self.span = task.span
         self.ranged = [p.name for p in graph.params.values() if p.domain is not None]
 
-    def on_loop(self, s: ir.ForS, entering: bool) -> None:
+    def on_loop(self, s: ir_body.ForS, entering: bool) -> None:
         if entering:
             self.loops.append(Loop(s.var, s.start, s.stop, s.step, s.kind, s.span))
         else:
@@ -79,7 +79,7 @@ class _Rewriter:
         self.span = s.span
 
     def rewrite(self, v):
-        if not (isinstance(v, ir.CallV) and v.op == "topk"):
+        if not (isinstance(v, ir_body.CallV) and v.op == "topk"):
             return v
         row, k = v.args
         attrs = dict(v.attrs)
@@ -109,13 +109,15 @@ class _Rewriter:
         stages = stages_for(max(n_max, k_max, 1))
         run = run_length(stages)
         padded = -(-w // run) * run
-        f32 = ir.TileType("f32", (Const(1), Const(padded)))
-        pairs_t = ir.TileType("f32", (Const(1), Const(2 * padded)))
-        masked = ir.CallV("mask_tail", (row, ir.IntV(n), ir.IntV(Const(padded))), (), f32)
-        out = ir.CallV("sort32", (masked, ir.CallV("iota", (ir.IntV(Const(padded)),), (), f32)), (), pairs_t)
+        f32 = ir_body.TileType("f32", (Const(1), Const(padded)))
+        pairs_t = ir_body.TileType("f32", (Const(1), Const(2 * padded)))
+        masked = ir_body.CallV("mask_tail", (row, ir_body.IntV(n), ir_body.IntV(Const(padded))), (), f32)
+        out = ir_body.CallV(
+            "sort32", (masked, ir_body.CallV("iota", (ir_body.IntV(Const(padded)),), (), f32)), (), pairs_t
+        )
         for m in range(stages):
-            out = ir.CallV("mrgsort", (out, ir.IntV(Const(2 * run_length(m)))), (), pairs_t)
-        return ir.CallV("topk_pairs", (out, k), (), v.type)
+            out = ir_body.CallV("mrgsort", (out, ir_body.IntV(Const(2 * run_length(m)))), (), pairs_t)
+        return ir_body.CallV("topk_pairs", (out, k), (), v.type)
 
 
 def expand_topk(graph: Graph) -> list[Diagnostic]:

@@ -5,27 +5,24 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from lowering import body as ir
+from lowering import body as ir_body
 
-VALUE_TYPES = (ir.IntV, ir.FloatV, ir.DtypeV, ir.ListV, ir.LocalV, ir.LoadV, ir.BinV, ir.CallV)
-STMT_TYPES = (
-    ir.LetS,
-    ir.AssignS,
-    ir.StoreS,
-    ir.RemoteStoreS,
-    ir.ForS,
-    ir.IfS,
-    ir.NotifyS,
-    ir.WaitS,
-    ir.BarrierS,
-    ir.EvalS,
+VALUE_TYPES = (
+    ir_body.IntV,
+    ir_body.FloatV,
+    ir_body.DtypeV,
+    ir_body.ListV,
+    ir_body.LocalV,
+    ir_body.LoadV,
+    ir_body.BinV,
+    ir_body.CallV,
 )
 
 
 def map_value(value, fn: Callable):
-    if isinstance(value, ir.BinV):
+    if isinstance(value, ir_body.BinV):
         value = dataclasses.replace(value, a=map_value(value.a, fn), b=map_value(value.b, fn))
-    elif isinstance(value, ir.CallV):
+    elif isinstance(value, ir_body.CallV):
         args = tuple(map_value(a, fn) for a in value.args)
         attrs = tuple((k, map_value(v, fn)) for k, v in value.attrs)
         value = dataclasses.replace(value, args=args, attrs=attrs)
@@ -41,13 +38,13 @@ def map_stmts(
     for s in stmts:
         if on_stmt:
             on_stmt(s)
-        if isinstance(s, ir.ForS):
+        if isinstance(s, ir_body.ForS):
             if on_loop:
                 on_loop(s, True)
             s = dataclasses.replace(s, body=map_stmts(s.body, fn, on_loop, on_stmt))
             if on_loop:
                 on_loop(s, False)
-        elif isinstance(s, ir.IfS):
+        elif isinstance(s, ir_body.IfS):
             s = dataclasses.replace(
                 s,
                 cond=map_value(s.cond, fn),

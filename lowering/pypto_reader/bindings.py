@@ -24,7 +24,7 @@ from lowering.pypto_reader.interp import BudgetExceeded, PyInterpreter
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.stdlib import PyRaise
-from lowering.pypto_reader.values import FuncVal, IntVal, ObjVal, PyVal, SeqVal
+from lowering.pypto_reader.values import DtypeVal, ExternVal, FuncVal, IntVal, ObjVal, PyVal, SeqVal
 from lowering.symbolic import PARAM, Expr, Sym
 
 SPEC_FUNCTIONS = ("build_tensor_specs",)
@@ -133,6 +133,38 @@ def spec_shapes(records: list[ObjVal], ev: PyInterpreter) -> dict[str, tuple[Exp
         dims = ev.int_items(shape)
         if dims is not None:
             out[name] = dims
+    return out
+
+
+# Spellings of the harness's dtypes (torch names, strings, ``pl`` dtypes) -> IR dtypes.
+_SPEC_DTYPES = {
+    "float32": "f32", "float": "f32", "fp32": "f32", "f32": "f32",
+    "float16": "f16", "half": "f16", "fp16": "f16", "f16": "f16",
+    "bfloat16": "bf16", "bf16": "bf16",
+    "int8": "i8", "i8": "i8", "uint8": "u8", "u8": "u8", "int16": "i16", "i16": "i16",
+    "int32": "i32", "int": "i32", "i32": "i32", "int64": "i64", "long": "i64", "i64": "i64",
+    "bool": "bool",
+}  # fmt: skip
+
+
+def spec_dtypes(records: list[ObjVal], ev: PyInterpreter) -> dict[str, str]:
+    """Tensor name -> IR dtype of its first TensorSpec (for bare ``pl.Tensor`` parameters)."""
+    out: dict[str, str] = {}
+    for r in records:
+        name = ev.static(r.attrs.get("name", PyVal(None)))
+        if not isinstance(name, str) or name in out:
+            continue
+        v = r.attrs.get("dtype")
+        spelled = None
+        if isinstance(v, DtypeVal):
+            spelled = v.dtype
+        elif isinstance(v, ExternVal):
+            spelled = v.name.rsplit(".", 1)[-1]
+        elif isinstance(v, PyVal) and isinstance(v.value, str):
+            spelled = v.value
+        dtype = _SPEC_DTYPES.get((spelled or "").lower())
+        if dtype is not None:
+            out[name] = dtype
     return out
 
 

@@ -18,7 +18,13 @@ from lowering import ir
 from lowering.body import Range
 from lowering.edges import infer_edges
 from lowering.pypto_reader import stdlib
-from lowering.pypto_reader.bindings import axis_bindings, harness_requests, resolve_dynamic_axes, spec_shapes
+from lowering.pypto_reader.bindings import (
+    axis_bindings,
+    harness_requests,
+    resolve_dynamic_axes,
+    spec_dtypes,
+    spec_shapes,
+)
 from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.guards import read_guards
@@ -118,13 +124,20 @@ def build_graphs(
             bindings.setdefault(dyn, []).extend(uses)
     records = harness_requests(module, ev)
     resolve_dynamic_axes(params, bindings, records, ev, notes, module)
-    shapes = spec_shapes(records, ev)
+    shapes, dtypes = spec_shapes(records, ev), spec_dtypes(records, ev)
     graphs = []
     for entry in found:
         world, rank_params = host_binding(module, entry, ev)
         if not rank_params:
             rank_params = frozenset(p.arg for p in entry.node.args.args if p.arg in RANK_NAMES)
-        prog = Program(notes, params, ranks=world or Const(1), rank_params=rank_params, spec_shapes=shapes)
+        prog = Program(
+            notes,
+            params,
+            ranks=world or Const(1),
+            rank_params=rank_params,
+            spec_shapes=shapes,
+            spec_dtypes=dtypes,
+        )
         reader = OrchReader(prog, module, loader, loader.budget)
         try:
             reader.run_entry(entry, rank_params)

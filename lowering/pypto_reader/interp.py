@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 MAX_STEPS = 400_000  # statements interpreted per read of a file
 MAX_DEPTH = 48  # nested calls
+HOST_LOOP_STEPS = 20_000  # statements one loop of host code may take before it is abandoned
 
 # Decorator path -> function kind.
 DECORATORS = {
@@ -113,6 +114,8 @@ class Budget:
 
 class PyInterpreter(Evaluator):
     """Interprets Python statements over abstract values; subclasses add what ``pl`` means."""
+
+    loop_limit: int | None = None  # host code sets HOST_LOOP_STEPS; orchestration loops make tasks
 
     def __init__(self, module: ModuleInfo, notes: Notes, env, loader: Loader | None, budget: Budget):
         super().__init__(module.file, notes, env)
@@ -428,7 +431,10 @@ class PyInterpreter(Evaluator):
         self.run_loop(s, items)
 
     def run_loop(self, s: ast.For, items: list[Val]) -> None:
+        start = self.budget.steps
         for item in items:
+            if self.loop_too_long(s, start):
+                return
             self.bind_target(s.target, item)
             try:
                 self.exec_block(s.body)
@@ -441,8 +447,27 @@ class PyInterpreter(Evaluator):
     def undecided_loop(self, s: ast.For | ast.While) -> None:
         self.havoc(s)
 
+    def loop_too_long(self, s: ast.For | ast.While, start: int) -> bool:
+        """Past ``loop_limit`` statements, a host-code loop is abandoned: what it binds or fills
+        becomes unknown and reading goes on after it (a metadata table built element by element
+        is data the lint does not need, and must not eat the budget of the whole read)."""
+        if self.loop_limit is None or self.budget.steps - start <= self.loop_limit:
+            return False
+        self.notes.not_modelled(
+            span_of(self.file, s),
+            f"a host-code loop past {self.loop_limit} interpreted statements",
+            "it is abandoned there: the names it binds or fills are unknown after it",
+        )
+        self.havoc(s)
+        for name in _filled_names(s):
+            self.bind_name(name, Unknown("filled by a loop the reader abandoned"), s)
+        return True
+
     def s_While(self, s: ast.While) -> None:
+        start = self.budget.steps
         while True:
+            if self.loop_too_long(s, start):
+                return
             truth = self.truth(self.eval(s.test))
             if truth is None:
                 self.undecided_loop(s)
@@ -746,6 +771,28 @@ def _join(a: dict[str, Val], b: dict[str, Val], same) -> dict[str, Val]:
         else:
             out[name] = Unknown(f"'{name}' is bound differently on branches the reader cannot decide")
     return out
+
+
+_FILLING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard", "setdefault", "sort"}
+)
+
+
+def _filled_names(loop: ast.stmt) -> list[str]:
+    """Names whose value a loop fills in place: ``x[i] = v``, ``x.attr = v``, ``x.append(v)``."""
+    out: dict[str, None] = {}
+    for node in ast.walk(loop):
+        base = None
+        if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store):
+            base = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _FILLING_METHODS:
+                base = node.func.value
+        while isinstance(base, ast.Subscript | ast.Attribute):
+            base = base.value
+        if isinstance(base, ast.Name):
+            out[base.id] = None
+    return list(out)
 
 
 def _assigned_names(stmts) -> list[str]:

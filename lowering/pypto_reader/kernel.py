@@ -207,7 +207,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
                 return ir.ListV(items, ir.ListType(len(items)))
         if isinstance(v, TensorVal):
             region = self.region_at(v, None, None)
-            self.record(v, region, "read", None)
+            self.record(v, region, "read", self.current)  # located at the statement using it
             return self.load_value(v, region).value
         if isinstance(v, DtypeVal):
             return ir.DtypeV(v.dtype or "f32")

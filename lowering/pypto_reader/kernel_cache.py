@@ -32,11 +32,22 @@ from lowering.pypto_reader.values import (
     Unknown,
     Val,
 )
+from lowering.source import Span
 from lowering.symbolic import EvalError, Expr, Sym, evaluate, free_symbols, substitute
 
 MAX_TEMPLATES_PER_SCOPE = 64
 CAPTURE_KIND = "const"  # evaluated from the environment, like a derived constant
 ARG = "arg:"  # lookups of the body's bindings (an InCore kernel's parameters), not outer names
+
+
+@dataclass(frozen=True)
+class Export:
+    """A tile the body computes that code after the scope uses: ``var``'s final value."""
+
+    var: str
+    type: ir.TileType
+    value: ir.Value
+    span: Span
 
 
 @dataclass
@@ -52,6 +63,7 @@ class KernelSummary:
     signal_tensors: frozenset[str]
     window_tensors: frozenset[str]
     dual_lanes: bool
+    exports: tuple[Export, ...] = ()
 
 
 @dataclass
@@ -271,6 +283,7 @@ def instantiate(
         barriers=tuple([fast.barrier(b) for b in summary.barriers]),
         signal_tensors=frozenset(renames.get(n, n) for n in summary.signal_tensors),
         window_tensors=frozenset(renames.get(n, n) for n in summary.window_tensors),
+        exports=tuple([sub.walk(e) for e in summary.exports]),
     )
 
 
@@ -436,7 +449,7 @@ def _dependencies(summary: KernelSummary, names: set[str], roots: set[str]) -> s
             out.add(key)
         return found
 
-    for part in (summary.body, summary.accesses, summary.signals, summary.barriers):
+    for part in (summary.body, summary.accesses, summary.signals, summary.barriers, summary.exports):
         visit(part)
     return out
 

@@ -36,7 +36,7 @@ from lowering.pypto_reader.constants import (
     range_domain,
 )
 from lowering.pypto_reader.exprs import dotted
-from lowering.pypto_reader.interp import Budget, BudgetExceeded, PyInterpreter
+from lowering.pypto_reader.interp import HOST_LOOP_STEPS, Budget, BudgetExceeded, PyInterpreter
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.stdlib import PyRaise
 from lowering.pypto_reader.values import (
@@ -74,6 +74,8 @@ class ModuleInfo:
 
 class ModuleInterpreter(PyInterpreter):
     """Interprets module top levels and the host code they call; binds the parameters."""
+
+    loop_limit = HOST_LOOP_STEPS
 
     def __init__(self, module: ModuleInfo, loader: Loader):
         super().__init__(module, loader.notes, loader.params.env, loader, loader.budget)

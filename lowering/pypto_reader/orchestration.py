@@ -100,8 +100,9 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
         tp = tensor_param(self, inner)
         if tp is not None:
             dtype, shape, distributed = tp
-            if shape is None:
-                shape = self.prog.spec_shapes.get(p.arg)  # a bare pl.Tensor: the harness's shape
+            if shape is None:  # a bare pl.Tensor: the harness's shape and dtype
+                shape = self.prog.spec_shapes.get(p.arg)
+                dtype = self.prog.spec_dtypes.get(p.arg, dtype)
             tkind = {"in": "input", "out": "output", "inout": "inout"}[kind]
             info = self.prog.tensors.add(
                 TensorInfo(

@@ -34,4 +34,5 @@ class Program:
     ranks: Expr = Const(1)
     rank_params: frozenset[str] = frozenset()
     spec_shapes: dict[str, tuple[Expr, ...]] = field(default_factory=dict)
+    spec_dtypes: dict[str, str] = field(default_factory=dict)
     kernels: KernelCache = field(default_factory=KernelCache)

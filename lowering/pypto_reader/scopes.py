@@ -25,17 +25,21 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from dataclasses import replace
 
-from lowering.ir import DepRef, Predicate, Task
+from lowering import body as ir
+from lowering.ir import Access, DepRef, Predicate, Task
 from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import Frame
 from lowering.pypto_reader.kernel import KernelReader
-from lowering.pypto_reader.kernel_cache import ARG, KernelSummary, Recorder
+from lowering.pypto_reader.kernel_cache import ARG, Export, KernelSummary, LazyBody, Recorder
 from lowering.pypto_reader.kernel_statements import assignment_counts, loop_carried
+from lowering.pypto_reader.liveness import live_after
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.orchestration import PRESET_CORES, OrchestrationReader
+from lowering.pypto_reader.tensors import TensorInfo
 from lowering.pypto_reader.values import (
     FuncVal,
     IntVal,
@@ -45,6 +49,7 @@ from lowering.pypto_reader.values import (
     TaskArrayVal,
     TaskIdVal,
     TensorVal,
+    TileVal,
     Unknown,
     Val,
 )
@@ -237,7 +242,7 @@ class OrchReader(OrchestrationReader):
                     if isinstance(item, TensorVal):
                         nodeps.add(item.root)
         bindings: dict[str, Val] = {block_var: IntVal(Sym("block", "block"))} if block_var else {}
-        summary = self.read_kernel(name, grid, inner, bindings, None, stmt)
+        summary = self.export_tiles(name, self.read_kernel(name, grid, inner, bindings, None, stmt), stmt)
         self.add_task(
             name, base, index, grid, summary, stmt, after, early, sync, predicate,
             dual or summary.dual_lanes, {t: "nodep" for t in nodeps} or None,
@@ -310,6 +315,10 @@ class OrchReader(OrchestrationReader):
             self.kernel_call,
         )
         body = reader.read(stmts, abstract)
+        tree = module.tree if module is not None else self.frame.module.tree
+        exports = _exports(
+            reader, live_after(tree, node) if isinstance(node, ast.stmt) else frozenset(), node
+        )
         summary = KernelSummary(
             body,
             tuple(reader.accesses),
@@ -320,8 +329,30 @@ class OrchReader(OrchestrationReader):
             frozenset(reader.signal_tensors),
             frozenset(reader.window_tensors),
             reader.dual_lanes,
+            exports,
         )
         return self.prog.kernels.store(key, recorder, summary)
+
+    def export_tiles(self, task: str, summary: KernelSummary, stmt: ast.AST) -> KernelSummary:
+        """Each tile the scope hands to later code becomes a buffer the task allocates and
+        writes whole (what outlining the scope into a kernel does); the name is rebound to it."""
+        if not summary.exports:
+            return summary
+        accesses, stores = list(summary.accesses), []
+        order = max((a.order for a in accesses), default=0)
+        for e in summary.exports:
+            info = self.prog.tensors.add(
+                TensorInfo(
+                    f"{task}.{e.var}", e.type.dtype, e.type.shape, "scratch", False, e.span, created_by=task
+                )
+            )
+            region = tuple(ir.Range(Const(0), d, Const(1)) for d in e.type.shape)
+            order += 1
+            accesses.append(Access(info.name, "write", region, e.type.dtype, (), (), e.span, order))
+            stores.append(ir.StoreS(info.name, region, e.value, "write", e.span))
+            self.bind_name(e.var, TensorVal(info.name), stmt)
+        body = summary.body  # an instance's body is lazy: rules that read bodies are few
+        return replace(summary, accesses=tuple(accesses), body=LazyBody(lambda: (*body, *stores)))
 
     def kernel_call(self, k: KernelReader, func: FuncVal, node: ast.Call) -> Val:
         """A helper called inside a kernel body: spliced into it (its statements become the task's)."""
@@ -441,7 +472,7 @@ class OrchReader(OrchestrationReader):
                         reader.record(v, region, "read", call)
                     if d in ("out", "inout"):
                         reader.record(v, region, "write", call)
-            accesses = reader.accesses
+            accesses = [replace(a, opaque=True) for a in reader.accesses]
             self.notes.not_modelled(
                 span_of(self.file, call),
                 f"the body of extern kernel '{callee.node.name}' (hand-written C++)",
@@ -512,3 +543,20 @@ def _incore_core(ev: OrchReader, func: FuncVal) -> str | None:
                     if last in ("Group",):
                         return "mix"
     return None
+
+
+def _exports(reader: KernelReader, live: frozenset[str], node: ast.AST) -> tuple[Export, ...]:
+    out = []
+    for var in sorted(live):
+        v = reader.scopes[0].get(var)
+        if isinstance(v, TileVal) and isinstance(v.type, ir.TileType):
+            out.append(Export(var, v.type, v.value, _last_store_span(reader.file, node, var)))
+    return tuple(out)
+
+
+def _last_store_span(file: str, node: ast.AST, var: str) -> Span:
+    stores = [
+        n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store)
+    ]
+    last = max(stores, key=lambda n: (n.lineno, n.col_offset), default=node)
+    return span_of(file, last)

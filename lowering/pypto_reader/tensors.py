@@ -3,8 +3,10 @@
 Their IR kind follows the DSL's declarations: a plain parameter is ``input``, ``pl.Out[...]``
 ``output``, ``pl.InOut[...]`` ``inout``, a ``pl.create_tensor`` buffer ``scratch`` (with its
 ``manual_dep``), a ``pld.DistributedTensor`` a ``window`` -- or a ``signal`` once a notify or
-wait uses it. ``pl.reshape`` of a tensor is a separate tracked buffer that views the same
-bytes (``Tensor.view_of``): the runtime tracks the two independently.
+wait uses it. ``pl.reshape`` of a tensor is a separate IR tensor that views the same bytes
+(``Tensor.view_of``); edge inference keys both by the base buffer, as the runtime's tensor map
+does. A tile that a later scope uses is a buffer its producing task allocates
+(``Tensor.created_by``).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class TensorInfo:
     view_of: str | None = None
     view_offset: int = 0
     init_value: float | None = None
+    created_by: str | None = None  # the task that allocates it (a tile living past its scope)
 
 
 class TensorTable:
@@ -73,7 +76,12 @@ class TensorTable:
                     dims.append(max(1, evaluate(d, env)))
                 except EvalError:
                     dims.append(None)
-            extra = {"view_of": info.view_of, "view_offset": info.view_offset, "init_value": info.init_value}
+            extra = {
+                "view_of": info.view_of,
+                "view_offset": info.view_offset,
+                "init_value": info.init_value,
+                "created_by": info.created_by,
+            }
             out[info.name] = ir.Tensor(
                 info.name, dtype, tuple(shape), tuple(dims), kind, info.manual_dep, info.span, **extra
             )

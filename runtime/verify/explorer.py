@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from runtime.blas import single_threaded_blas
 from runtime.decisions import Decider, Decision
 from runtime.machine import Block, Core
 from runtime.program import Program
@@ -202,7 +203,7 @@ def explore(
     turns off sleep and persistent sets (state hashing and symmetry stay), for measuring what
     they save.  ``progress(stats, stack_depth)`` is called about ten times a second.
     """
-    return _Search(
+    search = _Search(
         program,
         inputs,
         config,
@@ -214,7 +215,9 @@ def explore(
         exhaustive,
         reduce,
         progress,
-    ).run()
+    )
+    with single_threaded_blas():
+        return search.run()
 
 
 class _Search:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from runtime.decisions import Decider, block_label
+from runtime.device import DEFAULT_SCHED_THREADS, EARLY_QUEUE_CAPACITY
 from runtime.machine import BARRIER, DONE, Block, Core, TaskInst
 from runtime.memory import build_memory
 from runtime.program import OUTPUT_KINDS, Program, numpy_dtype
@@ -53,10 +54,10 @@ class Config:
 
     ranks: int
     n_aic: int
-    n_threads: int = 3
+    n_threads: int = DEFAULT_SCHED_THREADS
     rounds: int = 1
     scalars: tuple[tuple[str, Any], ...] = ()
-    early_capacity: int = 64
+    early_capacity: int = EARLY_QUEUE_CAPACITY
     max_block_steps: int = 10_000
     round_scalars: tuple[str, ...] = ("epoch",)  # scalars that are round + 1 in each round
 

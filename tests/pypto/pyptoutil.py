@@ -107,7 +107,8 @@ def canonical(graph: Graph) -> dict:
 
 
 def discover_layers() -> list[Path]:
-    """Every .dsl under tests/fixtures and models (compile errors are filtered by the caller)."""
+    """Every .dsl under tests/fixtures and models (each must compile: front-end error cases are
+    inline sources in tests/dsl, not files)."""
     out = sorted(FIXTURES.rglob("*.dsl"))
     models = ROOT / "models"
     if models.is_dir():

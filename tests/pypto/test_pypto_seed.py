@@ -7,20 +7,21 @@ from __future__ import annotations
 import pytest
 from pyptoutil import PYPTO_FIXTURES
 
-from lowering.checks import all_rules, run_rules
+from lowering.checks import run_rules
 from lowering.checks.rule import CheckContext
 from lowering.pypto_reader import read_pypto
 
 SEED = PYPTO_FIXTURES / "seed"
 
-# file -> (rule, line) findings that the pre-fix form must carry
+# file -> every finding (code, line, column) of the pre-fix form, sorted: the rule of the seed
+# bug (named in the comment) and whatever else the same code trips
 PRE = {
-    "dispatch_pre.py": [("D101", 86), ("D102", 97)],  # §2: missing push -> wait edge; flagged gather
-    "combine_pre.py": [("D101", 61), ("D102", 61), ("D105", 49)],  # §3: folded notify, flags
-    "hc_pre_pre.py": [("N201", 49)],  # §4: FP32 atomic split-K
-    "indexer_topk_pre.py": [("S301", 54)],  # §5: two merge stages for up to 4096 candidates
-    "csa_guard_pre.py": [("C401", 63)],  # §6: guard on the raw candidate count
-}
+    "dispatch_pre.py": [("D101", 86, 5), ("D102", 97, 5), ("D105", 78, 17), ("D109", 86, 5), ("D110", 97, 5)],  # §2: D101, D102
+    "combine_pre.py": [("D101", 61, 5), ("D102", 61, 5), ("D105", 49, 17), ("D110", 39, 5), ("D110", 61, 5)],  # §3: D101, D105
+    "hc_pre_pre.py": [("D110", 38, 5), ("N201", 49, 21)],  # §4: N201, FP32 atomic split-K
+    "indexer_topk_pre.py": [("S301", 54, 24)],  # §5: S301, two merge stages for up to 4096 candidates
+    "csa_guard_pre.py": [("C401", 63, 5)],  # §6: C401, guard on the raw candidate count
+}  # fmt: skip
 POST = ["dispatch_post.py", "combine_post.py", "hc_pre_post.py", "indexer_topk_post.py", "csa_guard_post.py"]
 
 
@@ -32,22 +33,11 @@ def lint(name: str):
     return result, findings
 
 
-def _needs(codes):
-    missing = sorted(set(codes) - set(all_rules()))
-    return pytest.mark.xfail(
-        bool(missing), reason=f"rule(s) {', '.join(missing)} not implemented yet", strict=False
-    )
-
-
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=_needs(c for c, _ in PRE[n])) for n in PRE], ids=list(PRE)
-)
+@pytest.mark.parametrize("name", list(PRE))
 def test_pre_fix_file_is_flagged_by_the_intended_rule_at_the_intended_line(name):
     result, findings = lint(name)
     assert result.diagnostics == []
-    got = {(d.code, d.span.line) for d in findings}
-    for want in PRE[name]:
-        assert want in got, sorted(got)
+    assert sorted((d.code, d.span.line, d.span.col) for d in findings) == PRE[name]
     assert all(d.span.file.endswith(name) for d in findings)
 
 

@@ -24,6 +24,29 @@ def test_allclose_is_all_or_nothing() -> None:
     assert not C.allclose(np.zeros(3), np.zeros(4))
 
 
+@pytest.mark.parametrize(
+    "check",
+    [
+        lambda a, e, rtol: C.allclose(a, e, rtol=rtol, atol=0.0),
+        lambda a, e, rtol: C.ratio_allclose(a, e, atol=0.0, rtol=rtol, max_error_ratio=0.0),
+    ],
+    ids=["allclose", "ratio_allclose"],
+)
+def test_rtol_bounds_the_error_relative_to_the_expected_value_exactly(check) -> None:
+    """|a - e| <= rtol * |e| at atol = 0: within at 0.9x the bound, outside at 1.1x, and
+    relative to e (the same absolute error passes for a large e and fails for a small one)."""
+    e = np.array([100.0, -100.0, 1e-3])
+    rtol = 1e-3
+    assert check(e + 0.9 * rtol * np.abs(e), e, rtol).passed
+    assert check(e - 0.9 * rtol * np.abs(e), e, rtol).passed
+    for i in range(3):
+        a = e.copy()
+        a[i] += 1.1 * rtol * abs(e[i])
+        assert not check(a, e, rtol).passed, i
+    assert check(np.array([100.05]), np.array([100.0]), rtol).passed
+    assert not check(np.array([1.05]), np.array([1.0]), rtol).passed
+
+
 def test_ratio_allclose_counts_bad_points_against_a_rounded_budget() -> None:
     e = np.ones(1000, np.float32)
     a = e.copy()
@@ -125,6 +148,19 @@ def test_selection_compare_accepts_the_right_selection_and_tie_swaps() -> None:
     scores_ok = seed_bug_row(512)
     want = np.argsort(-scores_ok[0], kind="stable")[:512][None, :]
     assert C.topk_selection_compare(two_stage_topk(scores_ok, 512), scores_ok, want).passed
+
+
+def test_selection_compare_rejects_the_right_selection_in_the_wrong_order() -> None:
+    """Same entries, same count, no repeat: only the order is wrong (ascending), and the
+    order is part of the top-k contract."""
+    scores = np.array([[0.5, 4.0, 2.0, 3.0, 1.0], [1.0, 2.0, 3.0, 4.0, 5.0]], np.float32)
+    expected = np.array([[1, 3, 2, -1], [4, 3, 2, 1]])
+    assert C.topk_selection_compare(expected, scores, expected).passed
+    ascending = np.array([[2, 3, 1, -1], [4, 3, 1, 2]])  # row 0 reversed, row 1 a non-tie swap
+    res = C.topk_selection_compare(ascending, scores, expected)
+    assert not res.passed and res.message.startswith("topk_selection_compare: 2 rows fail topk_pair_compare")
+    pair = C.topk_pair_compare(ascending, expected, C.paired_values(scores, ascending))
+    assert not pair.passed and pair.frac_out_of_tol == 4 / 8
 
 
 def test_selection_compare_catches_duplicates_and_count_mismatch() -> None:

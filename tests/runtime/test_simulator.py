@@ -246,8 +246,8 @@ def test_early_queue_capacity_bounds_candidates():
             r for r in simulate(Program("e", (), (), tasks), early_capacity=cap).schedule if r.task == "c"
         ]
 
-    assert all(r.gated and r.placed_at == 0 for r in run(4, 4))
-    assert all(not r.gated and r.placed_at == 5 for r in run(5, 4))
+    assert [(r.gated, r.placed_at) for r in run(4, 4)] == [(True, 0)] * 4
+    assert [(r.gated, r.placed_at) for r in run(5, 4)] == [(False, 5)] * 5
 
 
 def test_predicated_consumer_is_never_early_and_false_predicate_retires_inline():
@@ -405,3 +405,34 @@ def test_presets_and_progress_flag_without_tty():
         simulate(Program("p", (), (), ()), cores=(2, 3))
     with pytest.raises(ValueError, match="unknown core preset"):
         simulate(Program("p", (), (), ()), cores="a9")
+
+
+def test_importing_dslc_leaves_the_environment_alone():
+    """A library import must not change the caller's process (it once set OPENBLAS_NUM_THREADS)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    code = (
+        "import os; before = dict(os.environ); import dsl, dsl.driver.api; print(dict(os.environ) == before)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip() == "True", out.stderr
+
+
+def test_kernels_run_with_one_blas_thread_and_the_count_is_restored():
+    from runtime import blas
+
+    before = blas.blas_threads()
+    if before is None:
+        pytest.skip("NumPy's BLAS is not the OpenBLAS of its wheel: nothing to set")
+    seen = []
+    tasks = (TaskSpec("t", "aiv", 2, lambda ctx: seen.append(blas.blas_threads())),)
+    with_two = blas._openblas()[1]
+    with_two(2)
+    try:
+        simulate(Program("b", (), (), tasks))
+        assert seen == [1, 1] and blas.blas_threads() == 2
+    finally:
+        with_two(before)

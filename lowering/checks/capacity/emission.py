@@ -34,7 +34,7 @@ from lowering.checks.extents import (
 from lowering.checks.index import accesses_of
 from lowering.checks.validity import StoreFact, TaskFacts, facts_at, space_at
 from lowering.ir import Access, Graph, Loop, Task
-from lowering.symbolic import Const, EvalError, Expr, Sym, binop, free_symbols
+from lowering.symbolic import Const, EvalError, Expr, Sym, binop, difference, free_symbols
 
 
 @dataclass
@@ -87,11 +87,13 @@ def emissions(graph: Graph, ctx, point: Mapping[str, int]) -> list[Emission]:
                 narrow(env, sf.conds)
                 runs = runs & nonempty(env, ["block", *(lp.var for lp in sf.loops)])
                 last = sf.region[-1]
-                _, count = vbounds(sf.finite, env)
+                least, count = vbounds(sf.finite, env)
                 _, end = vbounds(binop("+", last.start, sf.finite), env)
-                width, _ = vbounds(binop("-", last.stop, last.start), env)
+                width, widest = vbounds(difference(last.stop, last.start), env)
             except EvalError:
                 continue
+            if np.all(np.asarray(least) >= np.asarray(widest)):
+                continue  # every row is stored whole (a 2-D valid shape that bounds rows only)
             n = space.size
             out.append(Emission(sf, task, _full(count, n), _full(end, n), _full(width, n), _full(runs, n)))
     return out

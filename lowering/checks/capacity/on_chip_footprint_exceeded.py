@@ -95,37 +95,15 @@ def _uses(stmts) -> tuple[set[str], set[str]]:
     """Locals used as matmul operands (Mat) and as accumulators (Acc)."""
     mat: set[str] = set()
     acc: set[str] = set()
-
-    def value(v) -> None:
-        if isinstance(v, ir.CallV):
-            if v.op in _CUBE:
+    for s in ir.nested_stmts(stmts):
+        if isinstance(s, ir.LetS | ir.AssignS) and isinstance(s.value, ir.CallV) and s.value.op in _CUBE:
+            acc.add(s.name)
+        for v in (w for top in ir.stmt_values(s) for w in ir.nested_values(top)):
+            if isinstance(v, ir.CallV) and v.op in _CUBE:
                 first = 1 if v.op == "matmul_acc" else 0
                 if v.op == "matmul_acc" and isinstance(v.args[0], ir.LocalV):
                     acc.add(v.args[0].name)
-                for a in v.args[first : first + 2]:
-                    if isinstance(a, ir.LocalV):
-                        mat.add(a.name)
-            for a in v.args:
-                value(a)
-        elif isinstance(v, ir.BinV):
-            value(v.a)
-            value(v.b)
-
-    def walk(body) -> None:
-        for s in body:
-            if isinstance(s, ir.LetS | ir.AssignS):
-                if isinstance(s.value, ir.CallV) and s.value.op in _CUBE:
-                    acc.add(s.name)
-                value(s.value)
-            elif isinstance(s, ir.StoreS | ir.RemoteStoreS | ir.EvalS):
-                value(s.value)
-            elif isinstance(s, ir.ForS):
-                walk(s.body)
-            elif isinstance(s, ir.IfS):
-                walk(s.then)
-                walk(s.orelse)
-
-    walk(stmts)
+                mat.update(a.name for a in v.args[first : first + 2] if isinstance(a, ir.LocalV))
     return mat, acc - mat
 
 

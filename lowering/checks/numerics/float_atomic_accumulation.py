@@ -19,7 +19,7 @@ in between, and every other add into them is ordered after both, the result is t
 for bit in either order: (0 + a) + b and (0 + b) + a both round a + b once. The note says
 why it is safe today and what makes it unsafe: a third unordered writer, an add ordered
 between the seed and the two, or a seed that is not exactly zero
-(`tests/fixtures/rules/N201/good_two_adds.dsl`, `bad_three_adds.dsl`).
+(`tests/fixtures/rules/N201/note_two_adds.dsl`, `bad_three_adds.dsl`).
 
 ## Why it breaks on the device
 

@@ -4,8 +4,8 @@ A signal cell is an INT32 counter on one rank. In one round of the layer (epoch 
 runtime scalar the waits are written with) every AtomicAdd notify instance adds its value
 to cell ``sig[index]`` of its peer. Every rank runs the same graph, so the instances are
 enumerated over ranks x blocks x loop iterations at one parameter point, with conditions,
-peers, cells and values evaluated exactly (``lowering.checks.signals`` does the same for
-the handshake rules; here the instances also keep the block and the op they come from).
+peers, cells and values evaluated exactly by the one enumerator, ``lowering.checks.signals``
+(here the instances also keep the block and the op they come from).
 
 For a wait ``W`` on cell ``c`` of rank ``r``:
 
@@ -28,29 +28,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lowering.body import RemoteStoreS
-from lowering.checks.bodies import walk
+from lowering.body import RemoteStoreS, nested_stmts
 from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext
-from lowering.checks.signals import NotCountable
-from lowering.ir import Access, Condition, Graph, Loop, SignalOp, Task
+from lowering.checks.signals import NotCountable, run
+from lowering.ir import Access, Graph, SignalOp, Task
 from lowering.source import Span
-from lowering.symbolic import DYNAMIC, SCALAR, Const, EvalError, Expr, evaluate, free_symbols
+from lowering.symbolic import DYNAMIC, SCALAR, Const, EvalError, Expr, free_symbols
 
-MAX_INSTANCES = 200_000
 POINT_LIMIT = 256  # admissible points visited per rule; thinned beyond (see Graph.admissible_points)
 
-
-class Uncountable(NotCountable):
-    """A count that depends on data; ``span`` is the op responsible, when known."""
-
-    def __init__(self, reason: str, task: str | None = None, span: Span | None = None):
-        super().__init__(reason)
-        self.reason = reason
-        self.task = task
-        self.span = span
+#: A count that depends on data (the enumerator's NotCountable: ``reason``, ``task``, ``span``).
+Uncountable = NotCountable
 
 
 class Unchecked(Exception):
@@ -76,125 +67,6 @@ def point_label(graph: Graph, env: dict[str, int]) -> str:
 
 
 # ------------------------------------------------------------------ instances
-
-
-_UNSET = object()
-
-
-def _prepared(loops: tuple[Loop, ...]) -> list[tuple[Loop, Compiled, Compiled, Compiled]]:
-    return [(loop, compiled(loop.start), compiled(loop.stop), compiled(loop.step)) for loop in loops]
-
-
-def _loops(
-    loops: list[tuple[Loop, Compiled, Compiled, Compiled]],
-    env: dict[str, int],
-    budget: list[int],
-    lenient: bool,
-    depth: int = 0,
-) -> Iterator[dict[str, int]]:
-    """``env`` with the loop variables bound, once per iteration. ``env`` is updated in place
-    (and restored when the loops are done): each yielded environment is valid until the next."""
-    if depth == len(loops):
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise Uncountable("too many instances to enumerate")
-        yield env
-        return
-    loop, start_f, stop_f, step_f = loops[depth]
-    try:
-        start, stop, step = start_f(env), stop_f(env), step_f(env)
-    except EvalError:
-        if not lenient:
-            raise Uncountable(f"the trip count of loop '{loop.var}' depends on data") from None
-        yield from _loops(
-            loops, env, budget, lenient, depth + 1
-        )  # may run: assume one iteration, var unbound
-        return
-    saved = env.get(loop.var, _UNSET)
-    try:
-        for v in range(start, stop, max(step, 1)):
-            env[loop.var] = v
-            yield from _loops(loops, env, budget, lenient, depth + 1)
-    finally:
-        if saved is _UNSET:
-            env.pop(loop.var, None)
-        else:
-            env[loop.var] = saved
-
-
-def _holds(conds: list[tuple[Condition, Compiled]], env: dict[str, int], lenient: bool) -> bool:
-    for c, holds in conds:
-        try:
-            if not holds(env):
-                return False
-        except EvalError:
-            if not lenient:
-                raise Uncountable(f"the condition on line {c.span.line} depends on data") from None
-    return True
-
-
-def run(
-    graph: Graph,
-    task: Task,
-    loops: tuple[Loop, ...],
-    conds: tuple[Condition, ...],
-    env: dict[str, int],
-    lenient: bool = False,
-    ignore_predicate: bool = False,
-) -> Iterator[tuple[dict[str, int], int, int]]:
-    """(scoped environment, rank, block) of every execution whose conditions hold.
-
-    ``lenient``: what depends on data is assumed to happen (a condition holds, a loop runs);
-    otherwise it raises :class:`Uncountable`. ``ignore_predicate``: count the executions
-    of a predicated task as if it runs (the predicate retires every block alike). The scoped
-    environment is one dict updated in place: read it before asking for the next execution.
-    """
-    if task.predicate is not None and not lenient and not ignore_predicate:
-        raise Uncountable(
-            f"task {task.name} runs only when its `when` predicate on {task.predicate.tensor} holds"
-        )
-    nranks = evaluate(graph.ranks, env)
-    budget = [MAX_INSTANCES]
-    base = {**env, "nranks": nranks}
-    prepared = _prepared(loops)
-    tests = [(c, compiled(c.expr)) for c in conds]
-    for rank in range(nranks):
-        base["rank"] = rank
-        for block in range(evaluate(task.grid, env)):
-            base["block"] = block
-            for scoped in _loops(prepared, base, budget, lenient):
-                if _holds(tests, scoped, lenient):
-                    yield scoped, rank, block
-
-
-def executors(
-    graph: Graph,
-    task: Task,
-    loops: tuple[Loop, ...],
-    conds: tuple[Condition, ...],
-    env: dict[str, int],
-    lenient: bool = False,
-) -> set[tuple[int, int]]:
-    """The (rank, block) pairs that run an op at least once (stops at the first instance)."""
-    if task.predicate is not None and not lenient:
-        raise Uncountable(
-            f"task {task.name} runs only when its `when` predicate on {task.predicate.tensor} holds"
-        )
-    nranks = evaluate(graph.ranks, env)
-    out: set[tuple[int, int]] = set()
-    budget = [MAX_INSTANCES]
-    base = {**env, "nranks": nranks}
-    prepared = _prepared(loops)
-    tests = [(c, compiled(c.expr)) for c in conds]
-    for rank in range(nranks):
-        base["rank"] = rank
-        for block in range(evaluate(task.grid, env)):
-            base["block"] = block
-            for scoped in _loops(prepared, base, budget, lenient):
-                if _holds(tests, scoped, lenient):
-                    out.add((rank, block))
-                    break
-    return out
 
 
 def evaluate_or_raise(expr: Expr, env: dict[str, int], what: str) -> int:
@@ -504,7 +376,7 @@ def contains(outer: Span, inner: Span) -> bool:
 
 def remote_store_of(task: Task, access: Access) -> RemoteStoreS | None:
     """The ``remote_store`` statement that recorded ``access``."""
-    for s in walk(task.body):
+    for s in nested_stmts(task.body):
         if isinstance(s, RemoteStoreS) and s.tensor == access.tensor and contains(s.span, access.span):
             return s
     return None

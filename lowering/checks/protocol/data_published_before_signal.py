@@ -77,6 +77,7 @@ from lowering.body import LoadV, ScalarType
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.signals import executors, run
 from lowering.ir import Access, Graph, SignalOp, Task
 from lowering.source import Diagnostic
 from lowering.symbolic import RANK, EvalError, Sym, evaluate
@@ -112,7 +113,7 @@ def _boxes(graph: Graph, task: Task, access: Access, env: dict) -> Iterator[tupl
     """(rank, peer or None when it depends on data, index box) of every instance of ``access``."""
     dims = graph.tensors[access.tensor].dims
     for n, (scoped, rank, _block) in enumerate(
-        counting.run(graph, task, access.loops, access.conds, env, lenient=True)
+        run(graph, task, access.loops, access.conds, env, lenient=True)
     ):
         if n >= _MAX_BOXES:
             raise Uncountable("too many instances")
@@ -175,7 +176,7 @@ def _uncovered_block(
     ``local_ordered`` (the local reader descends from the storing task)."""
     try:
         storing = _storing_blocks(graph, task, store, env, local_ordered)
-        notifying = counting.executors(graph, task, notify.loops, notify.conds, env)
+        notifying = executors(graph, task, notify.loops, notify.conds, env)
     except Uncountable:
         return None
     missing = sorted(storing - notifying)
@@ -184,9 +185,9 @@ def _uncovered_block(
 
 def _storing_blocks(graph: Graph, task: Task, store: Access, env: dict, local_ordered: bool) -> set:
     if not local_ordered or store.peer is None:
-        return counting.executors(graph, task, store.loops, store.conds, env, lenient=True)
+        return executors(graph, task, store.loops, store.conds, env, lenient=True)
     out = set()
-    for scoped, rank, block in counting.run(graph, task, store.loops, store.conds, env, lenient=True):
+    for scoped, rank, block in run(graph, task, store.loops, store.conds, env, lenient=True):
         try:
             if evaluate(store.peer, scoped) == rank:
                 continue  # into its own window: the task edges publish it

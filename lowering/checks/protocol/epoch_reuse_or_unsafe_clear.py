@@ -65,8 +65,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lowering.body import StoreS
-from lowering.checks.bodies import is_zero, walk
+from lowering.body import StoreS, nested_stmts
+from lowering.checks.bodies import is_zero
 from lowering.checks.index import graph_index, waits_on
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Unchecked, Uncountable
@@ -268,7 +268,7 @@ def _window_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     publishing_of: dict[frozenset[str], set[str]] = {}
     reported: set = set()
     for task in graph.tasks:
-        for stmt in walk(task.body):
+        for stmt in nested_stmts(task.body):
             if not isinstance(stmt, StoreS) or stmt.mode != "write" or not is_zero(stmt.value):
                 continue
             if stmt.span in reported:

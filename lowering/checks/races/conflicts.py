@@ -81,6 +81,7 @@ def _find(graph: Graph, ctx: CheckContext):
         if not local_tensor(tensor):
             continue
         users = users_of(graph, name)
+        readers: dict[tuple[int, int], Task | None] = {}
         for i, j in _candidates(graph, users):
             (t1, accs1), (t2, accs2) = users[i], users[j]
             if t1.name in anc[t2.name]:
@@ -91,7 +92,7 @@ def _find(graph: Graph, ctx: CheckContext):
             a, b, where = found
             kind = "war" if not a.writes else ("raw" if not b.writes else "waw")
             cause = _cause(kind, tensor.manual_dep, t1, t2, tags[t2.name].get(name))
-            reader = _reader(graph, users[j + 1 :], t2, b) if kind == "waw" else None
+            reader = _reader(graph, users, j, b, readers) if kind == "waw" else None
             yield Conflict(name, t1, t2, a, b, kind, cause, where, reader)
 
 
@@ -230,15 +231,33 @@ def _cause(kind: str, manual_dep: bool, t1: Task, t2: Task, tag: str | None) -> 
     return UNKNOWN
 
 
-def _reader(graph: Graph, later: list[tuple[Task, list[Access]]], t2: Task, b: Access) -> Task | None:
+def _reader(
+    graph: Graph,
+    users: list[tuple[Task, list[Access]]],
+    j: int,
+    b: Access,
+    memo: dict[tuple[int, int], Task | None],
+) -> Task | None:
+    """The first task after ``users[j]`` that reads back elements its access ``b`` writes
+    (one answer per writer access: many earlier writers conflict with the same one)."""
+    key = (j, b.order)
+    if key in memo:
+        return memo[key]
+    t2 = users[j][0]
     hb = _hits(graph, t2, b)
-    for t3, accs in later:
+    box = _hull(graph, t2, b)
+    found = None
+    for t3, accs in users[j + 1 :]:
         for c in accs:
-            if c.mode == "read":
+            if c.mode == "read" and hulls_meet(box, _hull(graph, t3, c)):
                 x, y = aligned(graph, hb, _hits(graph, t3, c))
                 if first_overlap(x, y) is not None:
-                    return t3
-    return None
+                    found = t3
+                    break
+        if found is not None:
+            break
+    memo[key] = found
+    return found
 
 
 def after_fix(first: Task, second: Task, same_index: bool) -> str:

@@ -11,7 +11,9 @@ are left to the protocol rules.
 
 Only overlaps that certainly happen at the layer's parameter point are reported: regions
 indexed by data (`read(...)`) and accesses under data-dependent conditions are skipped,
-since they are usually a scatter that is disjoint by construction.
+since they are usually a scatter that is disjoint by construction, and so are the arguments
+of a PyPTO extern kernel (hand-written C++ whose blocks split the work in ways the reader
+cannot see).
 
 ## Why it breaks on the device
 
@@ -71,7 +73,11 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         if task.blocks < 2:
             continue
         reported: set[str] = set()
-        accs = [a for a in task.accesses if a.mode != "anchor" and local_tensor(graph.tensors[a.tensor])]
+        accs = [
+            a
+            for a in task.accesses
+            if a.mode != "anchor" and not a.opaque and local_tensor(graph.tensors[a.tensor])
+        ]
         # a read-modify-write (`+=` without atomic) is a read and a write of one statement
         rmw = {(a.tensor, a.span) for a in accs if a.mode == "read"} & {
             (a.tensor, a.span) for a in accs if a.mode == "write"

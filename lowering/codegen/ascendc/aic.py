@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type, round_up
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.tiles import Arena, Budget
@@ -98,35 +98,35 @@ class CubeWriter(BodyWriter):
         self.emit(f"AscendC::WaitFlag<AscendC::HardEvent::{event}>(EVENT_ID0);")
 
     # ---------------------------------------------------------------- statements
-    def tile_statement(self, s: ir.Stmt) -> None:
+    def tile_statement(self, s: ir_body.Stmt) -> None:
         mark = self.arena_mark()
-        if isinstance(s, ir.LetS):
+        if isinstance(s, ir_body.LetS):
             self.let(s)
             return
-        if isinstance(s, ir.AssignS):
+        if isinstance(s, ir_body.AssignS):
             acc = self.lookup(s.name)
             if not (isinstance(acc, CubeTile) and acc.init is not None):
                 raise refuse("A701", f"on the cube core only accumulators are reassigned ({s.name})", s.span)
             self.into_accumulator(s.value, acc)
-        elif isinstance(s, ir.StoreS):
+        elif isinstance(s, ir_body.StoreS):
             self.store(s)
-        elif isinstance(s, ir.EvalS):
+        elif isinstance(s, ir_body.EvalS):
             self.emit("// anchor read of a region: ordered by the launch order, no data use")
-        elif isinstance(s, ir.RemoteStoreS | ir.NotifyS | ir.WaitS):
+        elif isinstance(s, ir_body.RemoteStoreS | ir_body.NotifyS | ir_body.WaitS):
             raise refuse("A705", "cross-rank ops on the cube core (move them to an aiv task)", s.span)
         else:
             raise refuse("A701", f"{type(s).__name__} on the cube core", s.span)
         self.arena_release(mark)
 
-    def let(self, s: ir.LetS) -> None:
+    def let(self, s: ir_body.LetS) -> None:
         v = s.value
-        if isinstance(v, ir.CallV) and v.op == "zeros":
+        if isinstance(v, ir_body.CallV) and v.op == "zeros":
             self.bind(s.name, self.accumulator(v.type, s.name))
-        elif isinstance(v, ir.CallV) and v.op in ("matmul", "matmul_acc"):
+        elif isinstance(v, ir_body.CallV) and v.op in ("matmul", "matmul_acc"):
             acc = self.accumulator(v.type, s.name)
             self.bind(s.name, acc)
             self.into_accumulator(v, acc)
-        elif isinstance(v, ir.LoadV) and not v.local:
+        elif isinstance(v, ir_body.LoadV) and not v.local:
             self.bind(s.name, self.stage(v, "A", s.name))
         else:
             raise refuse(
@@ -136,7 +136,7 @@ class CubeWriter(BodyWriter):
                 hint="move the vector work to an aiv task after this one",
             )
 
-    def accumulator(self, t: ir.Type, name: str) -> CubeTile:
+    def accumulator(self, t: ir_body.Type, name: str) -> CubeTile:
         rows, cols = self.matrix_shape(t)
         dtype = t.dtype
         if dtype not in ("f32", "i32"):
@@ -151,13 +151,13 @@ class CubeWriter(BodyWriter):
         self.emit(f"bool {init} = true;")
         return CubeTile(var, dtype, rows, cols, prows, pcols, init, depth=len(self.certain))
 
-    def matrix_shape(self, t: ir.Type) -> tuple[int, int]:
-        if not isinstance(t, ir.TileType) or len(t.shape) != 2:
+    def matrix_shape(self, t: ir_body.Type) -> tuple[int, int]:
+        if not isinstance(t, ir_body.TileType) or len(t.shape) != 2:
             raise refuse("A704", f"cube operands are 2-D tiles, got {t}", self.span)
         return self.const_int(t.shape[0]), self.const_int(t.shape[1])
 
     # ---------------------------------------------------------------- L1 staging
-    def stage(self, v: ir.LoadV, side: str, what: str, k0: int = 0, kc: int | None = None) -> CubeTile:
+    def stage(self, v: ir_body.LoadV, side: str, what: str, k0: int = 0, kc: int | None = None) -> CubeTile:
         """GM [rows, cols] (columns k0 .. k0 + kc) -> L1 in Nz format (MTE2)."""
         dtype = self.graph.tensors[v.tensor].dtype
         if dtype not in _OPERANDS:
@@ -196,15 +196,15 @@ class CubeWriter(BodyWriter):
         return CubeTile(var, dtype, rows, cols, prows, pcols)
 
     # ---------------------------------------------------------------- matmul
-    def into_accumulator(self, v: ir.Value, acc: CubeTile) -> None:
-        if not (isinstance(v, ir.CallV) and v.op in ("matmul", "matmul_acc")):
+    def into_accumulator(self, v: ir_body.Value, acc: CubeTile) -> None:
+        if not (isinstance(v, ir_body.CallV) and v.op in ("matmul", "matmul_acc")):
             raise refuse("A701", "the cube core has no vector unit: only matmul/matmul_acc here", self.span)
         attrs = dict(v.attrs)
         if "a_trans" in attrs:
             raise refuse("A701", "matmul with a_trans (store A as [M, K])", self.span)
         if v.op == "matmul_acc":
             first, a_v, b_v = v.args
-            if not (isinstance(first, ir.LocalV) and self.lookup(first.name) is acc):
+            if not (isinstance(first, ir_body.LocalV) and self.lookup(first.name) is acc):
                 raise refuse("A701", "matmul_acc must accumulate into the tile it is assigned to", self.span)
             init = acc.init
         else:
@@ -213,18 +213,18 @@ class CubeWriter(BodyWriter):
         self.mmad(acc, a_v, b_v, "b_trans" in attrs, init)
         acc.written = acc.written or all(self.certain[acc.depth :])
 
-    def operand(self, v: ir.Value, side: str, k0: int, kc: int, full_k: int) -> tuple[CubeTile, int]:
+    def operand(self, v: ir_body.Value, side: str, k0: int, kc: int, full_k: int) -> tuple[CubeTile, int]:
         """(L1 tile holding the chunk, element offset of the chunk's first Nz column block)."""
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             tile = self.lookup(v.name)
             if not isinstance(tile, CubeTile) or tile.init is not None:
                 raise refuse("A701", f"{v.name} is not a matrix in L1", self.span)
             return tile, k0 * tile.prows
-        if isinstance(v, ir.LoadV) and not v.local:
+        if isinstance(v, ir_body.LoadV) and not v.local:
             return self.stage(v, side, f"{v.tensor}[...]", k0, kc if kc != full_k else None), 0
         raise refuse("A701", "matmul operands must be GM slices or tiles loaded from GM", self.span)
 
-    def mmad(self, acc: CubeTile, a_v: ir.Value, b_v: ir.Value, b_trans: bool, init: str) -> None:
+    def mmad(self, acc: CubeTile, a_v: ir_body.Value, b_v: ir_body.Value, b_trans: bool, init: str) -> None:
         a_rows, k = self.matrix_shape(a_v.type)
         b_rows, b_cols = self.matrix_shape(b_v.type)
         n = b_rows if b_trans else b_cols
@@ -302,9 +302,9 @@ class CubeWriter(BodyWriter):
             )
 
     # ---------------------------------------------------------------- stores
-    def store(self, s: ir.StoreS) -> None:
+    def store(self, s: ir_body.StoreS) -> None:
         v = s.value
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             acc = self.lookup(v.name)
             if not (isinstance(acc, CubeTile) and acc.init is not None):
                 raise refuse("A701", f"only accumulators are stored from the cube core ({v.name})", s.span)
@@ -312,7 +312,7 @@ class CubeWriter(BodyWriter):
                 raise refuse(
                     "A701", f"{v.name} may be stored before any matmul wrote it (an empty loop)", s.span
                 )
-        elif isinstance(v, ir.CallV) and v.op == "matmul":
+        elif isinstance(v, ir_body.CallV) and v.op == "matmul":
             acc = self.accumulator(v.type, "stored product")
             self.into_accumulator(v, acc)
         else:

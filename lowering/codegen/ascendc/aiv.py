@@ -16,7 +16,7 @@ DSL's ``c0 = row_expand_div(c0, row_sum(c0))`` may not see its own partial write
 
 from __future__ import annotations
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc.comm import CommMixin
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
@@ -116,13 +116,13 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         )
 
     # ---------------------------------------------------------------- shapes
-    def shape(self, t: ir.Type) -> tuple[int, int]:
-        if not isinstance(t, ir.TileType) or len(t.shape) > 2:
+    def shape(self, t: ir_body.Type) -> tuple[int, int]:
+        if not isinstance(t, ir_body.TileType) or len(t.shape) > 2:
             raise refuse("A704", f"only 1-D and 2-D tiles are supported, got {t}", self.span)
         dims = [self.const_int(d) for d in t.shape]
         return (1, dims[0]) if len(dims) == 1 else (dims[0], dims[1])
 
-    def region_shape(self, tensor: str, region: tuple[ir.Range, ...]) -> tuple[int, int, int, int]:
+    def region_shape(self, tensor: str, region: tuple[ir_body.Range, ...]) -> tuple[int, int, int, int]:
         """(rows, cols, row step, column step) of a GM region; point dims drop out."""
         extents = []
         for r in region:
@@ -153,43 +153,43 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         self.emit("AscendC::PipeBarrier<PIPE_ALL>();")
 
     # ---------------------------------------------------------------- statements
-    def tile_statement(self, s: ir.Stmt) -> None:
+    def tile_statement(self, s: ir_body.Stmt) -> None:
         mark, pending = self.calc.mark(), len(self.pending)
-        if isinstance(s, ir.LetS):
+        if isinstance(s, ir_body.LetS):
             self.tile_let(s)
-        elif isinstance(s, ir.AssignS):
+        elif isinstance(s, ir_body.AssignS):
             self.value_into(s.value, self.assign_target(s))
-        elif isinstance(s, ir.StoreS):
+        elif isinstance(s, ir_body.StoreS):
             self.store(s)
-        elif isinstance(s, ir.RemoteStoreS):
+        elif isinstance(s, ir_body.RemoteStoreS):
             self.remote_store(s)
-        elif isinstance(s, ir.NotifyS):
+        elif isinstance(s, ir_body.NotifyS):
             self.notify(s)
-        elif isinstance(s, ir.WaitS):
+        elif isinstance(s, ir_body.WaitS):
             self.wait(s)
-        elif isinstance(s, ir.BarrierS):
+        elif isinstance(s, ir_body.BarrierS):
             self.emit(
                 "AscendC::SyncAll<true>();" + ("  // soft barrier, emitted as the hard one" if s.soft else "")
             )
-        elif isinstance(s, ir.EvalS):
+        elif isinstance(s, ir_body.EvalS):
             self.emit("// anchor read of a region: ordered by the launch order, no data use")
         else:
             raise refuse("A701", f"{type(s).__name__} on the vector core", s.span)
         self.flush(pending)
-        if not isinstance(s, ir.LetS):
+        if not isinstance(s, ir_body.LetS):
             self.calc.release(mark)
 
-    def assign_target(self, s: ir.AssignS) -> Tile:
+    def assign_target(self, s: ir_body.AssignS) -> Tile:
         target = self.lookup(s.name)
         if not isinstance(target, Tile):
             raise refuse("A701", f"{s.name} is not a tile", s.span)
         return target
 
-    def tile_let(self, s: ir.LetS) -> None:
+    def tile_let(self, s: ir_body.LetS) -> None:
         v = s.value
         rows, cols = self.shape(v.type)
         mutable = s.name in self.reassigned
-        if isinstance(v, ir.LoadV) and not v.local and not mutable:
+        if isinstance(v, ir_body.LoadV) and not v.local and not mutable:
             self.bind(s.name, self.load(v, scope_end=True))
             return
         if not mutable and self.is_stable_view(v):
@@ -202,29 +202,29 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         self.flush(pending)
         self.calc.release(mark)
 
-    def is_stable_view(self, v: ir.Value) -> bool:
+    def is_stable_view(self, v: ir_body.Value) -> bool:
         """A local, or a view of one, that no later statement overwrites: bind, do not copy."""
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             return v.name not in self.reassigned
-        if isinstance(v, ir.LoadV) and v.local:
+        if isinstance(v, ir_body.LoadV) and v.local:
             if v.tensor in self.reassigned:
                 return False
             parent = self.lookup(v.tensor)
             return isinstance(parent, Tile) and self.view_of(parent, v).aligned
         return False
 
-    def store(self, s: ir.StoreS) -> None:
+    def store(self, s: ir_body.StoreS) -> None:
         value = s.value
         if s.mode == "accumulate":  # a plain read-modify-write (not atomic)
             dtype = self.graph.tensors[s.tensor].dtype
-            current = ir.LoadV(s.tensor, s.region, ir.TileType(dtype, value.type.shape))
-            value = ir.BinV("add", current, value, value.type)
+            current = ir_body.LoadV(s.tensor, s.region, ir_body.TileType(dtype, value.type.shape))
+            value = ir_body.BinV("add", current, value, value.type)
         self.put(s.tensor, s.region, value, s.mode == "atomic", self.gm(s.tensor))
 
     # ---------------------------------------------------------------- values
-    def view_of(self, parent: Tile, v: ir.LoadV) -> Tile:
+    def view_of(self, parent: Tile, v: ir_body.LoadV) -> Tile:
         """``parent[region]`` for a local tile (a 1-D tile is one row)."""
-        region = v.region if len(v.region) == 2 else (ir.Range(Const(0), Const(1), Const(1)), *v.region)
+        region = v.region if len(v.region) == 2 else (ir_body.Range(Const(0), Const(1), Const(1)), *v.region)
         r, c = region
         rows = self.const_int(r.stop - r.start) if not r.point else 1
         rstep = self.const_int(r.step)
@@ -235,23 +235,23 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
             raise refuse("A701", f"a column-strided view of {v.tensor} (step {cstep})", self.span)
         return parent.view(self.int(r.start), c0, -(-rows // rstep), cols, rstep)
 
-    def value_into(self, v: ir.Value, dst: Tile) -> None:
+    def value_into(self, v: ir_body.Value, dst: Tile) -> None:
         out = self.value(v, dst)
         if not out.same_place(dst):
             self.copy(dst, out)
             self.consume(out, keep=dst)
 
-    def operand(self, v: ir.Value) -> Tile:
+    def operand(self, v: ir_body.Value) -> Tile:
         return self.value(v, None)
 
-    def value(self, v: ir.Value, hint: Tile | None) -> Tile:
+    def value(self, v: ir_body.Value, hint: Tile | None) -> Tile:
         """Emit ``v``; the result is ``hint`` itself when it could be written in place."""
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             bound = self.lookup(v.name)
             if not isinstance(bound, Tile):
                 raise refuse("A701", f"{v.name} is a scalar where a tile is needed", self.span)
             return bound
-        if isinstance(v, ir.LoadV):
+        if isinstance(v, ir_body.LoadV):
             if v.local:
                 parent = self.lookup(v.tensor)
                 if not isinstance(parent, Tile):
@@ -259,9 +259,9 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
                 view = self.view_of(parent, v)
                 return view if view.aligned else self.unaligned_copy(view)
             return self.load(v)
-        if isinstance(v, ir.BinV):
+        if isinstance(v, ir_body.BinV):
             return self.binary(v, hint)
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             return self.call(v, hint)
         raise refuse("A701", f"{type(v).__name__} as a tile value", self.span)
 
@@ -368,14 +368,16 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         self.emit("}")
         self.scalar_barrier()
 
-    def local_read(self, load: ir.LoadV):
+    def local_read(self, load: ir_body.LoadV):
         from lowering.codegen.ascendc.writer import Scalar
 
         parent = self.lookup(load.tensor)
         if not isinstance(parent, Tile):
             raise refuse("A701", f"{load.tensor} is not a tile", self.span)
         region = (
-            load.region if len(load.region) == 2 else (ir.Range(Const(0), Const(1), Const(1)), *load.region)
+            load.region
+            if len(load.region) == 2
+            else (ir_body.Range(Const(0), Const(1), Const(1)), *load.region)
         )
         r, c = (self.int(x.start) for x in region)
         at = (

@@ -19,7 +19,7 @@ interconnect completing this core's MTE3 writes in order; only a device run chec
 
 from __future__ import annotations
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.cxx import cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
@@ -48,15 +48,15 @@ class CommMixin:
         )
         return var
 
-    def remote_store(self, s: ir.RemoteStoreS) -> None:
+    def remote_store(self, s: ir_body.RemoteStoreS) -> None:
         self.put(s.tensor, s.region, s.value, s.atomic, self.peer_tensor(s.tensor, s.peer))
 
     def cell(self, signal: str, index: tuple[Expr, ...]) -> str:
-        region = tuple(ir.Range(i, i + 1, Const(1), point=True) for i in index)
+        region = tuple(ir_body.Range(i, i + 1, Const(1), point=True) for i in index)
         offset, _ = self.row_major(signal, region, self.span)
         return self.int(offset)
 
-    def notify(self, s: ir.NotifyS) -> None:
+    def notify(self, s: ir_body.NotifyS) -> None:
         if self.graph.tensors[s.signal].dtype != "i32":
             raise refuse("A702", f"signal {s.signal} must be i32", s.span)
         gm = self.peer_tensor(s.signal, s.peer)
@@ -76,7 +76,7 @@ class CommMixin:
         self.emit(f"outQueue.FreeTensor({out.base});")
         self.outq.give()
 
-    def wait(self, s: ir.WaitS) -> None:
+    def wait(self, s: ir_body.WaitS) -> None:
         if self.graph.tensors[s.signal].kind != "signal":
             raise refuse("A705", f"wait on {s.signal}, which is not a signal", s.span)
         gm = self.gm(s.signal)

@@ -8,17 +8,8 @@ A7xx`` prints the entry.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from lowering.codes import Code
 from lowering.source import CompileError, Diagnostic, Severity, Span
-
-
-@dataclass(frozen=True)
-class Code:
-    code: str
-    summary: str
-    explanation: str
-
 
 CODES: dict[str, Code] = {
     c.code: c

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.aic import CubeWriter
 from lowering.codegen.ascendc.aiv import VectorWriter
@@ -66,7 +66,7 @@ def build_kernel(graph: Graph, task: Task, index: int, env: dict[str, int]) -> K
         )
     writer_cls = VectorWriter if core == "aiv" else CubeWriter
     w = writer_cls(graph, task, env)
-    barrier = any(isinstance(s, ir.BarrierS) for s in ir.nested_stmts(task.body))
+    barrier = any(isinstance(s, ir_body.BarrierS) for s in ir_body.nested_stmts(task.body))
     if barrier and core != "aiv":
         raise refuse("A701", "a barrier in an aic task (SyncAll is emitted for aiv tasks)", task.header_span)
     if barrier and task.blocks > AIV_CORES:
@@ -125,9 +125,9 @@ def _predicate(w, task: Task) -> list[str]:
     p = task.predicate
     if p is None:
         return []
-    region = tuple(ir.Range(i, i + 1, Const(1), point=True) for i in p.index)
+    region = tuple(ir_body.Range(i, i + 1, Const(1), point=True) for i in p.index)
     dtype = w.graph.tensors[p.tensor].dtype
-    load = ir.LoadV(p.tensor, region, ir.ScalarType(dtype))
+    load = ir_body.LoadV(p.tensor, region, ir_body.ScalarType(dtype))
     value = w.gm_read(load).code
     w.lines.append(f"    if (!({value} {_CMP[p.cmp]} {w.int(p.value)})) {{")
     w.lines.append("        return;  // `when` is false: the task retires without running")

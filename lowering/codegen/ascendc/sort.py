@@ -6,7 +6,7 @@ then its uint32 index, so a row of ``N`` records is a ``[1, 2N]`` f32 tile, as i
 
 from __future__ import annotations
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import round_up
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.tiles import Tile
@@ -19,11 +19,11 @@ class SortOps:
     """Static helpers taking the ``VectorWriter`` as their first argument."""
 
     @staticmethod
-    def lower(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def lower(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         return getattr(SortOps, v.op)(w, v, hint)
 
     @staticmethod
-    def iota(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def iota(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         n = w.const_int(v.args[0].expr)
         dst = w.calc_tile(1, n, "i32", "iota")
         w.emit(f"AscendC::CreateVecIndex({dst.ref()}, static_cast<int32_t>(0), {n});")
@@ -47,7 +47,7 @@ class SortOps:
         return mask
 
     @staticmethod
-    def mask_tail(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def mask_tail(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         """Columns at or past ``valid`` become -inf, and the row is padded to ``width``."""
         row_v, valid_v, width_v = v.args
         row = w.operand(row_v)
@@ -67,7 +67,7 @@ class SortOps:
         return dst
 
     @staticmethod
-    def fillpad(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def fillpad(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         """Columns at or past ``cols`` take the pad value (bitwise lane select)."""
         x_v, cols_v, pad_v = v.args
         x = w.operand(x_v)
@@ -89,7 +89,7 @@ class SortOps:
         return dst
 
     @staticmethod
-    def sort32(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def sort32(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         values, index = w.operands(v.args)
         n = values.cols
         if values.rows != 1 or n % 32:
@@ -101,7 +101,7 @@ class SortOps:
         return dst
 
     @staticmethod
-    def mrgsort(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def mrgsort(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         """Merge each 4 consecutive sorted runs of ``block_len`` columns (one MrgSort, repeated)."""
         src_v, block_v = v.args
         src = w.operand(src_v)
@@ -124,21 +124,21 @@ class SortOps:
         return dst
 
     @staticmethod
-    def topk_pairs(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def topk_pairs(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         src = w.operand(v.args[0])
         k = w.const_int(v.args[1].expr)
         return src.view("0", 0, 1, 2 * k)
 
     @staticmethod
-    def even_lanes(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def even_lanes(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         return SortOps.lanes(w, v, 1, "f32")
 
     @staticmethod
-    def odd_lanes(w, v: ir.CallV, hint: Tile | None) -> Tile:
+    def odd_lanes(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         return SortOps.lanes(w, v, 2, "i32")
 
     @staticmethod
-    def lanes(w, v: ir.CallV, pattern: int, dtype: str) -> Tile:
+    def lanes(w, v: ir_body.CallV, pattern: int, dtype: str) -> Tile:
         """GatherMask with the fixed pattern 1 (0101: values) or 2 (1010: indices)."""
         x = w.operand(v.args[0])
         if x.rows != 1 or x.dtype != "f32":

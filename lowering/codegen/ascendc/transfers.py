@@ -10,7 +10,7 @@ straight back (``MTE2_MTE3`` / ``MTE3_MTE2`` events).
 
 from __future__ import annotations
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.tiles import Tile, tile_bytes
@@ -27,18 +27,20 @@ def _at(tensor: str, *offsets: str) -> str:
     return f"{tensor}[{' + '.join(terms)}]" if terms else tensor
 
 
-def fill_rows(fill: ir.CallV, rows: int) -> ir.CallV:
+def fill_rows(fill: ir_body.CallV, rows: int) -> ir_body.CallV:
     """``full(dtype, [rows, cols], v)``: the fill of one chunk of rows."""
     dtype, shape, value = fill.args
     cols = shape.items[-1] if len(shape.items) > 1 else Const(1)
     new_shape = (Const(rows), cols)
-    return ir.CallV("full", (dtype, ir.ListV(new_shape), value), (), ir.TileType(fill.type.dtype, new_shape))
+    return ir_body.CallV(
+        "full", (dtype, ir_body.ListV(new_shape), value), (), ir_body.TileType(fill.type.dtype, new_shape)
+    )
 
 
 class TransferMixin:
     """Loads and stores; expects the placement and value methods of ``VectorWriter``."""
 
-    def load(self, v: ir.LoadV, scope_end: bool = False) -> Tile:
+    def load(self, v: ir_body.LoadV, scope_end: bool = False) -> Tile:
         """GM region -> an inQueue tile (MTE2), dequeued so vector ops may read it."""
         dtype = self.graph.tensors[v.tensor].dtype
         rows, cols, rstep, cstep = self.region_shape(v.tensor, v.region)
@@ -55,7 +57,7 @@ class TransferMixin:
         return tile
 
     def transfer(
-        self, tile: Tile, gm: str, tensor: str, region: tuple[ir.Range, ...], rows: int, cols: int,
+        self, tile: Tile, gm: str, tensor: str, region: tuple[ir_body.Range, ...], rows: int, cols: int,
         rstep: int, to_gm: bool,
     ) -> None:  # fmt: skip
         """One DataCopy (aligned) or DataCopyPad between ``tile`` and the region of ``gm``."""
@@ -89,7 +91,7 @@ class TransferMixin:
                 self.emit(f"AscendC::DataCopyPad({dst}, {src}, {params}, {pad});")
 
     def store_tile(
-        self, tensor: str, region: tuple[ir.Range, ...], value: ir.Value, atomic: bool, gm: str
+        self, tensor: str, region: tuple[ir_body.Range, ...], value: ir_body.Value, atomic: bool, gm: str
     ) -> None:
         dtype = self.graph.tensors[tensor].dtype
         rows, cols, rstep, cstep = self.region_shape(tensor, region)
@@ -109,15 +111,22 @@ class TransferMixin:
         self.emit(f"outQueue.FreeTensor({out.base});")
         self.outq.give()
 
-    def put(self, tensor: str, region: tuple[ir.Range, ...], value: ir.Value, atomic: bool, gm: str) -> None:
+    def put(
+        self, tensor: str, region: tuple[ir_body.Range, ...], value: ir_body.Value, atomic: bool, gm: str
+    ) -> None:
         """Store ``value`` into ``gm``'s region: a GM -> GM copy, a fill, or a computed tile."""
-        if isinstance(value, ir.LoadV) and not value.local:
+        if isinstance(value, ir_body.LoadV) and not value.local:
             self.gm_copy(tensor, region, value, atomic, gm)
             return
-        if isinstance(value.type, ir.ScalarType):  # a scalar broadcast over a region
+        if isinstance(value.type, ir_body.ScalarType):  # a scalar broadcast over a region
             dtype = self.graph.tensors[tensor].dtype
             shape = tuple(r.stop - r.start for r in region if not r.point)
-            fill = ir.CallV("full", (ir.DtypeV(dtype), ir.ListV(shape), value), (), ir.TileType(dtype, shape))
+            fill = ir_body.CallV(
+                "full",
+                (ir_body.DtypeV(dtype), ir_body.ListV(shape), value),
+                (),
+                ir_body.TileType(dtype, shape),
+            )
             if self.ints.constant(region[0].stop - region[0].start) is None:
                 self.chunked(tensor, region, None, fill, atomic, gm)
                 return
@@ -125,7 +134,7 @@ class TransferMixin:
         self.store_tile(tensor, region, value, atomic, gm)
 
     def gm_copy(
-        self, tensor: str, region: tuple[ir.Range, ...], src: ir.LoadV, atomic: bool, gm: str
+        self, tensor: str, region: tuple[ir_body.Range, ...], src: ir_body.LoadV, atomic: bool, gm: str
     ) -> None:
         """GM -> UB -> GM in chunks of rows, the row count possibly known only at run time."""
         if src.tensor in self.dma_written:
@@ -133,17 +142,17 @@ class TransferMixin:
         self.chunked(tensor, region, src, None, atomic, gm)
 
     def chunked(
-        self, tensor: str, region: tuple[ir.Range, ...], src: ir.LoadV | None, fill: ir.CallV | None,
+        self, tensor: str, region: tuple[ir_body.Range, ...], src: ir_body.LoadV | None, fill: ir_body.CallV | None,
         atomic: bool, gm: str,
     ) -> None:  # fmt: skip
         """Row chunks of at most CHUNK_BYTES: ``for (r0 = 0; r0 < rows; r0 += n)`` when needed."""
         dtype = self.graph.tensors[tensor].dtype
         size = DTYPE_BYTES[dtype]
         dst_dims = self.dims(tensor, self.span)
-        row_range = region[0] if len(region) == 2 else ir.Range(Const(0), Const(1), Const(1))
+        row_range = region[0] if len(region) == 2 else ir_body.Range(Const(0), Const(1), Const(1))
         col_range = region[-1]
         if len(dst_dims) == 2 and region[0].point:
-            row_range = ir.Range(region[0].start, region[0].start + 1, Const(1))
+            row_range = ir_body.Range(region[0].start, region[0].start + 1, Const(1))
         cols = 1 if col_range.point else self.const_int(col_range.stop - col_range.start)
         if self.const_int(col_range.step) != 1 or self.const_int(row_range.step) != 1:
             raise refuse("A701", f"a strided copy into {tensor}", self.span)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import struct
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.tiles import Tile, padded
@@ -82,7 +82,7 @@ class VectorOps:
                 hint="cast to f32 first" if dtype in ("bf16", "i8", "u8") else None,
             )
 
-    def scalar_arg(self, v: ir.Value, dtype: str) -> str:
+    def scalar_arg(self, v: ir_body.Value, dtype: str) -> str:
         """The scalar operand of a vector op, as a literal or a named ``const`` read once."""
         s = self.scalar(v)
         if s.const is not None and dtype in FLOAT_DTYPES:
@@ -120,13 +120,13 @@ class VectorOps:
             self.emit("    " + line)
         self.emit("}")
 
-    def operands(self, values: tuple[ir.Value, ...]) -> list[Tile]:
+    def operands(self, values: tuple[ir_body.Value, ...]) -> list[Tile]:
         return [self.operand(v) for v in values]
 
     # ---------------------------------------------------------------- binary
-    def binary(self, v: ir.BinV, hint: Tile | None) -> Tile:
-        a_tile = isinstance(v.a.type, ir.TileType)
-        b_tile = isinstance(v.b.type, ir.TileType)
+    def binary(self, v: ir_body.BinV, hint: Tile | None) -> Tile:
+        a_tile = isinstance(v.a.type, ir_body.TileType)
+        b_tile = isinstance(v.b.type, ir_body.TileType)
         if v.op not in ("add", "sub", "mul", "div"):
             raise refuse(
                 "A701", f"the tile operator {v.op!r} (comparisons, logic, // and % on tiles)", self.span
@@ -169,7 +169,7 @@ class VectorOps:
         return float_literal(-1.0, dtype) if dtype in FLOAT_DTYPES else f"static_cast<{cxx_type(dtype)}>(-1)"
 
     # ---------------------------------------------------------------- calls
-    def call(self, v: ir.CallV, hint: Tile | None) -> Tile:
+    def call(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         op = v.op
         if op in ("zeros", "full"):
             return self.fill(v, hint)
@@ -216,11 +216,11 @@ class VectorOps:
             return self.gather(v)
         raise refuse("A701", f"{op}() has no AscendC lowering in dslc", self.span)
 
-    def fill(self, v: ir.CallV, hint: Tile | None) -> Tile:
+    def fill(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         dtype = v.type.dtype
         rows, cols = self.shape(v.type)
         dst = self.target(hint, rows, cols, dtype, [], positionwise=True)
-        value = v.args[2] if v.op == "full" else ir.FloatV(0.0)
+        value = v.args[2] if v.op == "full" else ir_body.FloatV(0.0)
         if dtype in ("bf16", "i8", "u8"):  # no Duplicate of these: fill the bit pattern as int16
             bits = self.pattern16(value, dtype)
             wide = self.reinterpret(dst, "i16")
@@ -229,7 +229,7 @@ class VectorOps:
         self.vector_call("Duplicate", dst, [], [self.scalar_arg(value, dtype)])
         return dst
 
-    def pattern16(self, value: ir.Value, dtype: str) -> int:
+    def pattern16(self, value: ir_body.Value, dtype: str) -> int:
         s = self.scalar(value)
         if s.const is None:
             raise refuse("A702", f"a {dtype} fill needs a compile-time value", self.span)
@@ -241,7 +241,7 @@ class VectorOps:
         word = byte | (byte << 8)
         return word - (1 << 16) if word >= 1 << 15 else word
 
-    def unary(self, v: ir.CallV, hint: Tile | None) -> Tile:
+    def unary(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         (x,) = self.operands(v.args)
         op = v.op
         floats = op not in ("relu", "abs", "neg")
@@ -271,18 +271,18 @@ class VectorOps:
         self.vector_call("Div", dst, [one, dst])
         self.consume(one)
 
-    def extremum(self, v: ir.CallV, hint: Tile | None) -> Tile:
+    def extremum(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         a, b = v.args
         api = _BINARY[v.op]
         rows, cols = self.shape(v.type)
         self.need_dtype(v.type.dtype, _ARITH_DTYPES, f"{v.op}()")
-        if isinstance(a.type, ir.TileType) and isinstance(b.type, ir.TileType):
+        if isinstance(a.type, ir_body.TileType) and isinstance(b.type, ir_body.TileType):
             x, y = self.operands((a, b))
             dst = self.target(hint, rows, cols, x.dtype, [x, y], positionwise=True)
             self.vector_call(api, dst, [x, y])
             self.consume(x, y, keep=dst)
             return dst
-        tile_side, scalar_side = (a, b) if isinstance(a.type, ir.TileType) else (b, a)
+        tile_side, scalar_side = (a, b) if isinstance(a.type, ir_body.TileType) else (b, a)
         x = self.operand(tile_side)
         dst = self.target(hint, rows, cols, x.dtype, [x], positionwise=True)
         self.vector_call(api + "s", dst, [x], [self.scalar_arg(scalar_side, x.dtype)])
@@ -290,7 +290,7 @@ class VectorOps:
         return dst
 
     # ---------------------------------------------------------------- reductions and broadcasts
-    def row_reduce(self, v: ir.CallV) -> Tile:
+    def row_reduce(self, v: ir_body.CallV) -> Tile:
         (x,) = self.operands(v.args)
         self.need_dtype(x.dtype, _FLOAT_ARITH, f"{v.op}()")
         dst = self.calc_tile(x.rows, 1, x.dtype, "row reduction")
@@ -303,7 +303,7 @@ class VectorOps:
         self.consume(x, work)
         return dst
 
-    def col_reduce(self, v: ir.CallV) -> Tile:
+    def col_reduce(self, v: ir_body.CallV) -> Tile:
         (x,) = self.operands(v.args)
         self.need_dtype(x.dtype, _ARITH_DTYPES, f"{v.op}()")
         dst = self.calc_tile(1, x.cols, x.dtype, "column reduction")
@@ -315,7 +315,7 @@ class VectorOps:
         self.consume(x)
         return dst
 
-    def row_expand(self, v: ir.CallV, hint: Tile | None) -> Tile:
+    def row_expand(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         """x op v[r] on each row r: the row's scalar is read once, then one vector op."""
         x, col = self.operands(v.args)
         op = v.op.removeprefix("row_expand_")
@@ -348,7 +348,7 @@ class VectorOps:
         return dst
 
     # ---------------------------------------------------------------- casts
-    def cast(self, v: ir.CallV, hint: Tile | None) -> Tile:
+    def cast(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         """Round to nearest even (the DSL's default mode) on the first lossy step."""
         if any(name == "mode" for name, _ in v.attrs):
             raise refuse("A701", "cast with an explicit rounding mode", self.span)
@@ -382,7 +382,7 @@ class VectorOps:
         )
 
     # ---------------------------------------------------------------- layout ops
-    def transpose(self, v: ir.CallV) -> Tile:
+    def transpose(self, v: ir_body.CallV) -> Tile:
         (x,) = self.operands(v.args)
         if x.rows != 1 and x.cols != 1:
             raise refuse("A701", "transpose of a tile with more than one row and column", self.span)
@@ -400,7 +400,7 @@ class VectorOps:
         self.consume(x)
         return dst
 
-    def gather(self, v: ir.CallV) -> Tile:
+    def gather(self, v: ir_body.CallV) -> Tile:
         """out[r, j] = x[r, idx[r, j]]: byte offsets per row, then ``Gather``."""
         x, idx = self.operands(v.args)
         if idx.dtype != "i32":
@@ -424,7 +424,7 @@ class VectorOps:
         self.consume(x, idx, offsets)
         return dst
 
-    def sort_op(self, v: ir.CallV, hint: Tile | None) -> Tile:
+    def sort_op(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         from lowering.codegen.ascendc.sort import SortOps
 
         return SortOps.lower(self, v, hint)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.cxx import IntWriter, cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
@@ -71,11 +71,13 @@ class BodyWriter:
         self.scopes: list[Scope] = []
         self.certain: list[bool] = []  # per enclosing loop/if: does its body surely run?
         self.span: Span = task.span
-        self.reassigned = {s.name for s in ir.nested_stmts(task.body) if isinstance(s, ir.AssignS)}
+        self.reassigned = {s.name for s in ir_body.nested_stmts(task.body) if isinstance(s, ir_body.AssignS)}
         self.dma_written = {  # tensors this task stores to by DMA (not element by element)
             s.tensor
-            for s in ir.nested_stmts(task.body)
-            if isinstance(s, ir.RemoteStoreS) or isinstance(s, ir.StoreS) and not self.is_scalar_store(s)
+            for s in ir_body.nested_stmts(task.body)
+            if isinstance(s, ir_body.RemoteStoreS)
+            or isinstance(s, ir_body.StoreS)
+            and not self.is_scalar_store(s)
         }
 
     # ---------------------------------------------------------------- text
@@ -123,7 +125,7 @@ class BodyWriter:
             raise refuse("A704", f"tensor {tensor} must be at most 2-D with static dims", span)
         return tuple(t.dims)  # type: ignore[arg-type]
 
-    def row_major(self, tensor: str, region: tuple[ir.Range, ...], span: Span) -> tuple[Expr, list[int]]:
+    def row_major(self, tensor: str, region: tuple[ir_body.Range, ...], span: Span) -> tuple[Expr, list[int]]:
         """(element offset of the region's first element, row-major strides)."""
         dims = self.dims(tensor, span)
         strides = [1] * len(dims)
@@ -167,32 +169,32 @@ class BodyWriter:
     def arena_release(self, mark: int) -> None:
         pass
 
-    def block(self, stmts: tuple[ir.Stmt, ...]) -> None:
+    def block(self, stmts: tuple[ir_body.Stmt, ...]) -> None:
         self.open_scope()
         for s in stmts:
             self.statement(s)
         self.close_scope()
 
     # ---------------------------------------------------------------- statements
-    def statement(self, s: ir.Stmt) -> None:
+    def statement(self, s: ir_body.Stmt) -> None:
         self.span = s.span
-        if isinstance(s, ir.ForS):
+        if isinstance(s, ir_body.ForS):
             self.for_loop(s)
-        elif isinstance(s, ir.IfS):
+        elif isinstance(s, ir_body.IfS):
             self.if_stmt(s)
-        elif isinstance(s, ir.LetS | ir.AssignS) and not isinstance(s.value.type, ir.TileType):
+        elif isinstance(s, ir_body.LetS | ir_body.AssignS) and not isinstance(s.value.type, ir_body.TileType):
             self.scalar_let(s)
-        elif isinstance(s, ir.StoreS) and self.is_scalar_store(s):
+        elif isinstance(s, ir_body.StoreS) and self.is_scalar_store(s):
             self.scalar_store(s)
-        elif isinstance(s, ir.EvalS) and not isinstance(s.value.type, ir.TileType):
+        elif isinstance(s, ir_body.EvalS) and not isinstance(s.value.type, ir_body.TileType):
             self.emit(f"(void){self.scalar(s.value).code};  // anchor read: orders the task, no data use")
         else:
             self.tile_statement(s)
 
-    def tile_statement(self, s: ir.Stmt) -> None:
+    def tile_statement(self, s: ir_body.Stmt) -> None:
         raise refuse("A701", f"{type(s).__name__} is not supported on the {self.unit} core", s.span)
 
-    def for_loop(self, s: ir.ForS) -> None:
+    def for_loop(self, s: ir_body.ForS) -> None:
         var = names.local(s.var)
         start, stop, step = self.int(s.start), self.int(s.stop), self.int(s.step)
         step_value = self.ints.constant(s.step)
@@ -210,7 +212,7 @@ class BodyWriter:
         self.depth -= 1
         self.emit("}")
 
-    def _loop_interval(self, s: ir.ForS) -> tuple[int, int]:
+    def _loop_interval(self, s: ir_body.ForS) -> tuple[int, int]:
         env = {**self.env, **self.ints.ranges}
         try:
             lo = bounds(s.start, env)[0]
@@ -219,8 +221,8 @@ class BodyWriter:
         except EvalError:
             return -(2**62), 2**62
 
-    def if_stmt(self, s: ir.IfS) -> None:
-        known = self.ints.constant(s.cond.expr) if isinstance(s.cond, ir.IntV) else None
+    def if_stmt(self, s: ir_body.IfS) -> None:
+        known = self.ints.constant(s.cond.expr) if isinstance(s.cond, ir_body.IntV) else None
         if known is not None:  # decided by the parameters: only the branch taken is emitted
             self.block(s.then if known else s.orelse)
             return
@@ -237,17 +239,17 @@ class BodyWriter:
         self.certain.pop()
         self.emit("}")
 
-    def condition(self, v: ir.Value) -> str:
-        if isinstance(v.type, ir.TileType):
+    def condition(self, v: ir_body.Value) -> str:
+        if isinstance(v.type, ir_body.TileType):
             raise refuse("A701", "a branch condition must be a scalar", self.span)
         return self.scalar(v).code
 
     # ---------------------------------------------------------------- scalars
-    def scalar_let(self, s: ir.LetS | ir.AssignS) -> None:
+    def scalar_let(self, s: ir_body.LetS | ir_body.AssignS) -> None:
         value = self.scalar(s.value)
         var = names.local(s.name)
-        if isinstance(s, ir.LetS):
-            dtype = s.value.type.dtype if isinstance(s.value.type, ir.ScalarType) else "i32"
+        if isinstance(s, ir_body.LetS):
+            dtype = s.value.type.dtype if isinstance(s.value.type, ir_body.ScalarType) else "i32"
             ctype = "int64_t" if dtype not in FLOAT_DTYPES else "float"
             qual = "" if s.name in self.reassigned else "const "
             self.emit(f"{qual}{ctype} {var} = {value.code};")
@@ -255,22 +257,22 @@ class BodyWriter:
         else:
             self.emit(f"{var} = {value.code};")
 
-    def scalar(self, v: ir.Value) -> Scalar:
+    def scalar(self, v: ir_body.Value) -> Scalar:
         """A scalar value as C++ code (float constants folded in double, then rounded once)."""
         folded = _fold_float(v, self.ints.constant)
         if folded is not None:
             return Scalar(float_literal(folded), "f32", folded)
-        if isinstance(v, ir.IntV):
+        if isinstance(v, ir_body.IntV):
             const = self.ints.constant(v.expr)
             return Scalar(self.int(v.expr), "i32", const)
-        if isinstance(v, ir.FloatV):
+        if isinstance(v, ir_body.FloatV):
             return Scalar(float_literal(v.value), "f32", v.value)
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             bound = self.lookup(v.name)
             if not isinstance(bound, Scalar):
                 raise refuse("A701", f"{v.name} is a tile where a scalar is needed", self.span)
             return bound
-        if isinstance(v, ir.BinV):
+        if isinstance(v, ir_body.BinV):
             a, b = self.scalar(v.a), self.scalar(v.b)
             dtype = "f32" if "f32" in (a.dtype, b.dtype) else "i32"
             if v.op in _CMP:
@@ -287,17 +289,17 @@ class BodyWriter:
                     return Scalar(f"dslc::FloorDiv({a.code}, {b.code})", "i32")
                 return Scalar(f"({a.code} {_ARITH[v.op]} {b.code})", "i32")
             raise refuse("A701", f"scalar operator {v.op!r}", self.span)
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             return self.scalar_call(v)
-        if isinstance(v, ir.LoadV) and not v.local:
+        if isinstance(v, ir_body.LoadV) and not v.local:
             return self.gm_read(v)
         raise refuse("A701", f"cannot use {type(v).__name__} as a scalar", self.span)
 
-    def scalar_call(self, v: ir.CallV) -> Scalar:
+    def scalar_call(self, v: ir_body.CallV) -> Scalar:
         args = v.args
         if v.op == "read":
             load = args[0]
-            assert isinstance(load, ir.LoadV)
+            assert isinstance(load, ir_body.LoadV)
             return self.local_read(load) if load.local else self.gm_read(load)
         if v.op in ("min", "max"):
             a, b = self.scalar(args[0]), self.scalar(args[1])
@@ -308,7 +310,7 @@ class BodyWriter:
         if v.op == "neg":
             a = self.scalar(args[0])
             return Scalar(f"(-{a.code})", a.dtype)
-        if v.op == "cast" and isinstance(args[1], ir.DtypeV):
+        if v.op == "cast" and isinstance(args[1], ir_body.DtypeV):
             a, target = self.scalar(args[0]), args[1].dtype
             if a.dtype == "f32" and target not in FLOAT_DTYPES:
                 raise refuse("A701", "a float -> int cast of a scalar (its rounding mode)", self.span)
@@ -317,10 +319,10 @@ class BodyWriter:
             return Scalar(code, "f32" if to_float else "i32")
         raise refuse("A701", f"{v.op}() on scalars is not supported by the AscendC target", self.span)
 
-    def local_read(self, load: ir.LoadV) -> Scalar:
+    def local_read(self, load: ir_body.LoadV) -> Scalar:
         raise refuse("A701", "reading an element of a local tile", self.span)
 
-    def gm_read(self, load: ir.LoadV) -> Scalar:
+    def gm_read(self, load: ir_body.LoadV) -> Scalar:
         """One element of a GM tensor, through the scalar unit's data cache."""
         offset, _ = self.row_major(load.tensor, load.region, self.span)
         gm = self.gm(load.tensor)
@@ -340,10 +342,10 @@ class BodyWriter:
             return Scalar(f"static_cast<float>({value})" if dtype != "f32" else value, "f32")
         return Scalar(f"static_cast<int64_t>({value})", "i32")
 
-    def is_scalar_store(self, s: ir.StoreS) -> bool:
-        return all(r.point for r in s.region) and not isinstance(s.value.type, ir.TileType)
+    def is_scalar_store(self, s: ir_body.StoreS) -> bool:
+        return all(r.point for r in s.region) and not isinstance(s.value.type, ir_body.TileType)
 
-    def scalar_store(self, s: ir.StoreS) -> None:
+    def scalar_store(self, s: ir_body.StoreS) -> None:
         if s.mode != "write":
             raise refuse("A701", "an atomic or accumulating store of one scalar element", s.span)
         offset, _ = self.row_major(s.tensor, s.region, s.span)
@@ -364,21 +366,21 @@ def _as_float(s: Scalar) -> str:
     return s.code if s.dtype == "f32" else f"static_cast<float>({s.code})"
 
 
-def _fold_float(v: ir.Value, constant) -> float | None:
+def _fold_float(v: ir_body.Value, constant) -> float | None:
     """A float scalar expression of literals and parameters, evaluated in double as the
     simulator does (then rounded once to f32 where it is used)."""
-    if isinstance(v, ir.FloatV):
+    if isinstance(v, ir_body.FloatV):
         return None  # a plain literal is written as is
-    if not (isinstance(v, ir.BinV) and isinstance(v.type, ir.ScalarType)):
+    if not (isinstance(v, ir_body.BinV) and isinstance(v.type, ir_body.ScalarType)):
         return None
 
-    def value(x: ir.Value) -> float | None:
-        if isinstance(x, ir.FloatV):
+    def value(x: ir_body.Value) -> float | None:
+        if isinstance(x, ir_body.FloatV):
             return x.value
-        if isinstance(x, ir.IntV):
+        if isinstance(x, ir_body.IntV):
             known = constant(x.expr)
             return float(known) if known is not None else None
-        if isinstance(x, ir.BinV):
+        if isinstance(x, ir_body.BinV):
             a, b = value(x.a), value(x.b)
             if a is None or b is None or x.op not in _ARITH:
                 return None

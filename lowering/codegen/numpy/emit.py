@@ -87,6 +87,12 @@ class _Kernel:
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
         self.temp = 0
+        self.read = ir.read_names(task.body)
+
+    def local(self, name: str) -> str:
+        """The variable of a local or loop variable, ``_`` for one the body never reads (so the
+        module passes the project's ruff rules: no unused variable, no unused loop variable)."""
+        return f"v_{_checked(name, IDENTIFIER)}" if name in self.read else "_"
 
     # ---------------------------------------------------------------- integers
     def int_code(self, expr: Expr) -> str:
@@ -261,7 +267,7 @@ class _Kernel:
             code = self.value(s.value)
             if isinstance(s.value, ir.LoadV) and isinstance(s.value.type, ir.TileType):
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
-            self.emit(depth, f"v_{_checked(s.name, IDENTIFIER)} = {code}")
+            self.emit(depth, f"{self.local(s.name)} = {code}")
         elif isinstance(s, ir.StoreS):
             region = self.index_code(s.region, keep_dims=True)
             target = self.tensor_var(s.tensor) if s.mode != "atomic" else ""
@@ -294,7 +300,7 @@ class _Kernel:
                 value = self.store_value(s.tensor, s.value)
                 self.emit(depth, f"ctx.peer({s.tensor!r}, {peer})[{region}] = {value}")
         elif isinstance(s, ir.ForS):
-            var = f"v_{_checked(s.var, IDENTIFIER)}"
+            var = self.local(s.var)
             bounds = ", ".join(self.int_code(e) for e in (s.start, s.stop, s.step))
             self.emit(depth, f"for {var} in range({bounds}):")
             self.stmts(s.body, depth + 1)

@@ -17,6 +17,7 @@ INDEXER_SCORE_CAP = 2 * T / COMPRESS_RATIO: the current chunk plus one chunk of 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,6 +127,22 @@ state_row = paged_row  # compress-state row of absolute position(s), pages of ST
 cache_row = paged_row  # index-KV cache row of compressed slot(s), pages of BLOCK_SIZE
 
 
+def page_table(logical_blocks: int, pages: int, stride: int = 17, offset: int = 3) -> np.ndarray:
+    """Block table ``(b * stride + offset) % pages`` with ``stride`` raised to the first value
+    coprime with ``pages``: the reference's ``(b*17 + 3) mod 260`` at its configuration.
+
+    A real page table never maps two live logical blocks onto one page. With a stride coprime
+    with ``pages`` the table is a bijection on every window of ``pages`` consecutive logical
+    blocks, so the ``pages * page_size`` consecutive positions a chunk touches (its history and
+    its own tokens) get distinct rows. A stride sharing a factor with ``pages`` (17 at T = 128,
+    where pages = 68 = 4 * 17) folds the table onto a few pages, and the blocks of
+    ``idx_state_update`` then race on the same state rows.
+    """
+    while math.gcd(stride, pages) != 1:
+        stride += 1
+    return ((np.arange(logical_blocks) * stride + offset) % pages).astype(np.int32)
+
+
 def make_inputs(cfg: IndexerConfig = CONFIG, seed: int = 0) -> dict[str, np.ndarray | int]:
     """The §6.7 fixture (plain random INT8 wq_b; weights' std scaled by sqrt(full/actual fan-in))."""
     cfg.validate()
@@ -137,7 +154,7 @@ def make_inputs(cfg: IndexerConfig = CONFIG, seed: int = 0) -> dict[str, np.ndar
     qr_i8, qr_scale = int8_quant(f32(rng.random((t, cfg.q_lora))))
     wq_b, wq_b_scale = random_int8_weight(rng, (h * hd, cfg.q_lora), 0.108 * np.sqrt(1024 / cfg.q_lora))
     nb, page, width = cfg.state_block_num, cfg.state_page, 2 * cfg.inner_out_dim
-    state_table = ((np.arange(cfg.state_max_blocks) * 17 + 3) % nb).astype(np.int32)
+    state_table = page_table(cfg.state_max_blocks, nb)
     state = np.zeros((nb * page, width), np.float32)
     hist = np.arange(max(0, sp - cfg.state_len), sp)
     state[state_row(hist, state_table, page)] = f32((rng.random((hist.size, width)) - 0.5) * 0.05)
