@@ -42,6 +42,14 @@ class EarlierRounds:
         return None
 
 
+def rounds_overlap(graph: Graph) -> bool:
+    """Whether round r + 1 can start before round r is done. A PyPTO program (read from ``.py``)
+    runs one round per dispatch, and a chip worker runs one dispatch at a time (reference §1.9,
+    "Host-level ordering token"): its rounds never overlap. A DSL layer's rounds are submitted
+    into one ring, back to back."""
+    return not graph.file.endswith(".py")
+
+
 def rounds_in_flight(graph: Graph) -> int:
     """How many rounds the ring can hold at once (at least 2 when a layer runs back to back)."""
     return max(2, RING_TASK_WINDOW // max(len(graph.tasks), 1))
@@ -57,6 +65,9 @@ def ordered_before(graph: Graph, ctx: CheckContext, task: str) -> EarlierRounds:
         into = ctx.cache["rounds.into"] = {}
         for e in graph.cross_round_edges:
             into.setdefault(e.dst, []).append(e.src)
+    if not rounds_overlap(graph):
+        hit = ctx.cache[key] = EarlierRounds((frozenset(t.name for t in graph.tasks),), False)
+        return hit
     anc = ctx.ancestors
     apart = rounds_in_flight(graph) - 1
     current = frozenset([*anc[task], task])  # round r + k: what runs before the task itself
