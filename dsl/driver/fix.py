@@ -3,9 +3,10 @@
 - **D101** (a waiter not ordered after its local notifier): add ``after <notifier>`` to the
   waiting task's header. Adding an edge only removes schedules, so it cannot break a layer
   that was correct; the rule proved the edge is missing.
-- **D117** (a waiter of a later round overtaking an earlier round's notifier) and **D113**'s
-  Set writers of two unordered rounds: add ``after prev(<task>)`` -- an edge across rounds,
-  which also only removes schedules.
+- **D117** (a waiter of a later round overtaking an earlier round's notifier), **D113**'s
+  Set writers of two unordered rounds and **N202**'s zero seed of the next round that can
+  overtake this round's adds: add ``after prev(<task>)`` -- an edge across rounds, which also
+  only removes schedules.
 - **N201** (FP atomic accumulation): ``dst[R] += E atomic`` in ``task t spmd(G)`` becomes
   ``dst[R] = reduce_sum s in range(S) { ...; return E }`` on ``spmd(G / S)`` when the proof
   holds at the current parameters: the blocks that add into one region form groups of S
@@ -30,8 +31,8 @@ from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
 from lowering.symbolic import EvalError
 
-FIXABLE = ("D101", "D113", "D117", "N201")
-_ADD_AFTER = ("D101", "D113", "D117")  # the findings whose data say which `after` to add
+FIXABLE = ("D101", "D113", "D117", "N201", "N202")
+_ADD_AFTER = ("D101", "D113", "D117", "N202")  # the findings whose data say which `after` to add
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,14 @@ def _after_edit(src: _Text, tdef: ast.TaskDef, target: str) -> Edit:
     if brace > 0 and "\n" not in src.text[end:brace]:
         return Edit(brace, brace, f"after {target} ")
     return Edit(end, end, f" after {target}")
+
+
+def _merged(first: Edit, second: Edit) -> Edit:
+    """Two `after` insertions at one place (``after a `` / ``, a`` / `` after a``) as one list."""
+    target = second.text.strip().removeprefix("after ").removeprefix(", ").strip()
+    if first.text.endswith(" ") and first.text.startswith("after "):
+        return Edit(first.start, first.end, f"{first.text.rstrip()}, {target} ")
+    return Edit(first.start, first.end, f"{first.text}, {target}")
 
 
 def _int_eval(e, env: dict[str, int]) -> int:
@@ -250,7 +259,11 @@ def plan(
                 continue
             e = _after_edit(src, tdef, _relative(data["add_after"], data["task"]))
             if not any(x.start == e.start and x.text == e.text for x in edits.values()):
-                edits[(e.start, len(edits))] = e
+                same = next((k for k, x in edits.items() if x.start == e.start), None)
+                if same is not None:  # a second target for the same task: one `after` list
+                    edits[same] = _merged(edits[same], e)
+                else:
+                    edits[(e.start, len(edits))] = e
         elif d.code == "N201":
             found = next(
                 (

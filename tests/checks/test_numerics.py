@@ -64,7 +64,7 @@ def test_n201_exempts_integer_atomics_and_ordered_writers(tmp_path):
     src.write_text(
         "layer o(T = 16, D = 8) {\n  input x: f32[T, D]\n  input c: i32[T, D]\n"
         "  output y: f32[T, D]\n  output n: i32[T, D]\n"
-        "  task zero on aiv { y[:, :] = zeros(f32, [T, D])\n    n[:, :] = zeros(i32, [T, D]) }\n"
+        "  task zero on aiv after prev(b), prev(c) { y[:, :] = zeros(f32, [T, D])\n    n[:, :] = zeros(i32, [T, D]) }\n"
         "  task a on aiv { y[:, :] += x[:, :] atomic }\n"  # one writer per element: deterministic
         "  task b on aiv after a { y[:, :] += x[:, :] atomic }\n"  # ordered after a
         "  task c spmd(4) on aiv { n[:, :] += c[:, :] atomic }\n"  # integer: exact
@@ -143,3 +143,28 @@ def test_n201_flags_float_remote_atomics_from_every_rank(tmp_path):
     diags = lint(src, codes={"N201", "N202"})
     assert triples(diags) == [("N201", 6, 41)]
     assert "4 unordered writers (ranks 0..3)" in diags[0].message
+
+
+def test_n202_a_next_round_seed_not_ordered_after_this_round_adds():
+    (d,) = lint(RULES / "N202" / "bad_rounds.dsl")
+    assert (d.code, d.span.line, d.span.col, d.severity.value) == ("N202", 9, 22, "error")
+    assert d.message.startswith(
+        "zero zeroes counts[0:8, 0:1] for the adds of count, but nothing orders it after those of the "
+        "previous round: round r + 1's seed can land while round r's adds still do"
+    )
+    assert d.hint == "add `after prev(count)` to task zero"
+    assert lint(RULES / "N202" / "good_rounds.dsl") == []
+
+
+def test_n202_names_the_last_adders_of_the_previous_round(tmp_path):
+    # the bias add follows the split-K adds (its RMW reads them): ordering after it is enough
+    src = (
+        (RULES / "N201" / "note_two_adds.dsl")
+        .read_text(encoding="utf-8")
+        .replace(" after prev(add_bias)", "")
+    )
+    path = tmp_path / "two.dsl"
+    path.write_text(src, encoding="utf-8")
+    (d,) = [d for d in lint(path) if d.code == "N202"]
+    assert "for the adds of partial and add_bias" in d.message
+    assert d.hint == "add `after prev(add_bias)` to task seed"

@@ -234,6 +234,7 @@ CASES = [
     Case("rules/N201/bad_split.dsl", "complete", clusters=2),  # one block at the default
     Case("rules/N201/good_split.dsl", "complete", {"SPLITS": 4}, clusters=2),
     Case("rules/N201/note_two_adds.dsl", "complete", clusters=2),  # the note: two adds onto zero commute
+    Case("rules/N201/note_two_adds.dsl", "complete", rounds=3, clusters=2),  # seed after prev(add_bias)
     Case("rules/N201/bad_three_adds.dsl", "nondeterminism", clusters=2),
     # races: overlapping block writes at another admissible stride
     Case("rules/R505/bad_stride.dsl", "nondeterminism", {"STRIDE": 8}),
@@ -251,6 +252,10 @@ CASES = [
         why="tensors start at zero, and a zeroing after the adds wipes them in every schedule alike",
     ),
     Case("rules/N202/good.dsl", "complete", clusters=2),
+    # a seed of the next round that nothing orders after this round's adds
+    Case("rules/N202/bad_rounds.dsl", "nondeterminism", rounds=2),
+    Case("rules/N202/good_rounds.dsl", "complete", rounds=3),
+    Case("rules/N202/good.dsl", "complete", rounds=2, clusters=2),
     Case(
         "rules/N203/bad.dsl",
         "unreachable",
