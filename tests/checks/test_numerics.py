@@ -149,7 +149,7 @@ def test_n202_a_next_round_seed_not_ordered_after_this_round_adds():
     (d,) = lint(RULES / "N202" / "bad_rounds.dsl")
     assert (d.code, d.span.line, d.span.col, d.severity.value) == ("N202", 9, 22, "error")
     assert d.message.startswith(
-        "zero zeroes counts[0:8, 0:1] for the adds of count, but nothing orders it after those of the "
+        "zero seeds counts[0:8, 0:1] for the adds of count, but nothing orders it after those of the "
         "previous round: round r + 1's seed can land while round r's adds still do"
     )
     assert d.hint == "add `after prev(count)` to task zero"

@@ -197,7 +197,7 @@ def _round_finding(ctx: CheckContext, seed_task: Task, s: Hit, late: list[Task])
         CODE,
         SEVERITY,
         s.access.span,
-        f"{seed_task.name} zeroes {where} for the adds of {adders}, but nothing orders it after "
+        f"{seed_task.name} seeds {where} for the adds of {adders}, but nothing orders it after "
         f"those of the previous round: round r + 1's seed can land while round r's adds still do (a "
         f"plain write takes no edge on the previous writer, and the runtime adds none between "
         f"rounds), so round r loses the sums it wiped or round r + 1 keeps round r's late adds",
