@@ -9,10 +9,11 @@ Workloads (compiled from the project's own fixtures, explored to completion):
 * ``dispatch``   - ``tests/fixtures/seed/dispatch_post.dsl`` (the fixed seed MoE dispatch) at
   EP 2, N_LOCAL 2, T 64, TOPK 2: meta handshake, push grid, waiter, gather, experts.
 
-For each: distinct states, transitions, revisits, CPU and wall seconds, distinct states per
-CPU second; the same search without sleep/persistent sets (hashing and symmetry kept); and
-Knuth's estimate of the unreduced tree (``runtime.verify.estimate``).  The reduction factor
-is estimated-naive transitions / transitions explored.
+For each: distinct states, transitions, revisits, block steps replayed from the step memo
+(``runtime.verify.memo``), CPU and wall seconds, distinct states per CPU second; the same
+search without sleep/persistent sets (hashing and symmetry kept); and Knuth's estimate of the
+unreduced tree (``runtime.verify.estimate``).  The reduction factor is estimated-naive
+transitions / transitions explored.
 
 ``--restore`` also times the two ways of going back to a state during the search on the
 handshake: restoring a snapshot (what the explorer does) against replaying the decisions of
@@ -74,7 +75,8 @@ def _run(program, inputs, config, determinism: bool, reduce: bool):
 
 def throughput(probes: int) -> None:
     print(
-        f"{'workload':<26} {'distinct':>9} {'trans.':>9} {'revisits':>9} {'cpu s':>7} {'wall s':>7} "
+        f"{'workload':<26} {'distinct':>9} {'trans.':>9} {'revisits':>9} {'replayed':>9} "
+        f"{'cpu s':>7} {'wall s':>7} "
         f"{'dist/s cpu':>10} {'no POR: dist':>12} {'trans.':>9} {'naive trans. (Knuth)':>22} {'factor':>9}"
     )
     for label, (path, params, scalars, n_aic, rounds, det) in WORKLOADS.items():
@@ -85,7 +87,8 @@ def throughput(probes: int) -> None:
         s, f = res.stats, full.stats
         assert res.complete and full.complete and res.outputs == full.outputs
         print(
-            f"{label:<26} {s.distinct:>9,} {s.transitions:>9,} {s.revisits:>9,} {cpu:>7.2f} {wall:>7.2f} "
+            f"{label:<26} {s.distinct:>9,} {s.transitions:>9,} {s.revisits:>9,} {s.replayed:>9,} "
+            f"{cpu:>7.2f} {wall:>7.2f} "
             f"{s.distinct / cpu:>10,.0f} {f.distinct:>12,} {f.transitions:>9,} {est.transitions:>22.3g} "
             f"{est.transitions / s.transitions:>9.3g}"
         )

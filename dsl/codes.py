@@ -24,6 +24,37 @@ CODES: dict[str, Code] = {
             "valid TOML, or has an unknown key or a bad value; see docs/lint.md.",
         ),
         Code(
+            "E107",
+            "cannot write a file",
+            "An output file or directory (`-o`, `--trace`, `dslc fix --write`, the kernel cache) "
+            "cannot be written: it is read-only, a directory, below a file, changed since dslc read "
+            "it, or the disk is full. Nothing that was there is lost; fix the path or the "
+            "permissions and run the command again.",
+        ),
+        Code(
+            "E108",
+            "over a documented limit",
+            "The layer needs more than a documented limit of dslc allows (docs/language.md, "
+            '"Limits"): task instances per graph, the nesting a code-generation target can '
+            "express, or the memory the simulator may allocate. The message names the limit.",
+        ),
+        Code(
+            "E109",
+            "golden does not fit the layer",
+            'The golden module (`golden "x.py"`, docs/golden.md) does not import, raises, or returns '
+            "names, shapes or ranks that do not match the layer. The diagnostic points at the golden "
+            "file (at the line that raised, when there is one) and names the function and the tensor.",
+        ),
+        Code(
+            "E110",
+            "the target cannot express this",
+            "The code-generation target (`--target numpy|pypto`, or the simulator's NumPy kernels) "
+            "cannot write a construct of the layer: an op or store form PyPTO lacks, or loops nested "
+            "deeper than the generated Python may be (CPython compiles at most 20 nested blocks in "
+            "one function). The message names the construct and the limit; dslc never writes code "
+            "that does not compile.",
+        ),
+        Code(
             "E201",
             "unknown name",
             "A name is used that no parameter, constant, tensor, local or task defines.",
@@ -94,6 +125,12 @@ CODES: dict[str, Code] = {
             "E310",
             "topk bound not holdable",
             "topk(row, k, valid=n): n must be bounded over the admissible range and fit in the row.",
+        ),
+        Code(
+            "E311",
+            "range does not fit its dtype",
+            "A runtime scalar's `in lo..hi` range (or its values) includes a number its dtype cannot "
+            "hold, e.g. `scalar n: i32 in 1..4294967296`.",
         ),
         Code("E401", "unknown task", "`after` names a task that is not defined before this one."),
         Code("E402", "bad core kind", "The core kind is `aic`, `aiv` or `mix`."),

@@ -17,6 +17,7 @@ from dsl.codes import diag
 from dsl.elaborate_exprs import INT_OPS
 from dsl.elaborate_rounds import order_after_previous_round
 from dsl.elaborate_tasks import TaskElaboration, emitted_in
+from dsl.limits import MAX_LAYER_ITERATIONS, LimitReached
 from lowering import ir
 from lowering.checks.capacity.derived import (
     EMITTED,
@@ -30,7 +31,6 @@ from lowering.source import CompileError, Diagnostic, Span
 from lowering.symbolic import PARAM, SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
 
 CONST = "const"
-MAX_LAYER_ITERATIONS = 1_000_000  # layer-loop iterations per graph (each may declare tasks)
 
 
 class _Abort(Exception):
@@ -79,14 +79,19 @@ class Elaborator(TaskElaboration):
 
     # ------------------------------------------------------------ roots
     def root_layers(self) -> list[str]:
+        """Layers no other layer calls; when every layer is called (the calls form a cycle),
+        all of them, so that elaborating them reports the recursion (E209)."""
         called = set()
         for layer in self.layers.values():
-            called |= _called_layers(layer.body)
-        return [name for name in self.layers if name not in called]
+            called |= _called_layers(layer.body) - {layer.name}
+        return [name for name in self.layers if name not in called] or list(self.layers)
 
     def elaborate(self, name: str) -> ir.Graph:
         with paused_gc():
-            return self._elaborate(name)
+            try:
+                return self._elaborate(name)
+            except LimitReached:
+                raise CompileError(self.diagnostics) from None
 
     def _elaborate(self, name: str) -> ir.Graph:
         layer = self.layers[name]
@@ -104,6 +109,7 @@ class Elaborator(TaskElaboration):
         self.env: dict[str, int] = {}
         self.ranks: Expr | None = None
         self.golden: str | None = None
+        self.golden_span: Span | None = None
         self.reductions: list[ir.Reduction] = []
         self.structure: dict[Expr, int] = {}  # layer if conditions and loop bounds -> value here
         self.aliases: list[ir.Alias] = []
@@ -140,6 +146,7 @@ class Elaborator(TaskElaboration):
             ranks=ranks,
             nranks=self._value(ranks, layer.span, "ranks"),
             golden=self.golden,
+            golden_span=self.golden_span,
             reductions=self.reductions,
             guards=self.guards,
             derived=self.derived,
@@ -367,12 +374,17 @@ class Elaborator(TaskElaboration):
         if existing is not None and (existing.dtype != s.dtype or not scope.prefix):
             raise self.error("E202", s.span, f"scalar '{s.name}' is already declared")
         if existing is None:
+            domain = self._domain(s.domain, scope)
+            lo, hi = ir.INT_RANGES[s.dtype]
+            if domain is not None and domain.size and not (lo <= domain.low and domain.high <= hi):
+                raise self.error(
+                    "E311",
+                    s.domain.span,
+                    f"scalar '{s.name}': {s.dtype} holds {lo}..{hi}, but the range {domain} goes beyond it",
+                    hint="narrow the range, or declare a wider dtype (i64)",
+                )
             self.scalars[s.name] = ir.Scalar(
-                s.name,
-                s.dtype,
-                self._domain(s.domain, scope),
-                s.span,
-                form=self._domain_form(s.domain, scope),
+                s.name, s.dtype, domain, s.span, form=self._domain_form(s.domain, scope)
             )
 
     def _l_ScalarDef(self, s: ast.ScalarDef, scope: _Scope, stack) -> None:
@@ -406,7 +418,7 @@ class Elaborator(TaskElaboration):
             return  # a called layer's golden does not describe the caller
         if not s.path.endswith(".py") or "\x00" in s.path:
             raise self.error("E102", s.span, f"golden must name a .py file, got {s.path!r}")
-        self.golden = s.path
+        self.golden, self.golden_span = s.path, s.span
 
     def _l_ReductionDecl(self, s: ast.ReductionDecl, scope: _Scope, stack) -> None:
         tensor = scope.tensors.get(s.tensor)

@@ -21,11 +21,13 @@ from lowering.source import Diagnostic, Span
 from lowering.symbolic import (
     DYNAMIC,
     LOOP,
+    Bin,
     Const,
     Expr,
     Sym,
     binop,
     difference,
+    free_symbols,
 )
 
 _ZERO, _ONE = Const(0), Const(1)
@@ -126,6 +128,8 @@ class BodyElaborator(ExprElaboration):
         value = self.value(s.value)
         if isinstance(value, ir.IntV) and s.name not in self.reassigned:
             self.bind(s.name, "int", value.expr, s.span)
+            if isinstance(value.expr, Bin) and all(sym.kind != DYNAMIC for sym in free_symbols(value.expr)):
+                return ir.LetS(s.name, value, s.span, inlined=True)  # the name, for generated code
             return None
         if isinstance(value.type, ir.DtypeType | ir.ListType):
             raise self.error("E303", s.value.span, "a let binds a tile or a scalar, not a dtype or a list")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from dsl import ast
 from dsl.elaborate_body import BodyElaborator, LayerNames
+from dsl.limits import MAX_TASKS, LimitReached
 from dsl.ops import const_definitions
 from lowering import ir
 from lowering.checks.capacity.derived import EMITTED
@@ -125,6 +126,14 @@ class TaskElaboration:
         core = self._core(s, result.units)
         predicate = self._predicate(s.predicate, scope) if s.predicate is not None else None
         header = Span(self.file, s.span.line, s.span.col, s.span.line, s.span.col + 5 + len(s.name))
+        if len(self.tasks) >= MAX_TASKS:
+            self.error(
+                "E108",
+                header,
+                f"the graph has more than {MAX_TASKS:,} task instances (dslc's limit; this one is {name})",
+                hint="a task array is one task per iteration; use spmd(N) for N blocks of one task",
+            )
+            raise LimitReached
         self.tasks.append(
             ir.Task(
                 name=name, base=base, index=index, grid=grid, blocks=blocks, core=core,

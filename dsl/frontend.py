@@ -8,17 +8,18 @@ from pathlib import Path
 from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate import Elaborator
+from dsl.limits import MAX_SOURCE_BYTES
 from dsl.parser import parse
 from dsl.sugar import lower_sugar
 from lowering.ir import Graph
 from lowering.passes.expand_topk import expand_topk
 from lowering.source import CompileError, Span
 
-MAX_SOURCE_BYTES = 16 * 1024 * 1024
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
-def read_source(path: str | Path) -> str:
-    """Read a source file as UTF-8 text; every failure becomes an E102 diagnostic."""
+def read_source_bytes(path: str | Path) -> bytes:
+    """The bytes of a source file; every failure to read it becomes an E102 diagnostic."""
     p = Path(path)
     where = Span.whole_file(str(path))
     try:
@@ -26,16 +27,27 @@ def read_source(path: str | Path) -> str:
             raise CompileError([diag("E102", where, "is a directory, not a source file")])
         size = p.stat().st_size
         if size > MAX_SOURCE_BYTES:
-            raise CompileError([diag("E102", where, f"file is too large ({size} bytes)")])
-        data = p.read_bytes()
+            raise CompileError(
+                [diag("E102", where, f"file is too large ({size:,} bytes; at most {MAX_SOURCE_BYTES:,})")]
+            )
+        return p.read_bytes()
     except FileNotFoundError:
         raise CompileError([diag("E102", where, "no such file")]) from None
     except PermissionError:
         raise CompileError([diag("E102", where, "permission denied")]) from None
     except OSError as err:
         raise CompileError([diag("E102", where, f"cannot read: {err.strerror or err}")]) from None
+
+
+def decode_source(data: bytes, path: str | Path) -> str:
+    """Source bytes as text: UTF-8, a leading byte-order mark dropped (editors on Windows
+    write one); NUL bytes or invalid UTF-8 are an E102 diagnostic at the offending byte."""
+    if data.startswith(UTF8_BOM):
+        data = data[len(UTF8_BOM) :]
     if b"\x00" in data:
-        raise CompileError([diag("E102", where, "binary file (contains NUL bytes), not dslc source")])
+        raise CompileError(
+            [diag("E102", Span.whole_file(str(path)), "binary file (contains NUL bytes), not dslc source")]
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -44,6 +56,11 @@ def read_source(path: str | Path) -> str:
         raise CompileError(
             [diag("E102", Span(str(path), line, col, line, col + 1), "not valid UTF-8 text")]
         ) from None
+
+
+def read_source(path: str | Path) -> str:
+    """Read a source file as UTF-8 text; every failure becomes an E102 diagnostic."""
+    return decode_source(read_source_bytes(path), path)
 
 
 def parse_module(text: str, file: str = "<string>") -> ast.Module:

@@ -9,6 +9,7 @@ broken at its end, such as ``let x =``, shows up on the next line).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import sys
 from functools import cache
@@ -19,12 +20,11 @@ from lark import Token, Transformer
 
 from dsl import ast
 from dsl.codes import diag
+from dsl.limits import MAX_EXPRESSION_DEPTH, MAX_NESTING, MAX_SYNTAX_ERRORS, MAX_TREE_DEPTH
 from lowering.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
-MAX_SYNTAX_ERRORS = 20
-MAX_NESTING = 200
 
 _TOKEN_NAMES = {
     "NAME": "a name",
@@ -213,10 +213,13 @@ def _parse(text: str, file: str) -> ast.Module:
         raise CompileError(diagnostics)
     if tree is None:  # pragma: no cover - loop always parses or reports
         raise CompileError([diag("E101", Span.whole_file(file), "could not parse the file")])
+    deep = _check_tree_depth(tree, file)
+    if deep:
+        raise CompileError([deep])
     limit = sys.getrecursionlimit()
     try:
         sys.setrecursionlimit(max(limit, 10000))
-        return _ToAst(file).transform(tree)
+        module = _ToAst(file).transform(tree)
     except lark.exceptions.VisitError as err:
         if isinstance(err.orig_exc, CompileError):
             raise err.orig_exc from None
@@ -227,6 +230,70 @@ def _parse(text: str, file: str) -> ast.Module:
         raise CompileError([diag("E105", Span.whole_file(file), "program nests too deeply")]) from None
     finally:
         sys.setrecursionlimit(limit)
+    deep = _check_expression_depth(module, file)
+    if deep:
+        raise CompileError([deep])
+    return module
+
+
+_EXPRESSION_RULES = frozenset(
+    {"neg", "not_op", "arith", "compare", "and_chain", "or_chain", "call", "access", "list_lit", "slice"}
+)
+
+
+def _check_tree_depth(tree: lark.Tree, file: str) -> Diagnostic | None:
+    """Refuse a parse tree too deep to transform (``- - - ... 1``), at the start of the
+    expression that nests (iterative: the check never runs out of stack)."""
+    work: list[tuple[lark.Tree, int, object]] = [(tree, 1, None)]
+    while work:
+        node, depth, top = work.pop()
+        top = (top or node.meta) if node.data in _EXPRESSION_RULES else None
+        if depth > MAX_TREE_DEPTH:
+            meta = top or node.meta
+            line, col = (meta.line, meta.column) if not getattr(meta, "empty", True) else (0, 0)
+            return diag(
+                "E105",
+                Span(file, line, col, line, col + 1) if line else Span.whole_file(file),
+                f"expression nests deeper than {MAX_EXPRESSION_DEPTH} levels (each operator, call or "
+                "subscript is one)",
+                hint="name parts of it with `let`, e.g. sum the terms in a loop",
+            )
+        work.extend((c, depth + 1, top) for c in node.children if isinstance(c, lark.Tree))
+    return None
+
+
+_EXPRESSIONS = (ast.Unary, ast.Binary, ast.Access, ast.Call, ast.ListLit, ast.Slice)
+
+
+def _check_expression_depth(module: ast.Module, file: str) -> Diagnostic | None:
+    """Refuse an expression whose operators, calls and subscripts nest deeper than
+    MAX_EXPRESSION_DEPTH (a 500-term sum, 500 minus signs): every later stage, and the
+    Python that the targets generate, stays well inside its recursion and nesting limits.
+    Iterative, so the check itself never runs out of stack."""
+    work: list[tuple[object, int, ast.Node | None]] = [(module, 0, None)]
+    while work:
+        node, depth, root = work.pop()
+        if isinstance(node, tuple | list):
+            work.extend((c, depth, root) for c in node)
+            continue
+        if not isinstance(node, ast.Node):
+            continue
+        if isinstance(node, _EXPRESSIONS):
+            depth, root = depth + 1, root or node
+            if depth > MAX_EXPRESSION_DEPTH:
+                return diag(
+                    "E105",
+                    root.span,
+                    f"expression nests deeper than {MAX_EXPRESSION_DEPTH} levels (each operator, call or "
+                    "subscript is one)",
+                    hint="name parts of it with `let`, e.g. sum the terms in a loop",
+                )
+        else:
+            depth, root = 0, None
+        for f in dataclasses.fields(node):
+            if f.name != "span":
+                work.append((getattr(node, f.name), depth, root))
+    return None
 
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}

@@ -133,9 +133,15 @@ Value = IntV | FloatV | DtypeV | ListV | LocalV | LoadV | BinV | CallV
 
 @dataclass(frozen=True)
 class LetS:
+    """``let name = value``. With ``inlined``, an integer let (``let t0 = block * T_TILE``)
+    whose uses the IR holds as the expression itself, so that regions stay analysable: the
+    statement only keeps the author's name for the code generators, which write the binding
+    once and the name at each use (``lowering.codegen.common.NamedInts``). Checks may ignore it."""
+
     name: str
     value: Value
     span: Span
+    inlined: bool = False
 
 
 @dataclass(frozen=True)

@@ -181,6 +181,8 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
     env = graph.env()
     maps: dict[str, _TensorMap] = {}
     tags = argument_tags(graph)
+    tensors = graph.tensors
+    bases: dict[str, tuple[str, int]] = {}  # tensor -> (buffer, offset), as base_buffer gives it
 
     in_round: list[Edge] = []
     cross: list[Edge] = []
@@ -196,54 +198,54 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
             fps = _footprints(graph, task, env)
             found: dict[tuple[str, str], Edge] = {}
             registrations = []
+            task_tags = tags[task.name]
+            consumer = task.name
             for fp in fps:
-                tensor = graph.tensors[fp.tensor]
-                span = None
+                name = fp.tensor
+                tensor = tensors[name]
                 if tensor.manual_dep:
                     continue
-                tag = tags[task.name][fp.tensor]
-                if tag in (NO_DEP, OUTPUT):
+                tag = task_tags[name]
+                if tag == NO_DEP or tag == OUTPUT:
                     continue
                 creator = tensor.created_by
-                if creator is not None and round_index == 0 and (creator, fp.tensor) not in found:
-                    found[(creator, fp.tensor)] = Edge(
-                        creator, task.name, "creator", _access_span(task, fp.tensor), fp.tensor, "", False
+                if creator is not None and round_index == 0 and (creator, name) not in found:
+                    found[(creator, name)] = Edge(
+                        creator, consumer, "creator", _access_span(task, name), name, "", False
                     )
-                buffer, offset = base_buffer(graph, fp.tensor)
+                where = bases.get(name)
+                if where is None:
+                    where = bases[name] = base_buffer(graph, name)
+                buffer, offset = where
                 lo, hi = fp.byte_lo + offset, fp.byte_hi + offset
                 tmap = maps.get(buffer)
                 if tmap is None:
                     tmap = maps[buffer] = _TensorMap()
-                if tag in (INPUT, INOUT):
-                    kind = "raw" if fp.reads else "waw"
-                    for entry in tmap.overlapping(lo, hi):
-                        key = (entry.task, fp.tensor)
-                        if key not in found:
-                            written = entry.footprint
-                            region = (
-                                written.text()
-                                if written.tensor == fp.tensor
-                                else f" (written as {written.tensor}{written.text()})"
-                            )
-                            if span is None:
-                                span = _access_span(task, fp.tensor)
-                            found[key] = Edge(
-                                entry.task,
-                                task.name,
-                                kind,
-                                span,
-                                fp.tensor,
-                                region,
-                                fp.anchor_only,
-                            )
-                        if tag == INOUT and lo <= entry.lo and entry.hi <= hi:
-                            tmap.remove(entry)
-                if tag in (INOUT, OUTPUT_EXISTING) and round_index == 0:
+                if tag == INPUT or tag == INOUT:
+                    producers = tmap.overlapping(lo, hi)
+                    if producers:
+                        kind = "raw" if fp.reads else "waw"
+                        span = _access_span(task, name)
+                        anchor = fp.anchor_only
+                        covering = tag == INOUT
+                        for entry in producers:
+                            key = (entry.task, name)
+                            if key not in found:
+                                written = entry.footprint
+                                region = (
+                                    written.text()
+                                    if written.tensor == name
+                                    else f" (written as {written.tensor}{written.text()})"
+                                )
+                                found[key] = Edge(entry.task, consumer, kind, span, name, region, anchor)
+                            if covering and lo <= entry.lo and entry.hi <= hi:
+                                tmap.remove(entry)
+                if (tag == INOUT or tag == OUTPUT_EXISTING) and round_index == 0:
                     # A second-round producer could only be found by second-round readers,
                     # whose edges repeat the first round's: it is never registered, so the
                     # map holds first-round producers only.
                     seq += 1
-                    registrations.append((tmap, _Entry(task.name, lo, hi, fp, seq)))
+                    registrations.append((tmap, _Entry(consumer, lo, hi, fp, seq)))
             out.extend(found.values())
             for tmap, entry in registrations:
                 tmap.register(entry)

@@ -21,6 +21,15 @@ CORE_KINDS = ("aic", "aiv", "mix")
 TENSOR_KINDS = ("input", "output", "inout", "scratch", "window", "signal")
 FLOAT_DTYPES = ("f16", "bf16", "f32")
 INT_DTYPES = ("i8", "u8", "i16", "i32", "u32", "i64")
+#: The values an integer dtype holds (inclusive bounds).
+INT_RANGES = {
+    "i8": (-(2**7), 2**7 - 1),
+    "u8": (0, 2**8 - 1),
+    "i16": (-(2**15), 2**15 - 1),
+    "i32": (-(2**31), 2**31 - 1),
+    "u32": (0, 2**32 - 1),
+    "i64": (-(2**63), 2**63 - 1),
+}
 DTYPES = FLOAT_DTYPES + INT_DTYPES + ("bool",)
 DTYPE_BYTES = {
     "f16": 2,
@@ -51,6 +60,11 @@ class Domain:
         return iter(range(self.lo, self.hi + 1, self.step))
 
     def __len__(self) -> int:
+        return self.size
+
+    @property
+    def size(self) -> int:
+        """How many values (also past ``sys.maxsize``, where ``len()`` cannot answer)."""
         if self.values is not None:
             return len(self.values)
         return max(0, (self.hi - self.lo) // self.step + 1)
@@ -69,13 +83,13 @@ class Domain:
         """The largest admissible value (not ``hi`` when the step does not land on it)."""
         if self.values is not None:
             return max(self.values)
-        return self.lo + (len(self) - 1) * self.step
+        return self.lo + (self.size - 1) * self.step
 
     def spread(self, n: int) -> list[int]:
         """The values, or when there are more than ``n``, ``n`` of them from the smallest to
         the largest, evenly spaced by index (computed, never materialised: a range may hold
         billions of values)."""
-        size = len(self)
+        size = self.size
         if size <= n:
             return list(self)
         idx = sorted({round(i * (size - 1) / (n - 1)) for i in range(n)})
@@ -223,8 +237,9 @@ class Access:
     order: int  # program order inside the body
     peer: Expr | None = None  # remote_store destination rank
     name: str = ""  # the name a called layer's body used ("c.a"), when a call binds it to ``tensor``
-    # A whole argument of a kernel whose body is not seen (a PyPTO extern kernel): every block
-    # is taken to touch all of it, so which elements one block touches is unknown.
+    # A whole tensor taken for an access the reader cannot see into (an argument of a PyPTO
+    # extern kernel or of an op it does not know, a store whose offsets it cannot evaluate):
+    # every block is taken to touch all of it, so which elements one block touches is unknown.
     opaque: bool = False
 
     @property
@@ -395,6 +410,7 @@ class Graph:
     guards: list[Guard] = field(default_factory=list)  # host-side request guards, in source order
     derived: dict[str, Scalar] = field(default_factory=dict)  # ``scalar n = expr`` (not kernel args)
     golden: str | None = None  # path of the NumPy reference module, relative to ``file``
+    golden_span: Span | None = None  # the ``golden "..."`` declaration
     reductions: list[Reduction] = field(default_factory=list)  # reduction trees, in source order
     # The layer-level decisions this graph was elaborated with: each layer ``if`` condition and
     # each layer ``for`` bound, with its value here. Another parameter point where every one of
@@ -425,7 +441,7 @@ class Graph:
         out = {}
         for s in self.scalars.values():
             domain = s.domain if env is None else s.domain_at(env)
-            if domain is not None and len(domain):
+            if domain is not None and domain.size:
                 out[s.name] = (domain.low, domain.high)
         return out
 
@@ -473,7 +489,7 @@ class Graph:
         base = {p.name: p.value for p in self.params.values()}
         total = 1
         for p in ranged:
-            total *= max(len(p.domain), 1)  # type: ignore[arg-type]
+            total *= max(p.domain.size, 1)  # type: ignore[union-attr]
         per = max(2, int(limit ** (1 / len(ranged)))) if total > limit and ranged else total
         domains = [p.domain.spread(per) for p in ranged]  # type: ignore[union-attr]
         for combo in itertools.product(*domains):

@@ -14,7 +14,11 @@ from enum import StrEnum
 
 @dataclass(frozen=True, order=True)
 class Span:
-    """A half-open region of a source file; lines and columns are 1-based."""
+    """A half-open region of a source file; lines and columns are 1-based.
+
+    Line 0 means the file as a whole (it is missing, unreadable, has no layer): such a span
+    prints as ``path`` alone, never as a made-up ``path:1:1``; ``<command line>`` spans (a
+    bad option) are whole-file spans too."""
 
     file: str
     line: int
@@ -23,11 +27,18 @@ class Span:
     end_col: int = 0
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}:{self.col}"
+        return self.file if self.line == 0 else f"{self.file}:{self.line}:{self.col}"
 
     @staticmethod
     def whole_file(file: str) -> Span:
-        return Span(file, 1, 1, 1, 1)
+        return Span(file, 0, 0, 0, 0)
+
+    @staticmethod
+    def command_line() -> Span:
+        return Span.whole_file(COMMAND_LINE)
+
+
+COMMAND_LINE = "<command line>"
 
 
 class Severity(StrEnum):

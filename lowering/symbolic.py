@@ -219,6 +219,13 @@ def bounds(expr: Expr, env: Mapping[str, int | Interval]) -> Interval:
     alo, ahi = bounds(expr.a, env)
     blo, bhi = bounds(expr.b, env)
     op = expr.op
+    if op == "+":  # the usual case, without a call
+        return alo + blo, ahi + bhi
+    return combine_bounds(op, alo, ahi, blo, bhi)
+
+
+def combine_bounds(op: str, alo: int, ahi: int, blo: int, bhi: int) -> Interval:
+    """``bounds`` of ``a op b`` from the bounds of ``a`` and ``b``."""
     if op == "+":
         return alo + blo, ahi + bhi
     if op == "-":

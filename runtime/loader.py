@@ -7,13 +7,14 @@ and compiler version), so an unchanged layer is never regenerated or re-imported
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
+from runtime.files import ensure_directory, write_text
 from runtime.program import Program
 
 
@@ -26,30 +27,43 @@ def cache_dir() -> Path:
     return Path(base) / "dslc"
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write via a temporary file in the same directory and rename it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+CACHE_SEAL = "# dslc cache entry, sha256 of the text above: "
+
+
+def _sealed(text: str) -> str:
+    return f"{text}{CACHE_SEAL}{hashlib.sha256(text.encode('utf-8')).hexdigest()}\n"
+
+
+def _intact(path: Path) -> bool:
+    """Is the cache entry at ``path`` whole (its seal matches the text above it)?"""
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        data = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    text, sep, seal = data.rpartition(CACHE_SEAL)
+    return bool(sep) and seal == hashlib.sha256(text.encode("utf-8")).hexdigest() + "\n"
 
 
 def cached_module_path(name: str, key: str, text_factory) -> Path:
-    """Path of the cached module ``name`` for ``key``; ``text_factory()`` renders it if absent."""
-    path = cache_dir() / f"{name}_{key[:20]}.py"
-    if not path.exists():
-        write_atomically(path, text_factory())
+    """Path of the cached module ``name`` for ``key``; ``text_factory()`` renders it if absent.
+
+    Each entry ends with a seal (the sha256 of its text): an entry that was truncated,
+    edited or damaged on disk is detected when it is next used and rendered again."""
+    directory = ensure_directory(cache_dir())
+    path = directory / f"{name}_{key[:20]}.py"
+    if not _intact(path):
+        sys.modules.pop(_module_name(path), None)
+        write_text(path, _sealed(text_factory()))
     return path
+
+
+def _module_name(path: Path) -> str:
+    return "dslc_generated." + path.stem
 
 
 def load_module(path: Path) -> ModuleType:
     """Import a generated module from ``path`` under a name unique to that file."""
-    mod_name = "dslc_generated." + path.stem
+    mod_name = _module_name(path)
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, path)

@@ -42,6 +42,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from runtime import watchdog
 from runtime.decisions import Decider, RecordingPolicy, block_order
 from runtime.dispatch import DispatchMixin
 from runtime.machine import BARRIER, DONE, PLACED, RUN, SPIN, WAKE, Block, RankState, TaskInst
@@ -108,7 +109,12 @@ class Engine(DispatchMixin):
         self.early_capacity = early_capacity
         self.max_block_steps = max_block_steps
         self.timeout = timeout
-        self.deadline = time.monotonic() + timeout
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout
+        self.last_finish = self.started  # wall clock of the last block that finished
+        self.current: Block | None = None  # the block being stepped, and since when
+        self.last_stepped: Block | None = None
+        self.current_since = self.started
         self.on_round_done = on_round_done
         self.now = 0
         self.heap: list[tuple[int, float, int, Block]] = []
@@ -157,7 +163,48 @@ class Engine(DispatchMixin):
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> bool:
-        """Run to completion; return False if no block can make progress (a deadlock)."""
+        """Run to completion; return False if no block can make progress (a deadlock).
+
+        Raises :class:`SimulationTimeout` (with the run's :class:`Progress`) at the deadline,
+        also from inside a kernel body that never yields (``runtime.watchdog``)."""
+        try:
+            with watchdog.alarm(self.deadline - time.monotonic(), self.interruptible):
+                return self._run()
+        except watchdog.Expired:
+            raise self._timeout() from None
+
+    def interruptible(self) -> bool:
+        """Whether the watchdog's alarm may interrupt the run now: anywhere, in one process."""
+        return True
+
+    def progress(self) -> watchdog.Progress:
+        at = time.monotonic()
+        current = self.current
+        return watchdog.Progress(
+            elapsed=at - self.started,
+            blocks_done=self.blocks_run,
+            blocks_total=sum(i.nblocks for i in self.insts),
+            tasks_done=self.n_complete,
+            tasks_total=len(self.insts),
+            rounds_done=sum(1 for left in self.round_left if not left),
+            rounds=self.rounds,
+            sim_time=self.now,
+            steps=self.steps,
+            idle_for=at - self.last_finish,
+            current=None if current is None else _label(current),
+            current_for=at - self.current_since if current is not None else 0.0,
+            last=None if self.last_stepped is None else _label(self.last_stepped),
+        )
+
+    def _timeout(self) -> SimulationTimeout:
+        p = self.progress()
+        return SimulationTimeout(
+            f"simulation of {self.program.name!r} stopped at its {self.timeout:g} s wall-clock timeout: "
+            f"{p.summary()}; {p.verdict(self.timeout)}",
+            p,
+        )
+
+    def _run(self) -> bool:
         self.begin()
         if not self.timed:
             return self._run_untimed()
@@ -242,14 +289,10 @@ class Engine(DispatchMixin):
                 del self.spinners[key]
         return woke
 
-    def _check_clock(self, b: Block) -> None:
+    def _check_clock(self) -> None:
+        """The polled deadline, where the alarm cannot be armed (see ``runtime.watchdog``)."""
         if time.monotonic() > self.deadline:
-            raise SimulationTimeout(
-                f"simulation of {self.program.name!r} exceeded its {self.timeout:g}s wall-clock timeout at "
-                f"t={self.now} after {self.steps} kernel steps and {self.blocks_run} finished blocks; "
-                f"last block stepped: {b.name} rank {b.inst.rank} round {b.inst.round + 1} "
-                f"({b.steps} steps) - a kernel that yields forever or a livelock"
-            )
+            raise self._timeout()
 
     # ------------------------------------------------------------------ block execution
 
@@ -298,10 +341,13 @@ class Engine(DispatchMixin):
                 self,
                 b,
             )
+            self.current = self.last_stepped = b  # a plain function runs its whole body here
+            self.current_since = time.monotonic()
             try:
                 res = spec.kernel(ctx)
             except Exception as e:
                 raise self._kernel_error(b, e) from e
+            self.current = None
             if res.__class__ is not _GeneratorType:
                 self._finish(b)
                 return
@@ -310,12 +356,16 @@ class Engine(DispatchMixin):
             self.steps += 1
             b.steps += 1
             if not self.steps & 1023:
-                self._check_clock(b)
+                self._check_clock()
             if b.steps > self.max_block_steps:
                 raise StepLimitExceeded(
                     f"{b.name} rank {inst.rank} round {inst.round + 1} resumed more than "
-                    f"{self.max_block_steps} times at t={self.now}: a kernel that never returns"
+                    f"{self.max_block_steps:,} times at t={self.now}: a kernel that never returns, or "
+                    f"one that yields more often than max_block_steps allows; {self.progress().summary()}",
+                    self.progress(),
                 )
+            self.current = self.last_stepped = b
+            self.current_since = time.monotonic()
             try:
                 y = next(gen)
             except StopIteration:
@@ -323,6 +373,7 @@ class Engine(DispatchMixin):
                 return
             except Exception as e:
                 raise self._kernel_error(b, e) from e
+            self.current = None
             if y is None:
                 self._wake(b)
                 return
@@ -384,6 +435,8 @@ class Engine(DispatchMixin):
                 del self.spinners[cell]
 
     def _finish(self, b: Block) -> None:
+        self.last_finish = time.monotonic()
+        self.current = None
         now = self.now
         b.state = DONE
         b.end = now
@@ -489,6 +542,11 @@ class Engine(DispatchMixin):
             inst.next_block = inst.nblocks
             self.completions.append(inst)
         return ok
+
+
+def _label(b: Block) -> str:
+    steps = f"{b.steps:,} step" + ("" if b.steps == 1 else "s")
+    return f"block {b.name} rank {b.inst.rank} round {b.inst.round + 1} ({steps})"
 
 
 def _si(inst: TaskInst) -> int:

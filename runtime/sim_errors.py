@@ -31,7 +31,13 @@ class DeadlockError(SimulatorError):
 
 
 class SimulationTimeout(SimulatorError):
-    """The wall-clock watchdog fired (a livelock, or a kernel yielding forever)."""
+    """The run was stopped by a limit -- the wall-clock watchdog, or ``max_block_steps`` --
+    before it finished. ``progress`` (a :class:`runtime.watchdog.Progress`) says how far it got;
+    the message says whether it was still making progress (slow) or looked stuck."""
+
+    def __init__(self, message: str, progress=None) -> None:
+        super().__init__(message)
+        self.progress = progress
 
 
 class StepLimitExceeded(SimulationTimeout):

@@ -21,11 +21,10 @@ reader never sees half a trace.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runtime.files import write_text
 from runtime.machine import DONE, SPIN, Block, TaskInst
 from runtime.memory import format_cell
 
@@ -175,18 +174,6 @@ def build_trace(eng: Engine) -> dict[str, Any]:
 
 
 def write_trace(path: str | Path, doc: dict[str, Any]) -> Path:
-    """Write ``doc`` as JSON to ``path`` atomically (temp file in the same directory + rename)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    """Write ``doc`` as JSON to ``path`` (through ``runtime.files.write_text``)."""
+    write_text(path, json.dumps(doc, separators=(",", ":")))
+    return Path(path)

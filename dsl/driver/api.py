@@ -3,18 +3,13 @@
 ``load`` compiles a layer, renders its NumPy kernels into the cache (keyed by a content
 hash of source, parameter values and dslc version) and imports them; ``run`` executes them
 on the simulator and returns the outputs with a run report. ``validate`` compares against
-the layer's golden (``golden "x_golden.py"`` in the source), a module beside the layer:
-
-    def make_inputs(params: dict, seed: int, ranks: int) -> dict | list[dict]   # optional
-    def golden(inputs: list[dict], params: dict) -> dict | list[dict]           # per rank
-    TOLERANCES = {"out": {"comparator": "ratio_allclose", "atol": 1e-4, "rtol": 1e-3}}
-
-A tolerance may instead be a callable ``(actual, expected) -> Comparison``, or
-``(actual, expected, context) -> Comparison`` where ``context`` holds the rank's ``inputs``
-(runtime scalars included), the kernel's ``outputs``, the ``golden`` outputs and the layer's
-``params`` -- e.g. a top-k check that pairs the indices with the kernel's own scores, or a
-``valid_rows`` taken from ``num_tokens``. Runtime scalars (``scalar num_tokens: i32``) are
-passed in the inputs like tensors; ``run`` checks the layer's ``guard``s on them.
+the layer's golden (``golden "x_golden.py"`` in the source), a module beside the layer whose
+contract -- ``make_inputs``, ``golden``, ``TOLERANCES`` and the default tolerance -- is
+``docs/golden.md`` (loaded and checked by ``dsl.driver.golden``). Runtime scalars (``scalar
+num_tokens: i32``) are passed in the inputs like tensors; ``run`` checks the layer's
+``guard``s on them. The generated kernels are cached as described in ``docs/simulator.md``
+("The kernel cache"); the simulator refuses a layer whose tensors exceed
+``max_simulated_bytes()`` (E108) before allocating anything.
 
 The guards run in the generated module (``check_request(scalars) -> list[str]``, each ranged
 runtime scalar within its range, then every ``guard`` in source order, derived scalars and
@@ -25,8 +20,8 @@ values (``dslc run`` prints it and exits 2).
 
 from __future__ import annotations
 
-import importlib.util
-import inspect
+import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -36,11 +31,12 @@ import numpy as np
 
 from dsl import __version__
 from dsl.codes import diag
+from dsl.driver import golden
 from dsl.frontend import compile_text, read_source
+from lowering.codegen.common import TargetLimit
 from lowering.codegen.numpy.emit import content_hash, render_numpy
 from lowering.ir import Graph
 from lowering.source import CompileError, Span
-from runtime import compare
 from runtime.decisions import Decision
 from runtime.loader import cached_module_path, load_module, load_program
 from runtime.program import Program, numpy_dtype
@@ -95,25 +91,66 @@ class CompiledLayer:
         """The generated module's host checks on one request: why it is refused (empty: accepted)."""
         return list(load_module(self.module_path).check_request(dict(scalars)))
 
+    def golden_path(self) -> Path | None:
+        return None if self.graph.golden is None else (self.source.parent / self.graph.golden).resolve()
+
     def golden_module(self) -> ModuleType | None:
-        if self.graph.golden is None:
+        path = self.golden_path()
+        if path is None:
             return None
-        path = (self.source.parent / self.graph.golden).resolve()
         if not path.is_file():
-            raise CompileError(
-                [diag("E102", Span(str(self.source), 1, 1), f"golden module {path} not found")]
-            )
-        spec = importlib.util.spec_from_file_location(f"dslc_golden_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
+            span = self.graph.golden_span or Span.whole_file(str(self.source))
+            raise CompileError([diag("E102", span, f"golden module {path} not found")])
+        return golden.load(path)
+
+    def declared(self) -> dict[str, golden.Declared]:
+        """The tensors as a golden must give or return them (DSL dtypes, concrete shapes)."""
+        dtypes = {n: t.dtype for n, t in self.graph.tensors.items()}
+        return {
+            t.name: golden.Declared(t.name, t.kind, dtypes.get(t.name, t.dtype), tuple(t.shape))
+            for t in self.program.tensors
+        }
+
+    def memory_needed(self, ranks: int | None = None) -> int:
+        """Bytes the simulator allocates for the tensors of every rank."""
+        ranks = ranks or self.ranks
+        return ranks * sum(math.prod(t.shape) * numpy_dtype(t.dtype).itemsize for t in self.program.tensors)
+
+    def check_memory(self, ranks: int | None = None) -> None:
+        """Refuse (E108 at the largest tensor) a run whose tensors exceed ``max_simulated_bytes()``."""
+        ranks = ranks or self.ranks
+        need, limit = self.memory_needed(ranks), max_simulated_bytes()
+        if need <= limit:
+            return
+        big = max(self.program.tensors, key=lambda t: math.prod(t.shape) * numpy_dtype(t.dtype).itemsize)
+        size = math.prod(big.shape) * numpy_dtype(big.dtype).itemsize
+        decl = self.graph.tensors.get(big.name)
+        span = decl.span if decl is not None else self.graph.span
+        raise CompileError(
+            [
+                diag(
+                    "E108",
+                    span,
+                    f"simulating this layer needs {_bytes(need)} for its tensors on {ranks} rank(s), over "
+                    f"the limit of {_bytes(limit)}; the largest is {big.name} {tuple(big.shape)} "
+                    f"({_bytes(size)} per rank)",
+                    hint=f"simulate at smaller sizes (--set), or raise the limit with {MEMORY_ENV}=BYTES",
+                )
+            ]
+        )
 
     def make_inputs(self, seed: int = 0, ranks: int | None = None) -> list[dict[str, np.ndarray]]:
-        """Inputs from the golden's ``make_inputs``, else seeded normal floats / zero integers."""
+        """Inputs from the golden's ``make_inputs``, else seeded normal floats / zero integers
+        (drawn in the tensor's own dtype: no float64 copy of a large input is ever built)."""
         ranks = ranks or self.ranks
+        self.check_memory(ranks)
         module = self.golden_module()
         if module is not None and hasattr(module, "make_inputs"):
-            return _per_rank(module.make_inputs(self.params, seed, ranks), ranks)
+            path = self.golden_path()
+            made = golden.call(path, "make_inputs", module.make_inputs, self.params, seed, ranks)
+            given = golden.per_rank(path, "make_inputs", made, ranks)
+            golden.check_inputs(path, given, self.declared(), set(self.program.scalars) - {"epoch"})
+            return given
         rng = np.random.default_rng(seed)
         out = []
         for _ in range(ranks):
@@ -122,7 +159,8 @@ class CompiledLayer:
                 if t.kind in ("input", "inout"):
                     dt = numpy_dtype(t.dtype)
                     if np.issubdtype(dt, np.floating):
-                        per[t.name] = rng.standard_normal(t.shape).astype(dt)
+                        draw = dt if dt in (np.float32, np.float64) else np.float32
+                        per[t.name] = rng.standard_normal(t.shape, dtype=draw).astype(dt, copy=False)
                     else:
                         per[t.name] = np.zeros(t.shape, dt)
             out.append(per)
@@ -150,6 +188,7 @@ class CompiledLayer:
         ranks = ranks or self.ranks
         if inputs is None:
             inputs = self.make_inputs(seed, ranks)
+        self.check_memory(ranks)
         per_rank, scalars = self.split_scalars(_per_rank(inputs, ranks), round_scalars)
         return simulate(
             self.program,
@@ -195,14 +234,17 @@ class CompiledLayer:
         module = self.golden_module()
         if module is None:
             return None
-        expected = _per_rank(module.golden(inputs, self.params), len(inputs))
-        tolerances: dict[str, Any] = getattr(module, "TOLERANCES", {})
+        path = self.golden_path()
+        made = golden.call(path, "golden", module.golden, inputs, self.params)
+        expected = golden.per_rank(path, "golden", made, len(inputs))
+        golden.check_outputs(path, expected, result.outputs, self.declared())
+        tolerances: Any = getattr(module, "TOLERANCES", {})
         out = Validation()
         for rank, (want, got) in enumerate(zip(expected, result.outputs, strict=False)):
             for name, value in want.items():
-                spec = tolerances.get(name, {"comparator": "allclose", "atol": 1e-3, "rtol": 1e-3})
+                spec = golden.tolerance(path, tolerances, name)
                 context = {"inputs": inputs[rank], "outputs": got, "golden": want, "params": self.params}
-                c = _compare(spec, np.asarray(got[name]), np.asarray(value), context)
+                c = golden.compare_output(path, name, spec, np.asarray(got[name]), np.asarray(value), context)
                 out.checks.append(
                     OutputCheck(
                         name, rank, c.passed, c.max_abs_err, c.max_rel_err, c.frac_out_of_tol, c.message
@@ -217,14 +259,25 @@ def _per_rank(value: dict | list, ranks: int) -> list[dict]:
     return list(value)
 
 
-def _compare(spec, actual: np.ndarray, expected: np.ndarray, context: dict) -> compare.Comparison:
-    if callable(spec):
-        if len(inspect.signature(spec).parameters) >= 3:
-            return spec(actual, expected, context)
-        return spec(actual, expected)
-    kwargs = dict(spec)
-    fn = getattr(compare, kwargs.pop("comparator", "allclose"))
-    return fn(actual, expected, **kwargs)
+MEMORY_ENV = "DSLC_MAX_SIM_BYTES"
+DEFAULT_MAX_SIM_BYTES = 8 << 30
+
+
+def max_simulated_bytes() -> int:
+    """The simulator's memory limit for a layer's tensors (all ranks): ``$DSLC_MAX_SIM_BYTES``,
+    else 8 GiB (docs/simulator.md, "Limits")."""
+    text = os.environ.get(MEMORY_ENV, "").strip()
+    try:
+        return int(text, 0) if text else DEFAULT_MAX_SIM_BYTES
+    except ValueError:
+        return DEFAULT_MAX_SIM_BYTES
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
 
 
 def compile_layer(
@@ -241,14 +294,25 @@ def compile_layer(
                 diag(
                     "E208",
                     Span.whole_file(str(source)),
-                    f"several root layers ({names}); choose one with layer=",
+                    f"several root layers ({names}); choose one with --layer NAME (layer= in the Python API)",
                 )
             ]
         )
     graph = graphs[0]
     key = content_hash(text, repr(sorted(graph.env().items())), graph.name, __version__)
-    module_path = cached_module_path(graph.name, key, lambda: render_numpy(graph, key[:16], __version__))
+    module_path = cached_module_path(
+        graph.name, key, lambda: target_code(graph, lambda: render_numpy(graph, key[:16], __version__))
+    )
     return CompiledLayer(graph, source, module_path, load_program(module_path))
+
+
+def target_code(graph: Graph, render) -> str:
+    """``render()``, with what the target cannot express as a located E110 diagnostic."""
+    try:
+        return render()
+    except TargetLimit as err:
+        span = err.span or graph.span
+        raise CompileError([diag("E110", span, f"layer {graph.name}: {err}")]) from None
 
 
 def load(path: str | Path, *, layer: str | None = None, **params: int) -> CompiledLayer:

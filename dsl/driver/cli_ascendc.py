@@ -2,7 +2,10 @@
 
 Each layer goes to ``DIR/<layer>/`` (kernels header, host ``.asc``, ``CMakeLists.txt``,
 ``README.md``). Every layer is rendered and checked before the first file is written, so a
-layer the target refuses (A7xx, with its location) leaves ``DIR`` as it was.
+layer the target refuses (A7xx, with its location) leaves ``DIR`` as it was; so does a
+project whose C++ fails the toolchain check (``lowering.codegen.ascendc.toolchain``: always
+lexically, and with ``g++ -fsyntax-only`` against the headers when ``DSLC_ASC_DEVKIT`` is
+set), which is a dslc bug and reported as an internal error.
 """
 
 from __future__ import annotations
@@ -12,27 +15,31 @@ from pathlib import Path
 
 def compile_to_ascendc(session) -> int:
     from dsl import __version__
-    from dsl.driver.cli import UsageError
-    from dsl.frontend import compile_file
-    from lowering.codegen.ascendc import names
+    from dsl.driver.session import UsageError
+    from dsl.frontend import compile_text, read_source
+    from lowering.codegen.ascendc import names, toolchain
     from lowering.codegen.ascendc.emit import content_hash, render_project
-    from runtime.loader import write_atomically
+    from runtime.files import ensure_directory, write_text
+    from runtime.loader import cache_dir
 
     args = session.args
     source = Path(args.file)
-    graphs = compile_file(source, session.overrides or None, args.layer)
-    out_dir = Path(args.output)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"-o {out_dir}: not a directory")
-    text = source.read_text(encoding="utf-8")
+    text = read_source(source)
+    graphs = compile_text(text, str(source), session.overrides or None, args.layer)
     projects = []
     for graph in graphs:
         key = content_hash(text, repr(sorted(graph.env().items())), graph.name, __version__)
         projects.append((names.encode(graph.name), render_project(graph, key[:16], __version__)))
+    checked = ""
+    for _, files in projects:
+        try:
+            checked = toolchain.check_project(files, cache_dir())
+        except toolchain.DevkitError as err:
+            raise UsageError(f"{toolchain.ENV}: {err}") from None
+    out_dir = ensure_directory(args.output)  # only once every project rendered: a refusal writes nothing
     for folder, files in projects:
         target = out_dir / folder
-        target.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
-            write_atomically(target / name, content)
-        print(f"wrote {target}/ ({', '.join(files)})")
+            write_text(target / name, content)
+        print(f"wrote {target}/ ({', '.join(files)}; checked: {checked})")
     return 0

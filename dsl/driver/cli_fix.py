@@ -1,6 +1,8 @@
 """``dslc fix FILE...``: print the unified diff of the provable rewrites; ``--write`` applies
-them atomically. Exit 0 when nothing is left to fix (or it was written), 1 when a diff was
-shown without ``--write``, 2 on errors."""
+them through ``runtime.files.write_text`` (atomic, mode, owner and links kept, a read-only
+file or one changed since it was read refused, E107, and the other files fixed). Exit 0 when
+nothing is left to fix (or it was written), 1 when a diff was shown without ``--write``, 2 on
+errors."""
 
 from __future__ import annotations
 
@@ -8,10 +10,12 @@ import sys
 from pathlib import Path
 
 from dsl.driver import fix
-from dsl.frontend import compile_text, read_source
+from dsl.driver.session import write_error
+from dsl.frontend import UTF8_BOM, compile_text, decode_source, read_source_bytes
+from dsl.render import render
 from lowering.checks import run_rules
 from lowering.checks.rule import CheckContext
-from runtime.loader import write_atomically
+from runtime.files import Snapshot, WriteError, write_text
 
 
 def add_parser(sub, common) -> None:
@@ -40,10 +44,11 @@ def fix_text(text: str, file: str, overrides=None, layer=None) -> tuple[str, lis
 
 
 def cmd_fix(session) -> int:
-    changed = False
+    changed = failed = False
     for raw in session.args.paths:
         path = Path(raw)
-        old = read_source(path)
+        data = read_source_bytes(path)
+        old = decode_source(data, path)
         session.sources.add(str(path), old)
         new, notes = fix_text(old, str(path), session.overrides or None, session.args.layer)
         for n in notes:
@@ -52,8 +57,16 @@ def cmd_fix(session) -> int:
             continue
         changed = True
         if session.args.write:
-            write_atomically(path, new)
+            bom = "\ufeff" if data.startswith(UTF8_BOM) else ""  # keep the file's byte-order mark
+            try:
+                write_text(path, bom + new, expected=Snapshot.of_bytes(path, data))
+            except WriteError as err:  # report it and go on with the other files
+                print(render(write_error(err), session.sources), file=sys.stderr)
+                failed = True
+                continue
             print(f"fixed {path}")
         else:
             sys.stdout.write(fix.unified_diff(old, new, str(path)))
+    if failed:
+        return 2
     return 1 if changed and not session.args.write else 0

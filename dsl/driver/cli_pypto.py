@@ -89,33 +89,28 @@ def lint_pypto_file(session, path: Path, cfg) -> list[Diagnostic]:
 
 def compile_to_pypto(session) -> int:
     """``dslc compile FILE --target pypto -o DIR``: one PyPTO module per root layer."""
-    import os
+    import functools
 
     from dsl import __version__
-    from dsl.driver.cli import UsageError
-    from dsl.frontend import compile_file
-    from lowering.codegen.pypto.emit import UnsupportedForPyPTO, content_hash, render_pypto
-    from runtime.loader import write_atomically
+    from dsl.driver.api import target_code
+    from dsl.frontend import compile_text, read_source
+    from lowering.codegen.pypto.emit import content_hash, render_pypto
+    from runtime.files import ensure_directory, write_text
 
     args = session.args
     source = Path(args.file)
-    graphs = compile_file(source, session.overrides or None, args.layer)
-    out_dir = Path(args.output)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"-o {out_dir}: not a directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    text = source.read_text(encoding="utf-8")
+    text = read_source(source)
+    graphs = compile_text(text, str(source), session.overrides or None, args.layer)
+    modules = []
     for graph in graphs:
         key = content_hash(text, repr(sorted(graph.env().items())), graph.name, __version__)
-        golden = None
-        if graph.golden:
-            golden_path = (source.parent / graph.golden).resolve()
-            golden = Path(os.path.relpath(golden_path, out_dir.resolve())).as_posix()
-        try:
-            module = render_pypto(graph, key[:16], __version__, golden)
-        except UnsupportedForPyPTO as err:
-            raise UsageError(f"{source}: layer {graph.name} cannot be written in PyPTO: {err}") from None
-        target = out_dir / f"{graph.name}.py"
-        write_atomically(target, module)
+        # the golden where it is, not relative to the output: the module can be moved or copied
+        golden = (source.parent / graph.golden).resolve().as_posix() if graph.golden else None
+        module = target_code(graph, functools.partial(render_pypto, graph, key[:16], __version__, golden))
+        modules.append((graph.name, module))
+    out_dir = ensure_directory(args.output)  # only once every module rendered: a refusal writes nothing
+    for name, module in modules:
+        target = out_dir / f"{name}.py"
+        write_text(target, module)
         print(f"wrote {target}")
     return 0

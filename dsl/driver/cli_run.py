@@ -1,13 +1,17 @@
 """``dslc run`` (simulate and validate a layer) and ``dslc compile`` (write generated code).
 
-Exit codes of ``run``: 0 outputs match the golden (or no golden), 1 mismatch, 2 usage or
-compile error or a request the host refuses (a runtime scalar outside its range, a false
-``guard``) or a ``--replay`` schedule that does not fit the layer, 3 deadlock or watchdog
-timeout (no progress).
+Exit codes of ``run``: 0 outputs match the golden (or no golden), 1 the error-level lint
+found something (nothing is simulated; ``--no-lint`` skips the lint) or an output does not
+match, 2 usage or compile error, a golden that does not fit the layer (E109), a layer too large
+to simulate (E108), a request the host refuses (a runtime scalar outside its range, a false
+``guard``) or a ``--replay`` schedule that does not fit the layer, 3 deadlock (no block can ever
+progress), 4 stopped at ``--timeout`` (the report says how far the run got and whether it was
+still making progress).
 
 ``--replay SCHEDULE.json`` runs the untimed engine on the decisions of a schedule that
 ``dslc verify`` wrote for a counterexample: the same placements, interleaving and completion
-order, so the same deadlock or the same bits.
+order, so the same deadlock or the same bits. A replay skips the lint: the schedule is the
+counterexample of a bug the lint may well name, and the point is to watch it happen.
 
 ``--scalar NAME=VALUE`` sets a runtime scalar of the request (``start_pos``, ``num_tokens``)
 on every rank, over what the golden's ``make_inputs`` gives. ``--launcher mpi [--procs N]``
@@ -20,18 +24,29 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
 from dsl import __version__
-from dsl.driver.api import RequestRefused, compile_layer
+from dsl.codes import CODES
+from dsl.driver.api import RequestRefused, compile_layer, target_code
+from dsl.driver.config import load_config
+from dsl.driver.session import UsageError, lint_file
+from dsl.frontend import read_source
 from lowering.codegen.numpy.emit import content_hash, render_numpy
+from lowering.source import Severity
 from runtime.decisions import Schedule, ScheduleMismatch
-from runtime.loader import write_atomically
+from runtime.files import WriteError, ensure_directory, write_text
 from runtime.sim_errors import CohortTooLargeError, DeadlockError, SimulationTimeout, SimulatorError
 
-EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK = 0, 1, 2, 3
+EXIT_OK, EXIT_MISMATCH, EXIT_ERROR, EXIT_DEADLOCK, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 TARGETS = ("numpy", "pypto", "ascendc")
+POLICY_HELP = (
+    "how the simulated scheduler breaks ties: fifo (arrival order, the default), random (seeded "
+    "random order and delays) or adversarial (seeded; parks notifiers behind waiters to expose "
+    "handshake deadlocks)"
+)
 LAUNCHERS = ("inprocess", "mpi")
 
 
@@ -52,21 +67,81 @@ def _cores(text: str) -> str | tuple[int, int]:
     return cores
 
 
+def _integer(option: str, low: int, high: int | None = None):
+    """An argparse type: an integer in ``low..high``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{option} expects an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            bound = f"{low}..{high}" if high is not None else f">= {low}"
+            raise argparse.ArgumentTypeError(f"{option} {text}: must be {bound}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--timeout expects a number of seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"--timeout {text}: must be a finite number of seconds > 0")
+    return value
+
+
+def _output_file(option: str):
+    """An argparse type: the name of a file to write (checked when it is written)."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{option} expects a file name, got an empty one")
+        return text
+
+    return parse
+
+
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", parents=[common], help="compile, simulate and validate a layer")
     run.add_argument("file", metavar="FILE")
-    run.add_argument("--policy", choices=("fifo", "random", "adversarial"), default="fifo")
-    run.add_argument("--seed", type=int, default=0, help="seeds the inputs and the scheduling policy")
+    run.add_argument("--policy", choices=("fifo", "random", "adversarial"), default="fifo", help=POLICY_HELP)
     run.add_argument(
-        "--rounds", type=int, default=1, help="run the layer R times back to back (epoch = round)"
+        "--seed",
+        type=_integer("--seed", 0),
+        default=0,
+        help="seeds the inputs and the scheduling policy (an integer >= 0)",
     )
-    run.add_argument("--ranks", type=int, help="EP ranks (default: the layer's `ranks`)")
+    run.add_argument(
+        "--rounds",
+        type=_integer("--rounds", 1, 1_000_000),
+        default=1,
+        help="run the layer R times back to back (epoch = round)",
+    )
+    run.add_argument(
+        "--ranks", type=_integer("--ranks", 1, 4096), help="EP ranks (default: the layer's `ranks`)"
+    )
     run.add_argument(
         "--cores", type=_cores, default="sim", help="sim (8/16), a2a3 (24/48), a5 (36/72) or AIC[,AIV]"
     )
-    run.add_argument("--timeout", type=float, default=120.0, help="wall-clock watchdog in seconds")
-    run.add_argument("--trace", metavar="OUT.json", help="write a Chrome trace (opens in Perfetto)")
+    run.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=120.0,
+        help="wall-clock limit in seconds; a run stopped by it exits 4 and says how far it got",
+    )
+    run.add_argument(
+        "--trace",
+        type=_output_file("--trace"),
+        metavar="OUT.json",
+        help="write a Chrome trace (opens in Perfetto)",
+    )
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
+    run.add_argument(
+        "--no-lint", action="store_true", help="do not run the error-level lint before simulating"
+    )
     run.add_argument(
         "--round-scalar",
         action="append",
@@ -77,7 +152,8 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run.add_argument(
         "--replay",
         metavar="SCHEDULE.json",
-        help="run exactly the schedule a `dslc verify` counterexample saved (it fixes ranks, cores, rounds, seed)",
+        help="run exactly the schedule a `dslc verify` counterexample saved (it fixes ranks, cores, rounds, "
+        "seed; no lint)",
     )
     run.add_argument(
         "--launcher",
@@ -87,7 +163,7 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--procs",
-        type=int,
+        type=_integer("--procs", 1, 4096),
         metavar="N",
         help="with --launcher mpi: start mpiexec with N processes on this host",
     )
@@ -101,16 +177,33 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
 
     comp = sub.add_parser("compile", parents=[common], help="write the generated code of a layer")
     comp.add_argument("file", metavar="FILE")
-    comp.add_argument("--target", choices=TARGETS, default="numpy")
+    comp.add_argument(
+        "--target", choices=TARGETS, default="numpy", help="numpy (the simulator's), pypto or ascendc"
+    )
     comp.add_argument("-o", "--output", metavar="DIR", required=True, help="directory to write into")
 
 
-def cmd_run(session) -> int:
-    from dsl.driver.cli import UsageError
+def lint_before_run(session) -> int | None:
+    """The error-level lint of ``dslc check`` (same config and suppressions) unless ``--no-lint``
+    or ``--replay``; an exit code if it found errors, None when the run may go on."""
+    if session.args.no_lint or session.args.replay:
+        return None
+    cfg = load_config()
+    errors = [d for d in lint_file(session, Path(session.args.file), cfg) if d.severity is Severity.ERROR]
+    if not errors:
+        return None
+    session.emit(errors)
+    if any(d.code in CODES for d in errors):
+        return EXIT_ERROR  # the file does not compile
+    print(
+        f"not run: the lint found {len(errors)} error(s); fix them, or run anyway with --no-lint",
+        file=sys.stderr,
+    )
+    return EXIT_MISMATCH
 
+
+def cmd_run(session) -> int:
     args = session.args
-    if args.rounds < 1 or (args.ranks is not None and args.ranks < 1) or args.timeout <= 0:
-        raise UsageError("--rounds, --ranks and --timeout must be positive")
     if args.launcher == "mpi":
         if args.replay:
             raise UsageError(
@@ -122,6 +215,9 @@ def cmd_run(session) -> int:
         return run_with_mpi(session)
     if args.procs is not None:
         raise UsageError("--procs starts MPI processes: it needs --launcher mpi")
+    stop = lint_before_run(session)
+    if stop is not None:
+        return stop
     schedule = load_schedule(args.replay) if args.replay else None
     if schedule is not None:
         layer, ranks, scalars, round_scalars = _prepare_replay(session, schedule)
@@ -160,6 +256,8 @@ def prepare_run(session):
     args = session.args
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     scalars = _scalars(args.scalar, layer)
+    if args.trace:
+        _check_trace_target(args.trace)
     return layer, args.ranks or layer.ranks, scalars, round_scalar_names(args.round_scalar, layer, scalars)
 
 
@@ -202,8 +300,8 @@ def guarded_run(run):
         print(str(err))
         return EXIT_DEADLOCK
     except SimulationTimeout as err:
-        print(f"watchdog: {err}")
-        return EXIT_DEADLOCK
+        print(f"timeout: {err}")
+        return EXIT_TIMEOUT
     except CohortTooLargeError as err:
         print(f"refused: {err}")
         return EXIT_ERROR
@@ -226,7 +324,7 @@ def report_run(args, layer, inputs, result) -> int:
         )
         print(f"not validated: {reason}")
         return EXIT_OK
-    width = max((len(c.name) for c in validation.checks), default=6)
+    width = max([len("output"), *(len(c.name) for c in validation.checks)])
     print(f"{'output':<{width}}  rank  {'max abs err':>12}  {'max rel err':>12}  {'out of tol':>10}  verdict")
     for c in validation.checks:
         verdict = "ok" if c.passed else "MISMATCH"
@@ -237,10 +335,20 @@ def report_run(args, layer, inputs, result) -> int:
     return EXIT_OK if validation.passed else EXIT_MISMATCH
 
 
+def _check_trace_target(path: str) -> None:
+    """Refuse a trace path that cannot be written before simulating, not after."""
+    p = Path(path)
+    if p.is_dir():
+        raise WriteError(p, "it is a directory (--trace names the JSON file to write)")
+    for parent in p.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise WriteError(p, f"{parent} is not a directory")
+            break
+
+
 def load_schedule(path: str) -> Schedule:
     """Read a ``--replay`` schedule; anything wrong with it is a usage error (exit 2)."""
-    from dsl.driver.cli import UsageError
-
     try:
         doc = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as err:
@@ -255,8 +363,6 @@ def load_schedule(path: str) -> Schedule:
 
 def _replay_options(args, overrides: dict[str, int], schedule: Schedule) -> None:
     """A replay takes its configuration from the schedule; options that say otherwise are errors."""
-    from dsl.driver.cli import UsageError
-
     given = [
         name
         for name, value, default in (
@@ -279,8 +385,6 @@ def _replay_options(args, overrides: dict[str, int], schedule: Schedule) -> None
 
 
 def _check_layer(layer, schedule: Schedule) -> None:
-    from dsl.driver.cli import UsageError
-
     if layer.graph.name != schedule.layer:
         raise UsageError(
             f"--replay: the schedule is of layer {schedule.layer!r}, the file defines {layer.graph.name!r}"
@@ -289,8 +393,6 @@ def _check_layer(layer, schedule: Schedule) -> None:
 
 def round_scalar_names(options: list[str], layer, scalars: dict[str, int]) -> tuple[str, ...]:
     """``epoch`` plus the ``--round-scalar`` names: declared, not also given a value."""
-    from dsl.driver.cli import UsageError
-
     declared = [n for n in layer.graph.scalars if n != "epoch"]
     for name in options:
         if name not in declared:
@@ -307,8 +409,6 @@ def round_scalar_names(options: list[str], layer, scalars: dict[str, int]) -> tu
 
 def _scalars(options: list[str], layer) -> dict[str, int]:
     """``--scalar NAME=VALUE`` options: declared runtime scalars with integer values."""
-    from dsl.driver.cli import UsageError
-
     declared = [n for n in layer.graph.scalars if n != "epoch"]
     out: dict[str, int] = {}
     for text in options:
@@ -338,15 +438,10 @@ def cmd_compile(session) -> int:
 
         return compile_to_ascendc(session)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
-    out_dir = Path(args.output)
-    if out_dir.exists() and not out_dir.is_dir():
-        from dsl.driver.cli import UsageError
-
-        raise UsageError(f"-o {out_dir}: not a directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    text = Path(args.file).read_text(encoding="utf-8")
+    out_dir = ensure_directory(args.output)
+    text = read_source(args.file)
     key = content_hash(text, repr(sorted(layer.graph.env().items())), layer.graph.name, __version__)
     target = out_dir / f"{layer.graph.name}.py"
-    write_atomically(target, render_numpy(layer.graph, key[:16], __version__))
+    write_text(target, target_code(layer.graph, lambda: render_numpy(layer.graph, key[:16], __version__)))
     print(f"wrote {target}")
     return EXIT_OK

@@ -19,16 +19,18 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from dsl.driver.api import CompiledLayer, RequestRefused, compile_layer
-from dsl.driver.cli_run import _cores, _scalars, round_scalar_names
+from dsl.driver.cli_run import _cores, _integer, _output_file, _scalars, _seconds, round_scalar_names
 from dsl.driver.verify_report import Verdict, render_json, render_text
+from runtime import watchdog
 from runtime.decisions import Schedule
-from runtime.loader import write_atomically
+from runtime.files import write_text
 from runtime.program import Program
 from runtime.sim_errors import CohortTooLargeError, SimulatorError
 from runtime.simulator import PRESETS, simulate
 from runtime.verify import Config, estimate_naive, explore, replay_witness
 
 EXIT_VERIFIED, EXIT_VIOLATED, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 4
+STOP_GRACE = 10.0  # seconds past --timeout before a kernel that never yields is interrupted
 
 
 def add_parser(sub, common) -> None:
@@ -38,18 +40,33 @@ def add_parser(sub, common) -> None:
         help="explore every schedule: prove deadlock freedom and determinism, or print a counterexample",
     )
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--ranks", type=int, help="EP ranks (default: the layer's `ranks`)")
+    p.add_argument(
+        "--ranks", type=_integer("--ranks", 1, 4096), help="EP ranks (default: the layer's `ranks`)"
+    )
     p.add_argument(
         "--cores",
         type=_cores,
         help="AIC[,AIV] per rank (default: the fewest clusters every sync_start cohort fits on)",
     )
-    p.add_argument("--rounds", type=int, default=2, help="back-to-back rounds, epoch = round (default 2)")
-    p.add_argument("--max-states", type=int, default=1_000_000, help="stop after this many distinct states")
-    p.add_argument("--timeout", type=float, default=60.0, help="stop after this many seconds")
+    p.add_argument(
+        "--rounds",
+        type=_integer("--rounds", 1, 1_000_000),
+        default=2,
+        help="back-to-back rounds, epoch = round (default 2)",
+    )
+    p.add_argument(
+        "--max-states",
+        type=_integer("--max-states", 1),
+        default=1_000_000,
+        help="stop after this many distinct states",
+    )
+    p.add_argument("--timeout", type=_seconds, default=60.0, help="stop after this many seconds")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument(
-        "--seed", type=int, default=0, help="seeds the inputs (schedules are enumerated, not sampled)"
+        "--seed",
+        type=_integer("--seed", 0),
+        default=0,
+        help="seeds the inputs (schedules are enumerated, not sampled)",
     )
     p.add_argument(
         "--scalar",
@@ -66,10 +83,16 @@ def add_parser(sub, common) -> None:
         help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
     )
     p.add_argument(
-        "--save", metavar="SCHEDULE.json", help="write the counterexample's schedule for `dslc run --replay`"
+        "--save",
+        type=_output_file("--save"),
+        metavar="SCHEDULE.json",
+        help="write the counterexample's schedule for `dslc run --replay`",
     )
     p.add_argument(
-        "--trace", metavar="OUT.json", help="write the counterexample as a Chrome trace (Perfetto)"
+        "--trace",
+        type=_output_file("--trace"),
+        metavar="OUT.json",
+        help="write the counterexample as a Chrome trace (Perfetto)",
     )
     p.add_argument(
         "--first",
@@ -78,11 +101,13 @@ def add_parser(sub, common) -> None:
     )
     p.add_argument(
         "--probes",
-        type=int,
+        type=_integer("--probes", 0),
         default=32,
         help="random schedules for the estimate of the unreduced search (0: no estimate)",
     )
-    p.add_argument("--max-block-steps", type=int, default=10_000, help=argparse.SUPPRESS)
+    p.add_argument(
+        "--max-block-steps", type=_integer("--max-block-steps", 1), default=10_000, help=argparse.SUPPRESS
+    )
 
 
 def default_clusters(program: Program) -> int:
@@ -167,18 +192,8 @@ class _Progress:
         self.live.stop()
 
 
-def _check_options(args) -> None:
-    from dsl.driver.cli import UsageError
-
-    if args.ranks is not None and args.ranks < 1 or args.rounds < 1 or args.max_states < 1:
-        raise UsageError("--rounds, --ranks and --max-states must be positive")
-    if args.timeout <= 0 or args.probes < 0 or args.max_block_steps < 1:
-        raise UsageError("--timeout must be positive and --probes >= 0")
-
-
 def cmd_verify(session) -> int:
     args = session.args
-    _check_options(args)
     layer = compile_layer(args.file, session.overrides or None, args.layer)
     scalars = _scalars(args.scalar, layer)
     round_scalars = round_scalar_names(args.round_scalar, layer, scalars)
@@ -196,26 +211,35 @@ def cmd_verify(session) -> int:
     progress = _Progress() if sys.stderr.isatty() and args.format == "text" else None
     started = time.monotonic()
     try:
-        result = explore(
-            layer.program,
-            per_rank,
-            config,
-            max_states=args.max_states,
-            timeout=args.timeout,
-            check_outputs=_golden(layer, inputs, config.rounds),
-            shortest=not args.first,
-            progress=progress,
+        # The search checks its deadline between steps; a kernel body that never returns to the
+        # engine (a loop of 10^9 iterations) is stopped by the alarm, a little after it.
+        with watchdog.alarm(args.timeout + STOP_GRACE):
+            result = explore(
+                layer.program,
+                per_rank,
+                config,
+                max_states=args.max_states,
+                timeout=args.timeout,
+                check_outputs=_golden(layer, inputs, config.rounds),
+                shortest=not args.first,
+                progress=progress,
+            )
+            estimate = None
+            if args.probes:
+                budget = max(1.0, min(10.0, time.monotonic() - started))
+                estimate = estimate_naive(layer.program, per_rank, config, probes=args.probes, timeout=budget)
+    except watchdog.Expired:
+        print(
+            f"inconclusive: stopped at the {args.timeout:g} s timeout while a kernel of {layer.graph.name!r} "
+            "was running without returning to the scheduler: a very long (or endless) loop in a task body"
         )
+        return EXIT_INCONCLUSIVE
     except CohortTooLargeError as err:
         print(f"refused: {err}; give more cores with --cores")
         return EXIT_ERROR
     finally:
         if progress is not None:
             progress.stop()
-    estimate = None
-    if args.probes:
-        budget = max(1.0, min(10.0, time.monotonic() - started))
-        estimate = estimate_naive(layer.program, per_rank, config, probes=args.probes, timeout=budget)
     verdict = Verdict(layer.graph.name, str(args.file), config, args.seed, result, estimate)
     verdict.notes = configuration_notes(layer.program, config)
     if layer.graph.golden is None:
@@ -254,20 +278,16 @@ def _schedule(layer: CompiledLayer, config: Config, seed: int, decisions, note: 
 
 
 def _write_artifacts(args, layer: CompiledLayer, per_rank, config: Config, verdict: Verdict) -> None:
-    from dsl.driver.cli import UsageError
-
-    try:
-        if args.save:
-            write_atomically(Path(args.save), verdict.schedule.dumps())
-            verdict.saved = args.save
-            if verdict.reference is not None:
-                ref = Path(args.save).with_suffix(".reference.json")
-                write_atomically(ref, verdict.reference.dumps())
-                verdict.saved_reference = str(ref)
-        if args.trace:
-            _replay_to_trace(layer, per_rank, config, verdict, args.trace)
-    except OSError as err:
-        raise UsageError(f"cannot write the counterexample: {err.strerror or err}") from None
+    """The ``--save`` schedule(s) and the ``--trace``; a path that cannot be written is E107 (exit 2)."""
+    if args.save:
+        write_text(args.save, verdict.schedule.dumps())
+        verdict.saved = args.save
+        if verdict.reference is not None:
+            ref = Path(args.save).with_suffix(".reference.json")
+            write_text(ref, verdict.reference.dumps())
+            verdict.saved_reference = str(ref)
+    if args.trace:
+        _replay_to_trace(layer, per_rank, config, verdict, args.trace)
 
 
 def _replay_to_trace(layer: CompiledLayer, per_rank, config: Config, verdict: Verdict, path: str) -> None:

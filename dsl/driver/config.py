@@ -102,15 +102,19 @@ class _File:
 
     def span(self, key: str | None = None) -> Span:
         """The line that sets ``key`` inside a ``[tool.dslc...]`` table (else the table header)."""
-        header, in_section = None, False
+        header, in_section, in_tool = None, False, False
         names = {key, key.replace("-", "_")} if key else set()
         for lineno, line in enumerate(self.lines, start=1):
             stripped = line.strip()
             if stripped.startswith("["):
                 in_section = re.match(r"\[\s*tool\s*\.\s*dslc\s*[\].]", stripped) is not None
+                in_tool = re.fullmatch(r"\[\s*tool\s*\]", stripped) is not None
                 if in_section and header is None:
                     header = Span(str(self.path), lineno, 1, lineno, len(line) + 1)
                 continue
+            m = _KEY_LINE.match(line)
+            if in_tool and header is None and m and m.group("key") == "dslc":  # `[tool]` + `dslc = 3`
+                header = Span(str(self.path), lineno, m.start("key") + 1, lineno, m.end("key") + 1)
             if in_section and names:
                 m = _KEY_LINE.match(line)
                 if m and m.group("key") in names:

@@ -106,23 +106,18 @@ def to_sarif(diagnostics: list[Diagnostic], sources: SourceCache) -> dict:
         )
     results = []
     for d, fingerprint in zip(diagnostics, _fingerprints(diagnostics, sources), strict=True):
-        region = {"startLine": d.span.line, "startColumn": max(d.span.col, 1)}
-        if d.span.end_line >= d.span.line and d.span.end_col >= 1:
-            if d.span.end_line > d.span.line or d.span.end_col > d.span.col:
-                region.update(endLine=d.span.end_line, endColumn=d.span.end_col)
+        location: dict = {"artifactLocation": {"uri": _uri(d.span.file)}}
+        if d.span.line:  # line 0: the file as a whole, no region
+            region = location["region"] = {"startLine": d.span.line, "startColumn": max(d.span.col, 1)}
+            if d.span.end_line >= d.span.line and d.span.end_col >= 1:
+                if d.span.end_line > d.span.line or d.span.end_col > d.span.col:
+                    region.update(endLine=d.span.end_line, endColumn=d.span.end_col)
         result = {
             "ruleId": d.code,
             "ruleIndex": index[d.code],
             "level": _SARIF_LEVEL[d.severity],
             "message": {"text": d.message + (f" Fix: {d.hint}" if d.hint else "")},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": _uri(d.span.file)},
-                        "region": region,
-                    }
-                }
-            ],
+            "locations": [{"physicalLocation": location}],
             "partialFingerprints": {"primaryLocationLineHash": fingerprint},
         }
         if d.related:
@@ -172,8 +167,9 @@ def format_findings(
         for d in diagnostics:
             kind = {"error": "error", "warning": "warning", "note": "notice"}[d.severity.value]
             msg = d.message + (f" Fix: {d.hint}" if d.hint else "")
+            where = f",line={d.span.line},col={d.span.col}" if d.span.line else ""
             lines.append(
-                f"::{kind} file={_github_prop(d.span.file)},line={d.span.line},col={d.span.col},"
+                f"::{kind} file={_github_prop(d.span.file)}{where},"
                 f"title={_github_prop(d.code)}::{_github_escape(msg)}"
             )
         return "\n".join(lines) + ("\n" if lines else "")

@@ -21,7 +21,15 @@ from __future__ import annotations
 import os
 import sys
 
-from dsl.driver.cli_run import EXIT_OK, describe_run, guarded_run, prepare_run, report_run
+from dsl.driver.cli_run import (
+    EXIT_ERROR,
+    EXIT_OK,
+    describe_run,
+    guarded_run,
+    lint_before_run,
+    prepare_run,
+    report_run,
+)
 from runtime import mpi
 
 #: Options of ``dslc run`` a ``--procs`` launch passes on to its processes (``procs`` is
@@ -70,6 +78,9 @@ def run_with_mpi(session) -> int:
     from runtime.mpi.collective import on_root, patient_barrier
     from runtime.mpi.simulate import simulate_mpi
 
+    stop = lint_before_run(session)  # on every process, printed by process 0 only
+    if stop is not None:
+        return stop
     comm = MPI.COMM_WORLD
     root = comm.Get_rank() == 0
     layer, ranks, scalars, round_scalars = prepare_run(session)  # the same everywhere, errors included
@@ -114,15 +125,24 @@ def run_with_mpi(session) -> int:
     )
     if isinstance(result, int):
         return result  # the same error on every process, printed by process 0
-    code = report_run(args, layer, inputs, result) if root else EXIT_OK
+    code, failure = EXIT_OK, None
+    if root:
+        try:
+            code = report_run(args, layer, inputs, result)
+        except Exception as err:  # a golden that raises (E109): the others must not wait forever
+            code, failure = EXIT_ERROR, err
     patient_barrier(comm)  # the golden check may take a while on process 0
-    return comm.bcast(code, root=0)
+    code = comm.bcast(code, root=0)
+    if failure is not None:
+        raise failure  # reported by the CLI as in-process, once every process is released
+    return code
 
 
 def child_argv(args) -> list[str]:
     """The ``dslc`` arguments of each process of a ``--procs`` launch."""
     cores = args.cores if isinstance(args.cores, str) else f"{args.cores[0]},{args.cores[1]}"
-    out = ["run", args.file, "--launcher", "mpi", "--policy", args.policy, "--seed", str(args.seed)]
+    out = ["run", args.file, "--launcher", "mpi", "--no-lint"]  # linted by the launch (or --no-lint)
+    out += ["--policy", args.policy, "--seed", str(args.seed)]
     out += ["--rounds", str(args.rounds), "--cores", cores, "--timeout", repr(args.timeout)]
     if args.ranks is not None:
         out += ["--ranks", str(args.ranks)]
@@ -158,6 +178,9 @@ def _launch(session) -> int:
     mpiexec = find_mpiexec()
     if mpiexec is None:
         raise _usage(f"--procs: no mpiexec beside {sys.executable} nor on PATH: {mpi.INSTALL_HINT}")
+    stop = lint_before_run(session)  # once, before any process starts
+    if stop is not None:
+        return stop
     ranks = prepare_run(session)[1]  # front-end errors once, before any process starts
     if args.procs > ranks:
         raise _usage(

@@ -121,7 +121,8 @@ def render_text(v: Verdict) -> str:
         )
     out.append(
         f"explored {s.distinct:,} distinct states ({s.transitions:,} transitions) in {s.elapsed:.2f} s: "
-        f"{s.per_second:,.0f} distinct states/s, max depth {s.max_depth}, {s.rebuilds:,} generator rebuilds"
+        f"{s.per_second:,.0f} distinct states/s, max depth {s.max_depth}, {s.rebuilds:,} generator rebuilds, "
+        f"{s.replayed:,} steps replayed"
     )
     out.append(_reduction(v))
     if r.violation is not None and v.witness is not None:

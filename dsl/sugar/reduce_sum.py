@@ -5,13 +5,19 @@
 becomes
 
     scratch linear_partials: dtype[S * D0, D1, ...]
-    task linear_splits spmd(G * S) { ...; linear_partials[s * D0 + region] = part }
-                                        # block -> block / S, s -> block % S
+    task linear_splits spmd(G * S) {    # block -> block / S in the statements before reduce_sum
+      ...; let s = block % S; ...; linear_partials[s * D0 + region] = part
+    }
     task linear spmd(G) on aiv after linear_splits {
       let acc = linear_partials[0 * D0 + region]
       for s in range(1, S) { acc = acc + linear_partials[s * D0 + region] }
       dst[region] = acc
     }
+
+The lowered tasks keep the author's names, so generated code reads like the source: the split
+index is ``s`` in both tasks (substituted by ``block % S`` only where ``s`` names something
+else of the layer), and the accumulator is the name the body returns (``return acc``) or
+``acc``, made unique among the layer's names (``acc2``, ...).
 
 Partials are written plainly (each split owns its slice), so there is no zero seed and no
 atomic, and the sum order is fixed: ((p0 + p1) + p2) + ... The reducing task keeps the
@@ -67,14 +73,21 @@ def _layer(layer: ast.Layer, errors: list[Diagnostic]) -> ast.Layer:
     if not _contains_reduce(layer):
         return layer
     decls = _decls(layer.body)
-    return ast.Layer(layer.span, layer.name, layer.params, _stmts(layer.body, decls, errors))
+    return ast.Layer(
+        layer.span,
+        layer.name,
+        layer.params,
+        _stmts(layer.body, decls, errors, _declared(layer)),
+    )
 
 
-def _stmts(stmts, decls, errors, in_loop: bool = False) -> tuple:
+def _stmts(stmts, decls, errors, declared: set[str], in_loop: bool = False) -> tuple:
     out = []
     for s in stmts:
         if isinstance(s, ast.LayerFor):
-            out.append(ast.LayerFor(s.span, s.var, s.kind, s.args, _stmts(s.body, decls, errors, True)))
+            out.append(
+                ast.LayerFor(s.span, s.var, s.kind, s.args, _stmts(s.body, decls, errors, declared, True))
+            )
         elif in_loop and isinstance(s, ast.TaskDef) and _contains_reduce(s):
             errors.append(
                 diag(
@@ -86,11 +99,16 @@ def _stmts(stmts, decls, errors, in_loop: bool = False) -> tuple:
             )
         elif isinstance(s, ast.LayerIf):
             out.append(
-                ast.LayerIf(s.span, s.cond, _stmts(s.then, decls, errors), _stmts(s.orelse, decls, errors))
+                ast.LayerIf(
+                    s.span,
+                    s.cond,
+                    _stmts(s.then, decls, errors, declared),
+                    _stmts(s.orelse, decls, errors, declared),
+                )
             )
         elif isinstance(s, ast.TaskDef) and _contains_reduce(s):
             try:
-                out.extend(_task(s, decls))
+                out.extend(_task(s, decls, declared))
             except CompileError as err:
                 errors.extend(err.diagnostics)
         else:
@@ -102,7 +120,7 @@ def _fail(node: ast.Node, code: str, message: str, hint: str | None = None) -> C
     return CompileError([diag(code, node.span, message, hint=hint)])
 
 
-def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl]) -> list:
+def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl], declared: set[str]) -> list:
     body = list(task.body)
     last = body[-1] if body else None
     if not (isinstance(last, ast.Store) and isinstance(last.value, ast.ReduceSum)):
@@ -158,8 +176,13 @@ def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl]) -> list:
     split_var = ast.Name(sp, red.var)
     to_split_grid = {"block": binop("/", block, count)}
     producer_body = [substitute(s, to_split_grid) for s in pre]
-    inner = {**to_split_grid, red.var: binop("%", block, count)}
-    producer_body += [substitute(s, inner) for s in red.body[:-1]]
+    if red.var in _bound(pre) | declared:  # the split index cannot be named: substitute it
+        inner = {**to_split_grid, red.var: binop("%", block, count)}
+        split_of_block = []
+    else:  # keep the author's name for the split index: `let s = block % S`
+        inner = to_split_grid
+        split_of_block = [ast.Let(sp, red.var, binop("%", block, count))]
+    producer_body += split_of_block + [substitute(s, inner) for s in red.body[:-1]]
     producer_body.append(
         ast.Store(store.span, substitute(access(split_var), inner), substitute(rets[0].value, inner))
     )
@@ -172,17 +195,23 @@ def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl]) -> list:
         if isinstance(s, ast.Let) and s.name in needed:
             kept.insert(0, s)
             needed |= names_used(s.value)
-    acc, k = ast.Name(sp, "__acc"), ast.Name(sp, "__split")
+    # The reducer's accumulator and split index get plain names that clash with nothing the
+    # reducer sees: the partial's own name (`return acc`) or `acc`, and the split variable.
+    returned = rets[0].value.id if isinstance(rets[0].value, ast.Name) else "acc"
+    used = declared | _names(tuple(kept)) | names_used(store.target)
+    acc_name = _fresh(returned, used)
+    split_name = _fresh(red.var, used | {acc_name})
+    acc, k = ast.Name(sp, acc_name), ast.Name(sp, split_name)
     reducer_body = [
         *kept,
-        ast.Let(sp, "__acc", access(ast.IntLit(sp, 0))),
+        ast.Let(sp, acc_name, access(ast.IntLit(sp, 0))),
         ast.For(
             sp,
-            "__split",
+            split_name,
             "range",
             (ast.IntLit(sp, 1), count),
             (),
-            (ast.Assign(sp, "__acc", binop("+", acc, access(k))),),
+            (ast.Assign(sp, acc_name, binop("+", acc, access(k))),),
         ),
         ast.Store(store.span, store.target, acc),
     ]
@@ -213,6 +242,66 @@ def _task(task: ast.TaskDef, decls: dict[str, ast.TensorDecl]) -> list:
         reduction=ast.ReductionDecl(keyword, store.target.name, store.target.name_span, count, _chunks(red)),
     )
     return [scratch, producer, reducer]
+
+
+def _declared(layer: ast.Layer) -> set[str]:
+    """The names declared outside task bodies: parameters, constants, tensors, tasks, loops."""
+    out = {p.name for p in layer.params}
+
+    def stmts(body) -> None:
+        for s in body:
+            if isinstance(s, ast.TaskDef):
+                out.add(s.name)
+            elif isinstance(s, ast.LayerFor):
+                out.add(s.var)
+                stmts(s.body)
+            elif isinstance(s, ast.LayerIf):
+                stmts(s.then)
+                stmts(s.orelse)
+            else:
+                out.update(_names(s))
+
+    stmts(layer.body)
+    return out
+
+
+def _bound(stmts) -> set[str]:
+    """The names ``let`` binds in ``stmts`` (at any depth)."""
+    out: set[str] = set()
+
+    def visit(n):
+        if isinstance(n, ast.Let):
+            out.add(n.name)
+        return map_children(n, visit)
+
+    for s in stmts:
+        visit(s)
+    return out
+
+
+def _names(node) -> set[str]:
+    """Every name ``node`` declares, binds or mentions (tensors, parameters, constants, tasks,
+    locals, loop variables): a name outside this set cannot clash with the layer's."""
+    out: set[str] = set()
+
+    def visit(n):
+        for attr in ("name", "id", "var"):
+            value = getattr(n, attr, None)
+            if isinstance(value, str):
+                out.add(value)
+        return map_children(n, visit)
+
+    visit(node)
+    return out
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    """``base``, or ``base2``, ``base3``, ... : the first not in ``taken``."""
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base}{n}"
+    return name
 
 
 def _chunks(red: ast.ReduceSum) -> ast.Expr | None:

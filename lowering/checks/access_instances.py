@@ -6,6 +6,12 @@ iteration. :func:`hits` enumerates those executions at one parameter point and e
 each region exactly (``start:stop:step`` per dimension), so that two accesses conflict only
 if some execution of one shares an element with some execution of the other.
 
+Work is bounded by ``MAX_HITS`` per access, never by the size of the grid: beyond it, loops
+are taken as intervals (one hull per block), and when the grid alone has more blocks than
+that (``spmd(10**7)``), ``block`` is taken as its interval too -- one hull per rank, marked
+``exact=False`` and ``block=-1``, so rules that need a certain overlap between two blocks
+stay silent rather than enumerate ten million of them.
+
 What cannot be evaluated is widened, never dropped: a dimension indexed by data (``read``
 of a tensor) or by a runtime scalar spans the whole extent and marks the hit ``exact=False``;
 an access under a condition that depends on data is kept and marked ``maybe=True``. Rules
@@ -22,6 +28,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from lowering.checks.fasteval import compiled_bounds
 from lowering.ir import Access, Graph, Task, Tensor
 from lowering.symbolic import Const, EvalError, Interval, bounds, evaluate, free_symbols
 
@@ -58,6 +65,16 @@ def region_text(region: Region) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
+def grid_sample(task: Task, per_end: int = 64) -> tuple[int, ...] | None:
+    """The blocks a rule examines one by one in a grid too large to list (the first and the last
+    ``per_end``), or None when the grid is small enough to list whole."""
+    if task.blocks * max(len(task.accesses), 1) <= MAX_HITS:
+        return None
+    return tuple(
+        sorted({*range(min(per_end, task.blocks)), *range(max(task.blocks - per_end, 0), task.blocks)})
+    )
+
+
 def phase_of(task: Task, access: Access) -> int:
     return sum(1 for b in task.barriers if b.order < access.order)
 
@@ -75,12 +92,12 @@ def _ranks(graph: Graph, access: Access) -> range:
     return range(1)
 
 
-def _dim(rng, extent: int | None, env: Mapping[str, int | Interval]) -> tuple[Dim, bool] | None:
+def _dim(rng, extent: int | None, env: Mapping[str, int | Interval], bound=bounds) -> tuple[Dim, bool] | None:
     """One dimension of a region; None when it is empty."""
     top = extent if extent is not None else 1 << 40
     try:
-        slo, shi = bounds(rng.start, env)
-        tlo, thi = bounds(rng.stop, env)
+        slo, shi = bound(rng.start, env)
+        tlo, thi = bound(rng.stop, env)
         exact = slo == shi and tlo == thi
         lo, hi = (slo, tlo) if exact else (slo, thi)
         step = 1
@@ -100,12 +117,12 @@ def _dim(rng, extent: int | None, env: Mapping[str, int | Interval]) -> tuple[Di
     return (lo, hi, step), exact
 
 
-def _cond_state(access: Access, env: Mapping[str, int | Interval]) -> bool | None:
+def _cond_state(access: Access, env: Mapping[str, int | Interval], bound=bounds) -> bool | None:
     """True: runs; False: never; None: depends on data or on a widened loop."""
     state: bool | None = True
     for c in access.conds:
         try:
-            lo, hi = bounds(c.expr, env)
+            lo, hi = bound(c.expr, env)
         except EvalError:
             state = None
             continue
@@ -114,6 +131,10 @@ def _cond_state(access: Access, env: Mapping[str, int | Interval]) -> bool | Non
         if not (lo == hi and lo != 0):
             state = None
     return state
+
+
+def _compiled_bound(expr, env: Mapping[str, int | Interval]) -> Interval:
+    return compiled_bounds(expr)(env)
 
 
 class _TooMany(Exception):
@@ -155,40 +176,64 @@ def _loop_envs(
         yield e, False
 
 
-def hits(graph: Graph, task: Task, access: Access) -> list[Hit]:
-    """Every execution of ``access`` at the graph's parameter point (see module docs)."""
-    key = (task.name, access.order)
+def hits(graph: Graph, task: Task, access: Access, blocks: tuple[int, ...] | None = None) -> list[Hit]:
+    """Every execution of ``access`` at the graph's parameter point (see module docs), or only
+    those of the given ``blocks`` (exact, for a rule that samples a grid too large to list)."""
+    key = (task.name, access.order, blocks)
     cache = graph.__dict__.setdefault("_access_hits", {})
     if key in cache:
         return cache[key]
-    base = dict(graph.env())
-    scalars = graph.scalar_ranges()
+    # Only the names the instances look up: the environment is copied at every block and
+    # iteration, and a model's parameters and constants run into the hundreds.
+    names = _looked_up(access)
+    base = {k: v for k, v in graph.env().items() if k in names}
+    scalars = {k: v for k, v in graph.scalar_ranges().items() if k in names}
     tensor = graph.tensors[access.tensor]
     phase = phase_of(task, access)
     try:
-        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=False)
+        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=False, only=blocks)
     except _TooMany:
-        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=True)
+        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=True, only=blocks)
     cache[key] = out
     return out
 
 
-def _hits(graph, task, access, tensor: Tensor, base, scalars, phase, widen: bool) -> list[Hit]:
+def _looked_up(access: Access) -> set[str]:
+    """Every name evaluating an instance of ``access`` can look up (its loop variables too)."""
+    exprs = [e for r in access.region for e in (r.start, r.stop, r.step)]
+    exprs += [c.expr for c in access.conds]
+    exprs += [e for loop in access.loops for e in (loop.start, loop.stop, loop.step)]
+    if access.peer is not None:
+        exprs.append(access.peer)
+    names = {loop.var for loop in access.loops}
+    for e in exprs:
+        names.update(s.name for s in free_symbols(e))
+    return names
+
+
+def _hits(graph, task, access, tensor: Tensor, base, scalars, phase, widen: bool, only=None) -> list[Hit]:
     out: list[Hit] = []
     budget = [MAX_HITS if not widen else 1 << 60]
     loop_vars = [loop.var for loop in access.loops]
-    for rank in _ranks(graph, access):
-        for block in range(task.blocks):
-            env: dict[str, int | Interval] = {**base, "rank": rank, "nranks": graph.nranks, "block": block}
+    ranks = _ranks(graph, access)
+    whole_grid = only is None and widen and len(ranks) * task.blocks > MAX_HITS
+    blocks: range | list[int] | tuple[int, ...] = [-1] if whole_grid else only or range(task.blocks)
+    points = len(ranks) * len(blocks)
+    # The same few expressions at every rank x block x iteration: compiled once when that pays.
+    bound = _compiled_bound if points >= 32 or (access.loops and points >= 4) else bounds
+    for rank in ranks:
+        for block in blocks:
+            where: int | Interval = (0, task.blocks - 1) if whole_grid else block
+            env: dict[str, int | Interval] = {**base, "rank": rank, "nranks": graph.nranks, "block": where}
             env.update(scalars)
             for scoped, loops_exact in _loop_envs(access.loops, env, widen, budget):
-                state = _cond_state(access, scoped)
+                state = _cond_state(access, scoped, bound)
                 if state is False:
                     continue
                 region = []
-                exact = loops_exact
+                exact = loops_exact and not whole_grid
                 for rng, extent in zip(access.region, tensor.dims, strict=True):
-                    d = _dim(rng, extent, scoped)
+                    d = _dim(rng, extent, scoped, bound)
                     if d is None:
                         break
                     region.append(d[0])
@@ -321,11 +366,12 @@ def hull(found: list[Hit]) -> tuple[tuple[int, int], ...] | None:
 
 
 def hulls_meet(a: tuple[tuple[int, int], ...] | None, b: tuple[tuple[int, int], ...] | None) -> bool:
-    return (
-        a is not None
-        and b is not None
-        and all(x[0] < y[1] and y[0] < x[1] for x, y in zip(a, b, strict=True))
-    )
+    if a is None or b is None:
+        return False
+    for x, y in zip(a, b, strict=True):  # a plain loop: this runs millions of times on big graphs
+        if x[0] >= y[1] or y[0] >= x[1]:
+            return False
+    return True
 
 
 def first_overlap(

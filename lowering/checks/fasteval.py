@@ -11,7 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from lowering.symbolic import Bin, Const, EvalError, Expr, Sym, _apply, evaluate
+from lowering.symbolic import (
+    Bin,
+    Const,
+    EvalError,
+    Expr,
+    Interval,
+    Sym,
+    _apply,
+    bounds,
+    combine_bounds,
+    evaluate,
+)
 
 Compiled = Callable[[Mapping[str, int]], int]
 
@@ -96,4 +107,68 @@ def compiled(expr: Expr) -> Compiled:
         _CACHE.clear()
     fn = _build(expr)
     _CACHE[id(expr)] = (expr, fn)
+    return fn
+
+
+# ---------------------------------------------------------------- bounds
+
+
+_BOUNDS_CACHE: dict[int, tuple[Expr, Callable[[Mapping[str, int | Interval]], Interval]]] = {}
+
+
+def _bounds_source(e: Expr, lines: list[str], count: list[int]) -> tuple[str, str]:
+    """Statements computing ``symbolic.bounds(e, _env)`` into two locals, evaluating and raising
+    in the order ``bounds`` does; what is not a sum or a difference calls ``combine_bounds``."""
+    if isinstance(e, Const):
+        return repr(e.value), repr(e.value)
+    count[0] += 1
+    lo, hi = f"_l{count[0]}", f"_h{count[0]}"
+    if isinstance(e, Sym):
+        lines += [
+            "    try:",
+            f"        _v = _env[{e.name!r}]",
+            "    except KeyError:",
+            f"        raise EvalError({_unknown(e.name)!r}) from None",
+            f"    {lo}, {hi} = (_v, _v) if isinstance(_v, int) else _v",
+        ]
+        return lo, hi
+    if not isinstance(e, Bin):
+        raise _Unsupported
+    alo, ahi = _bounds_source(e.a, lines, count)
+    blo, bhi = _bounds_source(e.b, lines, count)
+    if e.op == "+":
+        lines.append(f"    {lo}, {hi} = {alo} + {blo}, {ahi} + {bhi}")
+    elif e.op == "-":
+        lines.append(f"    {lo}, {hi} = {alo} - {bhi}, {ahi} - {blo}")
+    else:
+        lines.append(f"    {lo}, {hi} = _combine({e.op!r}, {alo}, {ahi}, {blo}, {bhi})")
+    return lo, hi
+
+
+def _unknown(name: str) -> str:
+    return f"'{name}' is not known here"  # the message of symbolic.bounds
+
+
+def _build_bounds(expr: Expr) -> Callable[[Mapping[str, int | Interval]], Interval]:
+    try:
+        lines: list[str] = []
+        lo, hi = _bounds_source(expr, lines, [0])
+        code = "def _compiled(_env):\n" + "\n".join(lines) + f"\n    return {lo}, {hi}\n"
+        namespace = {"EvalError": EvalError, "_combine": combine_bounds}
+        exec(code, namespace)  # noqa: S102 - generated from an Expr tree
+        return namespace["_compiled"]
+    except (_Unsupported, RecursionError, SyntaxError, MemoryError):
+        return lambda env: bounds(expr, env)
+
+
+def compiled_bounds(expr: Expr) -> Callable[[Mapping[str, int | Interval]], Interval]:
+    """A function of the environment equal to ``bounds(expr, env)`` (same value, same EvalError):
+    for the few expressions of an access that are bounded at every block and iteration."""
+    hit = _BOUNDS_CACHE.get(id(expr))
+    if hit is not None and hit[0] is expr:
+        return hit[1]
+    if len(_BOUNDS_CACHE) >= _MAX_CACHE:
+        _BOUNDS_CACHE.clear()
+    fn = _build_bounds(expr)
+    _BOUNDS_CACHE[id(expr)] = (expr, fn)
     return fn

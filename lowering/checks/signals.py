@@ -18,7 +18,7 @@ from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.ir import Condition, Graph, Loop, SignalOp, Task
 from lowering.source import Span
-from lowering.symbolic import EvalError, Expr, evaluate
+from lowering.symbolic import SCALAR, EvalError, Expr, evaluate, free_symbols
 
 MAX_INSTANCES = 400_000
 
@@ -32,6 +32,22 @@ class NotCountable(Exception):
         self.reason = reason
         self.task = task
         self.span = span
+
+
+class ScalarDependent(NotCountable):
+    """The executions depend on a runtime scalar argument (``tp_rank``, a layer index passed
+    as ``pl.Scalar``), not on data read at run time: a fact the layer's caller fixes, which
+    the count cannot take from the graph (rules that need the count skip the op)."""
+
+
+def _not_countable(reason: str, exprs, env: dict[str, int]) -> NotCountable:
+    """``NotCountable(reason)``, or ``ScalarDependent`` when what is unbound in ``env`` is only
+    runtime scalar arguments."""
+    unbound = {s for e in exprs if e is not None for s in free_symbols(e) if s.name not in env}
+    if unbound and all(s.kind == SCALAR for s in unbound):
+        names = ", ".join(sorted(s.name for s in unbound))
+        return ScalarDependent(reason.replace("depends on data", f"depends on the runtime scalar {names}"))
+    return NotCountable(reason)
 
 
 _UNSET = object()
@@ -61,7 +77,11 @@ def _loops(
         start, stop, step = start_f(env), stop_f(env), step_f(env)
     except EvalError:
         if not lenient:
-            raise NotCountable(f"the trip count of loop '{loop.var}' depends on data") from None
+            raise _not_countable(
+                f"the trip count of loop '{loop.var}' depends on data",
+                (loop.start, loop.stop, loop.step),
+                env,
+            ) from None
         yield from _loops(loops, env, budget, lenient, depth + 1)  # may run: one iteration, var unbound
         return
     saved = env.get(loop.var, _UNSET)
@@ -83,7 +103,9 @@ def _holds(conds: list[tuple[Condition, Compiled]], env: dict[str, int], lenient
                 return False
         except EvalError:
             if not lenient:
-                raise NotCountable(f"the condition on line {c.span.line} depends on data") from None
+                raise _not_countable(
+                    f"the condition on line {c.span.line} depends on data", (c.expr,), env
+                ) from None
     return True
 
 

@@ -349,8 +349,12 @@ class Interpreter:
         known = self.tensors.get(v.tensor)
         if known is None or known.end < 0 or not v.region:
             return Abs()
-        start = v.region[-1].start
-        return Abs(finite=binop("-", Const(known.end), start), origin=known.origin)
+        last = v.region[-1]
+        t = v.type
+        width = t.shape[-1] if isinstance(t, ir.TileType) and t.shape else binop("-", last.stop, last.start)
+        # finite columns of the window: those before the producers' end, at most its width
+        finite = binop("min", binop("-", Const(known.end), last.start), width)
+        return Abs(finite=finite, origin=known.origin)
 
     def _call(self, v: ir.CallV, span: Span) -> Abs:
         merging, self.merging = self.merging, v.op == "mrgsort_merge"  # operands are lists, not readouts

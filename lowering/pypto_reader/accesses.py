@@ -131,12 +131,13 @@ class AccessMixin:
         mode: str,
         node: ast.AST | None,
         peer: Expr | None = None,
+        opaque: bool = False,
     ) -> int:
         root = self.root_region(t, region)
         self.accesses.append(
             Access(
                 t.root, mode, root, self.dtype(t), self.loop_tuple(), self.cond_tuple(), self.span(node),
-                self.next_order(), peer,
+                self.next_order(), peer, opaque,
             )
         )  # fmt: skip
         return len(self.accesses) - 1
@@ -182,7 +183,10 @@ class AccessMixin:
                 loaded = local_load(src.value.name, t, region) if t else src
             elif isinstance(src, TensorVal):
                 region = self.region_at(src, offs, shape)
-                self.record(src, region, "read", node)
+                valid = self.int_list(b["valid_shape"]) if "valid_shape" in b else None
+                moved = shape is not None and valid is not None and len(valid) == len(shape)
+                # the DMA moves the valid part only: the rest of the tile is not read from GM
+                self.record(src, self.region_at(src, offs, valid) if moved else region, "read", node)
                 loaded = self.load_value(src, region)
             else:
                 return self.opaque_op(key, node)
@@ -204,18 +208,24 @@ class AccessMixin:
             return self.opaque_op(key, node, f"a pl.{key} whose target the reader cannot resolve")
         value = self.value(self.eval(source))
         offs = self.int_list(off) if off is not None else None
-        if off is not None and offs is None:
+        unknown_offsets = off is not None and offs is None
+        if unknown_offsets:
             self.notes.not_modelled(
                 self.span(off), f"the offsets of this pl.{key}", "the whole target is taken as written"
             )
         extent = self.int_list(b.get("shapes")) if key == "store" and "shapes" in b else tile_type(value)
         region = self.region_at(t, offs, extent)
+        held = self.valid_locals.get(value.name) if isinstance(value, ir.LocalV) else None
+        valid = _valid_extent(held if held is not None else value)
         atomic = False
         if "atomic" in b:
             a = self.eval(b["atomic"])
             atomic = isinstance(a, PlRef) and a.path.endswith(".Add")
         mode = "atomic" if atomic else "write"
-        self.record(t, region, mode, node)
+        if unknown_offsets:  # every block may write anywhere in it: edges see all of it, R505 judges none
+            self.record(t, self.region_at(t, None, None), mode, node, opaque=True)
+        else:  # a tile with a valid shape stores its valid part only
+            self.record(t, region if valid is None else self.region_at(t, offs, valid), mode, node)
         self.emit(ir.StoreS(t.root, self.root_region(t, region), value, mode, self.span(node)))
         return t
 
@@ -276,3 +286,19 @@ def _region_type(dtype: str, region: tuple[ir.Range, ...]) -> ir.Type:
             e = difference(r.stop, r.start)
             ext.append(e if r.step == Const(1) else binop("cdiv", e, r.step))
     return ir.TileType(dtype, tuple(ext))
+
+
+def _valid_extent(value: ir.Value) -> tuple[Expr, ...] | None:
+    """The extent a store of ``value`` writes when it carries a valid shape (``set_validshape``):
+    the valid rows and columns of the tile; None when it carries none or is a ``fillpad``."""
+    t = tile_type(value)
+    if not isinstance(value, ir.CallV) or value.op not in ir.VALID_OPS or t is None or len(t.shape) < 2:
+        return None
+    rows, cols = ir.valid_extents(value)
+    if value.op == "fillpad":
+        return None  # fillpad writes the padding too: the whole tile
+    return (
+        *t.shape[:-2],
+        rows if rows is not None else t.shape[-2],
+        cols if cols is not None else t.shape[-1],
+    )

@@ -25,7 +25,7 @@ import ast
 import operator
 from collections.abc import Callable
 
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import host_tensors, stdlib
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.values import (
     UNKNOWN,
@@ -36,6 +36,7 @@ from lowering.pypto_reader.values import (
     DtypeVal,
     ExternVal,
     FuncVal,
+    HostTensorVal,
     IntVal,
     ModuleVal,
     ObjVal,
@@ -141,9 +142,17 @@ class Evaluator:
                 return Unknown(f"the arguments of '{ast.unparse(node.func)}'")
             return self.call_value(func, evaluated[0], evaluated[1], node)
         evaluated = self.eval_args(node)  # Python evaluates the arguments of any call
-        if isinstance(func, ExternVal) and func.name.rsplit(".", 1)[-1] in stdlib.HARNESS_RECORDS:
-            if evaluated is not None:
-                return stdlib.harness_record(func.name, *evaluated)
+        if isinstance(func, ExternVal) and evaluated is not None:
+            return self.call_extern(func, *evaluated)
+        return UNKNOWN
+
+    def call_extern(self, func: ExternVal, args: list[Val], kwargs: dict[str, Val]) -> Val:
+        """A call into a module outside the model tree: a harness record or a torch tensor
+        the reader models; anything else is unknown (it is never run)."""
+        if func.name.rsplit(".", 1)[-1] in stdlib.HARNESS_RECORDS:
+            return stdlib.harness_record(func.name, args, kwargs)
+        if host_tensors.is_constructor(func.name):
+            return host_tensors.construct(self, func.name, args, kwargs)
         return UNKNOWN
 
     def call_function(self, func: FuncVal, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
@@ -301,6 +310,9 @@ class Evaluator:
             return stdlib.module_attribute(base.name, attr)
         if isinstance(base, TensorVal) and attr == "shape":
             return self.tensor_shape(base)
+        if isinstance(base, HostTensorVal):
+            found = host_tensors.attribute(self, base, attr)
+            return found if found is not None else Unknown(f"'{attr}' of a torch tensor")
         if isinstance(base, ObjVal):
             if attr in base.attrs:
                 return base.attrs[attr]
@@ -549,6 +561,8 @@ class Evaluator:
                 return SeqVal(seq.items * max(n, 0), seq.kind)
         if isinstance(op, ast.BitOr) and isinstance(a, DictVal) and isinstance(b, DictVal):
             return DictVal({**a.items, **b.items})
+        if isinstance(a, HostTensorVal) or isinstance(b, HostTensorVal):
+            return host_tensors.binary(self, a, b)
         sa, sb = self.static(a), self.static(b)
         if sa is not UNKNOWN and sb is not UNKNOWN:
             fn = _PY_BIN.get(type(op))
@@ -761,8 +775,9 @@ class Evaluator:
             return self.call_function(func, args, kwargs, node)
         if isinstance(func, ClassVal):
             return self.instantiate(func, args, kwargs, node)
-        if isinstance(func, ExternVal) and func.name.rsplit(".", 1)[-1] in stdlib.HARNESS_RECORDS:
-            return stdlib.harness_record(func.name, args, kwargs)
+        if isinstance(func, ExternVal):
+            out = self.call_extern(func, args, kwargs)
+            return out if out is not UNKNOWN else Unknown(f"a call of {func.name}")
         return Unknown(f"a call of {type(func).__name__}")
 
     def instantiate(self, cls: ClassVal, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
@@ -834,7 +849,20 @@ class Evaluator:
         if path == "pl.dynamic":
             name = self.static(self.eval(node.args[0])) if node.args else None
             return self.dynamic_axis(str(name or "dyn"), node)
+        if short in ("cast", "const"):  # pl.cast(i, pl.INDEX), pl.const(1, pl.INT32)
+            b = self.arguments(node, ["input", "target_type"] if short == "cast" else ["value", "dtype"])
+            value, dtype = b.get("input", b.get("value")), b.get("target_type", b.get("dtype"))
+            if value is not None and dtype is not None:
+                return self.integer_cast(self.eval(value), self.eval(dtype)) or UNKNOWN
         return UNKNOWN
+
+    def integer_cast(self, value: Val, dtype: Val) -> IntVal | None:
+        """``pl.cast(i, pl.INDEX)`` of an integer to an integer dtype: the same integer (offsets
+        and row counts pass through such casts); None for anything else."""
+        v = self.int_expr(value)
+        if v is None or not isinstance(dtype, DtypeVal) or dtype.dtype is None or dtype.dtype[0] not in "iu":
+            return None
+        return IntVal(v)
 
     def dynamic_axis(self, name: str, node: ast.AST) -> Val:
         """``pl.dynamic(name)``: a runtime extent (an interpreter with parameters ranges it)."""

@@ -95,6 +95,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         self.signal_tensors: set[str] = set()
         self.window_tensors: set[str] = set()
         self.sorted_locals: set[str] = set()
+        self.valid_locals: dict[str, ir.CallV] = {}  # local -> the valid-shape call it holds
         self.assigned: Counter[str] = Counter()
         self.unstable: set[str] = set()  # loop-carried names: integer lets of them are not inlined
         self.dual_lanes = False
@@ -314,7 +315,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             v = self.eval(a)
             if isinstance(v, TensorVal):
                 region = self.region_at(v, None, None)
-                self.record(v, region, "read", a)
+                self.record(v, region, "read", a, opaque=True)
                 read_any = True
                 continue
             if isinstance(v, TileVal | IntVal) or (isinstance(v, PyVal) and isinstance(v.value, int | float)):

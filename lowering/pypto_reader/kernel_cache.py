@@ -17,8 +17,9 @@ exactly the path a read with the values would.
 from __future__ import annotations
 
 import ast
+import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 
 from lowering import body as ir
 from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
@@ -74,6 +75,7 @@ class _Template:
     dependent: bool  # the read used a capture's value
     values: dict[str, int | None]  # the captures' values at the first read
     deps: set[int] | None = None  # ids of the parts of the summary that mention a capture or root
+    images: Images = field(default_factory=lambda: Images())  # its expressions' substitutions
 
 
 class Recorder:
@@ -181,7 +183,8 @@ class KernelCache:
             self.hits += 1
             if t.deps is None:
                 t.deps = _dependencies(t.summary, set(t.values), set(t.roots.values()))
-            return instantiate(t.summary, {"@" + k: e for k, e in exprs.items()}, renames, t.deps)
+            mapping = {"@" + k: e for k, e in exprs.items()}
+            return instantiate(t.summary, mapping, renames, t.deps, t.images)
         return None
 
     def store(self, key: tuple, recorder: Recorder, summary: KernelSummary) -> KernelSummary:
@@ -263,17 +266,43 @@ def _value(expr: Expr, env: Mapping[str, int]) -> int | None:
         return None
 
 
+class Images:
+    """The substitutions of one template's expressions, shared by its instances: the image of an
+    expression depends only on what its own free symbols map to, and most expressions of a body
+    mention captures that are the same in every instance (a parameter, a constant)."""
+
+    def __init__(self) -> None:
+        self.symbols: dict[int, tuple[str, ...]] = {}  # id of a template expression -> its free names
+        self.done: dict[tuple, Expr] = {}  # (id, the images of those names) -> image
+
+    def substitute(self, expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
+        names = self.symbols.get(id(expr))
+        if names is None:
+            names = self.symbols[id(expr)] = tuple(sorted({s.name for s in free_symbols(expr)}))
+        key = (id(expr), *[mapping.get(n) for n in names])
+        image = self.done.get(key)
+        if image is None:
+            image = self.done[key] = substitute(expr, mapping)
+        return image
+
+
 def instantiate(
-    summary: KernelSummary, mapping: dict[str, Expr], renames: dict[str, str], deps: set[int] | None = None
+    summary: KernelSummary,
+    mapping: dict[str, Expr],
+    renames: dict[str, str],
+    deps: set[int] | None = None,
+    images: Images | None = None,
 ) -> KernelSummary:
     """The summary with the capture symbols replaced by what was captured, and the tensors of
-    the first read by this instance's."""
+    the first read by this instance's. ``images`` (only for a template that outlives the call:
+    its keys are ids of the template's expressions) shares substitutions between instances."""
     if not mapping and not renames:
         return summary
     if deps is None:
         deps = _dependencies(summary, {k[1:] for k in mapping}, set(renames))
-    sub = _Substituter(mapping, renames, deps)
-    fast = _Summaries(mapping, renames, deps)
+    subst = images.substitute if images is not None else substitute
+    sub = _Substituter(mapping, renames, deps, subst)
+    fast = _Summaries(mapping, renames, deps, subst)
     template = summary.body
     return replace(
         summary,
@@ -290,43 +319,56 @@ def instantiate(
 class _Substituter:
     """Rebuilds the parts of a template that mention a capture (``deps``; all when None)."""
 
-    def __init__(self, mapping: dict[str, Expr], renames: dict[str, str], deps: set[int] | None):
+    def __init__(
+        self,
+        mapping: dict[str, Expr],
+        renames: dict[str, str],
+        deps: set[int] | None,
+        subst: Callable[[Expr, Mapping[str, Expr]], Expr] = substitute,
+    ):
         self.mapping = mapping
         self.renames = renames
         self.deps = deps
+        self.subst = subst
         self.memo: dict[int, object] = {}
 
     def walk(self, obj):
         deps = self.deps
-        if deps is not None and id(obj) not in deps:
+        key = id(obj)
+        if deps is not None and key not in deps:
             return obj  # mentions no capture
         if isinstance(obj, Expr):
-            return substitute(obj, self.mapping)
-        key = id(obj)
+            return self.subst(obj, self.mapping)
         done = self.memo.get(key)
         if done is not None:
             return done
         if isinstance(obj, tuple):
-            items = tuple([self.walk(x) for x in obj])
-            out = items if any(a is not b for a, b in zip(items, obj, strict=True)) else obj
+            walk = self.walk
+            if deps is None:
+                items = [walk(x) for x in obj]
+            else:
+                items = [x if id(x) not in deps else walk(x) for x in obj]
+            out = obj if all(map(operator.is_, items, obj)) else tuple(items)
         elif hasattr(obj, "__dataclass_fields__") and not isinstance(obj, type):
             cls = type(obj)
-            names, walked = _plan(cls)
-            values = [getattr(obj, f) for f in names]
+            get, renamed, walked = _plan(cls)
+            values = get(obj)
             changed = False
+            for i in renamed:
+                old = values[i]
+                if isinstance(old, str) and old in self.renames and not getattr(obj, "local", False):
+                    if not changed:
+                        values, changed = list(values), True
+                    values[i] = self.renames[old]
             for i in walked:
                 old = values[i]
-                if names[i] in _NAME_FIELDS:
-                    if isinstance(old, str) and old in self.renames and not getattr(obj, "local", False):
-                        values[i] = self.renames[old]
-                        changed = True
-                    continue
                 if deps is not None and id(old) not in deps:
                     continue
                 new = self.walk(old)
                 if new is not old:
+                    if not changed:
+                        values, changed = list(values), True
                     values[i] = new
-                    changed = True
             out = cls(*values) if changed else obj
         else:
             out = obj
@@ -338,16 +380,23 @@ class _Summaries:
     """The same substitution as ``_Substituter``, written out for the summary records that every
     instance needs at once (accesses, signals, barriers): edge inference reads all of them."""
 
-    def __init__(self, mapping: dict[str, Expr], renames: dict[str, str], deps: set[int]):
+    def __init__(
+        self,
+        mapping: dict[str, Expr],
+        renames: dict[str, str],
+        deps: set[int],
+        subst: Callable[[Expr, Mapping[str, Expr]], Expr] = substitute,
+    ):
         self.mapping = mapping
         self.renames = renames
         self.deps = deps
+        self.subst = subst
         self.memo: dict[int, object] = {}
 
     def e(self, x):
         if x is None or id(x) not in self.deps:
             return x
-        return substitute(x, self.mapping)
+        return self.subst(x, self.mapping)
 
     def loops(self, loops: tuple[Loop, ...]) -> tuple[Loop, ...]:
         if id(loops) not in self.deps:
@@ -394,6 +443,7 @@ class _Summaries:
             a.span,
             a.order,
             self.e(a.peer),
+            a.opaque,
         )
 
     def signal(self, x: SignalOp) -> SignalOp:
@@ -411,16 +461,25 @@ class _Summaries:
         return BarrierOp(b.soft, self.loops(b.loops), self.conds(b.conds), b.span, b.order)
 
 
-_PLANS: dict[type, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+_PLANS: dict[type, tuple[Callable[[object], tuple], tuple[int, ...], tuple[int, ...]]] = {}
 
 
-def _plan(cls: type) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """A dataclass's fields in order, and the indices of those that may mention a capture."""
+def _plan(cls: type) -> tuple[Callable[[object], tuple], tuple[int, ...], tuple[int, ...]]:
+    """A dataclass's field values getter (all fields, in order), the indices of the fields that
+    name a tensor, and those of the other fields that may mention a capture."""
     found = _PLANS.get(cls)
     if found is None:
         names = tuple(f.name for f in fields(cls))
-        found = _PLANS[cls] = (names, tuple(i for i, n in enumerate(names) if n not in _SKIP))
+        get = operator.attrgetter(*names) if len(names) > 1 else _one_tuple(names)
+        renamed = tuple(i for i, n in enumerate(names) if n in _NAME_FIELDS)
+        walked = tuple(i for i, n in enumerate(names) if n not in _SKIP and n not in _NAME_FIELDS)
+        found = _PLANS[cls] = (get, renamed, walked)
     return found
+
+
+def _one_tuple(names: tuple[str, ...]) -> Callable[[object], tuple]:
+    """``operator.attrgetter`` for zero or one field, as a tuple like ``attrgetter`` of several gives."""
+    return lambda obj: tuple(getattr(obj, n) for n in names)
 
 
 def _dependencies(summary: KernelSummary, names: set[str], roots: set[str]) -> set[int]:

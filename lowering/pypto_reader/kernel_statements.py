@@ -178,6 +178,10 @@ class StatementMixin:
             self.read_lets[name] = self.last_read
         if isinstance(v, ir.CallV) and v.op in _sorting.SORTED_OPS:
             self.sorted_locals.add(name)
+        if isinstance(v, ir.CallV) and v.op in ir.VALID_OPS:
+            self.valid_locals[name] = v
+        else:
+            self.valid_locals.pop(name, None)
         vt = v.type
         if isinstance(vt, ir.ScalarType) and vt.dtype in INTEGER_DTYPES:
             self.bind_declared(name, IntVal(Sym(name, DYNAMIC)))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from lowering import body as ir
 from lowering.ir import FLOAT_DTYPES, INT_DTYPES
 from lowering.pypto_reader.values import UNKNOWN, IntVal, PlRef, PyVal, TileVal, Val
-from lowering.symbolic import Const, Sym, binop
+from lowering.symbolic import Const, Expr, Sym, binop
 
 if TYPE_CHECKING:
     from lowering.pypto_reader.kernel import KernelReader
@@ -205,7 +205,11 @@ def _expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
 def _cast(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
     if "input" not in b or "target_type" not in b:
         return k.opaque_op(name, node)
-    x = k.value(k.eval(b["input"]))
+    evaluated = k.eval(b["input"])
+    index = k.integer_cast(evaluated, k.eval(b["target_type"]))
+    if index is not None:
+        return index  # a scalar integer into another integer type: still the same offset
+    x = k.value(evaluated)
     dtype = k.dtype_named(b["target_type"], dtype_of(x))
     t = tile_type(x)
     k.unit("vector")
@@ -235,14 +239,26 @@ def _matmul(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     acc_dtype = "i32" if dtype_of(lhs) in ("i8", "u8", "i32") else "f32"
     if acc:
         rtype = args[0].type
-    elif tl is not None and tr is not None and len(tl.shape) == 2 and len(tr.shape) == 2:
-        m = tl.shape[1] if a_t else tl.shape[0]
-        n = tr.shape[0] if b_t else tr.shape[1]
-        rtype = ir.TileType(acc_dtype, (m, n))
+    elif tl is not None and tr is not None and len(tl.shape) >= 2 and len(tr.shape) >= 2:
+        m = tl.shape[-1] if a_t else tl.shape[-2]
+        n = tr.shape[-2] if b_t else tr.shape[-1]
+        rtype = ir.TileType(acc_dtype, (*_batch_dims(tl.shape[:-2], tr.shape[:-2]), m, n))
     else:
         unknown = Sym("?", "dynamic")
         rtype = ir.TileType(acc_dtype, (unknown, unknown))
     return TileVal(ir.CallV(name, tuple(args), flags, rtype))
+
+
+def _batch_dims(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> tuple[Expr, ...]:
+    """The leading (batch) dimensions of a matmul of N-D tiles, broadcast as numpy does: a
+    ``[1, N, K]`` weight slice that keeps its group axis gives a ``[1, M, N]`` result."""
+    if len(a) < len(b):
+        a, b = b, a
+    out = list(a)
+    for i, d in enumerate(b, start=len(a) - len(b)):
+        if out[i] == Const(1):
+            out[i] = d
+    return tuple(out)
 
 
 @op("full", "create_tile", "create", "expands", params=("shape", "dtype", "value"))

@@ -110,10 +110,19 @@ def _set_validshape(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast
 
 
 def _pad_value(k: KernelReader, node: ast.expr | None) -> ir.Value | None:
-    """The pad value of ``pad_value=pl.PadValue.min|max|zero|null`` (-inf, inf, 0, 0); None
-    for one the reader does not understand."""
+    """The pad value of ``pad_value=pl.PadValue.min|max|zero|null`` (-inf, inf, 0, 0) or of a
+    number (``pad_value=-1``, ``-3.4e38``: PyPTO takes an int or a float); None for one the
+    reader does not understand."""
     if node is None:
         return ir.FloatV(0.0)
+    sign, literal = 1, node
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        sign, literal = -1, node.operand
+    if isinstance(literal, ast.Constant) and type(literal.value) in (int, float):
+        value = literal.value
+        if type(value) is int:
+            return ir.IntV(Const(sign * value), ir.ScalarType("i32"))
+        return negative_float(value) if sign < 0 else ir.FloatV(value)
     v = k.eval(node)
     which = v.path.rsplit(".", 1)[-1] if isinstance(v, PlRef) else None
     if which == "min":

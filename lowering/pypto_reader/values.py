@@ -115,6 +115,15 @@ class ExternVal(Val):
 
 
 @dataclass(frozen=True)
+class HostTensorVal(Val):
+    """A torch tensor a harness builds (``lowering.pypto_reader.host_tensors``): its shape
+    (None when not followed) and canonical torch dtype name (``bfloat16``; None: unknown)."""
+
+    shape: tuple[Val, ...] | None
+    dtype: str | None
+
+
+@dataclass(frozen=True)
 class TensorVal(Val):
     """A GM tensor, or a view of one: ``root`` names the IR tensor; ``offsets`` (one per root
     dimension) and ``shape`` describe the window a slice view covers (None: the whole root);

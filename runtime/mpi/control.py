@@ -23,9 +23,10 @@ into process 0's control window, then sets the *stop cell* of every process (com
 from 0 to its index + 1: the first one wins) and contributes -1 from then on.  The others
 read their stop cell between block steps (every :data:`POLL_SECONDS`) and while passive, stop
 simulating and contribute -1 too.  A process that never returns to the simulator (a kernel
-that loops without yielding) cannot take part; after the stop grace, process 0 prints the
-diagnostic it holds, names the processes that did not stop, and aborts the job
-(``MPI_Abort``), so the run never hangs and never ends in an abort trace alone.
+the watchdog cannot interrupt: stuck in one long C call) cannot take part; after the stop
+grace, process 0 prints the diagnostic it holds, names the processes that did not stop, and
+aborts the job (``MPI_Abort``, exit 4), so the run never hangs and never ends in an abort
+trace alone.
 """
 
 from __future__ import annotations
@@ -204,7 +205,7 @@ class Control:
         else:
             lines = [f"MPI process {self.me}: process 0 did not end the stopped run; aborting the MPI job"]
         print("\n".join(lines), file=sys.__stderr__, flush=True)
-        self.comm.Abort(3)
+        self.comm.Abort(4)  # dslc run's exit code for a run stopped at --timeout
 
     def free(self) -> None:
         """End the epoch and free the control window (collective)."""

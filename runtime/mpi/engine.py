@@ -51,8 +51,14 @@ class MpiEngine(Engine):
             reader = self._readers[(signal, rank)] = CellReader(self.windows, signal, rank)
         return reader
 
-    def run(self) -> int:  # type: ignore[override]
-        """Simulate the hosted ranks until the termination protocol ends; return its verdict.
+    def interruptible(self) -> bool:
+        """The alarm stops this process only inside a kernel, never in an MPI operation (the
+        windows hold it there): after a timeout the process still has to tell its peers."""
+        return self.current is not None
+
+    def _run(self) -> int:  # type: ignore[override]
+        """Simulate the hosted ranks until the termination protocol ends; return its verdict
+        (``run``, inherited, arms the watchdog around it).
 
         Raises :class:`runtime.mpi.control.Stopped` when another process stopped the run, and
         the simulator's errors (kernel error, watchdog) of this process.

@@ -10,8 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-#: Exit code of a job that did not finish in time (the ``dslc run`` code for "no progress").
-EXIT_TIMEOUT = 3
+#: Exit code of a job that did not finish in time (``dslc run``'s code for a run stopped at --timeout).
+EXIT_TIMEOUT = 4
 
 
 def find_mpiexec() -> str | None:

@@ -38,6 +38,7 @@ import numpy as np
 from runtime.memory import wrap_i32
 from runtime.mpi.layout import RankLayout
 from runtime.program import Program, numpy_dtype
+from runtime.watchdog import uninterrupted
 
 #: Tensor dtypes without an MPI reduction equal to the simulator's add.
 CAS_DTYPES = ("float16", "bfloat16")
@@ -293,6 +294,7 @@ class Windows:
         entry[1] += nbytes
         entry[2] += time.perf_counter() - since
 
+    @uninterrupted
     def put(self, name: str, rank: int, index: Any, value: Any) -> None:
         """``rank``'s ``name[index] = value`` (NumPy assignment casting), completed by :meth:`complete`."""
         t0 = time.perf_counter()
@@ -307,6 +309,7 @@ class Windows:
             self._in_flight.append(origin)
         self._count("put", origin.nbytes, t0)
 
+    @uninterrupted
     def complete(self) -> None:
         """Complete every store in flight at its target."""
         t0 = time.perf_counter()
@@ -316,6 +319,7 @@ class Windows:
         self._in_flight.clear()
         self.stats["put"][2] += time.perf_counter() - t0
 
+    @uninterrupted
     def get(self, name: str, rank: int, index: Any) -> np.ndarray:
         """A copy of ``rank``'s ``name[index]`` (after this process's stores in flight)."""
         if self.unflushed:
@@ -331,6 +335,7 @@ class Windows:
         self._count("get", out.nbytes, t0)
         return out
 
+    @uninterrupted
     def atomic_add(self, name: str, rank: int, index: Any, value: Any) -> None:
         """``rank``'s ``name[index] += value`` as one atomic per element, in the tensor's dtype."""
         t0 = time.perf_counter()
@@ -392,6 +397,7 @@ class Windows:
             self._cells[(signal, rank, key)] = hit
         return hit
 
+    @uninterrupted
     def notify(self, signal: str, rank: int, key: tuple[int, ...], value: int, op: str, clock: int) -> None:
         """AtomicAdd or Set ``value`` on ``rank``'s int32 cell, after raising its clock to ``clock``
         (and after this process's stores in flight, which the notify publishes)."""
@@ -415,6 +421,7 @@ class Windows:
         win.Flush(proc)
         self._count("notify", 12, t0)
 
+    @uninterrupted
     def read_cell(self, signal: str, rank: int, key: tuple[int, ...]) -> int:
         """The current value of ``rank``'s cell ``signal[key]``, read atomically."""
         t0 = time.perf_counter()
@@ -426,6 +433,7 @@ class Windows:
         self._count("read", 4, t0)
         return int(out[0])
 
+    @uninterrupted
     def read_clock(self, signal: str, rank: int, key: tuple[int, ...]) -> int:
         """The simulated time of the latest notify of ``rank``'s cell ``signal[key]``."""
         proc, cell = self._cell(signal, rank, key)

@@ -37,6 +37,28 @@ EMPTY: Box = ()
 def box(key: Any, shape: tuple[int, ...]) -> Box:
     """The elements ``array[key]`` touches, as a range per dimension (None when it cannot be
     told - fancy or boolean indexing - which stands for the whole array)."""
+    if key.__class__ is tuple and len(key) == len(shape):
+        # what generated kernels subscript with: one unit-step slice or plain int per dimension
+        out: list[tuple[int, int]] = []
+        for k, n in zip(key, shape, strict=True):
+            c = k.__class__
+            if c is slice:
+                start, stop, step = k.indices(n)
+                if step != 1:
+                    return _box(key, shape)
+                if stop <= start:
+                    return EMPTY
+                out.append((start, stop))
+            elif c is int:
+                out.append((k + n, k + n + 1) if k < 0 else (k, k + 1))
+            else:
+                return _box(key, shape)
+        return tuple(out)
+    return _box(key, shape)
+
+
+def _box(key: Any, shape: tuple[int, ...]) -> Box:
+    """:func:`box` for any key."""
     if not isinstance(key, tuple):
         key = (key,)
     out: list[tuple[int, int]] = []
@@ -92,69 +114,121 @@ BOX_LIMIT = 8
 
 
 class Observer:
-    """What one step did, as ``ctx`` saw it: the subscripts of tracked arrays read and written
-    (raw keys, turned into boxes once, after the step), boxes read, written and added to by
-    ``ctx`` operations, peers touched by kernels that are not tracked, and the notifies."""
+    """What one step did, as ``ctx`` saw it: boxes read, written and added to by ``ctx``
+    operations, peers touched by kernels that are not tracked, and the notifies.  (The
+    subscripts of tracked arrays go to :class:`Subscripts`.)"""
 
-    __slots__ = ("read_keys", "write_keys", "reads", "writes", "adds", "peers", "notifies")
+    __slots__ = ("reads", "writes", "adds", "peers", "notifies", "cells")
 
     def __init__(self) -> None:
-        self.read_keys: list[tuple[int, Any]] = []
-        self.write_keys: list[tuple[int, Any]] = []
         self.reads: list[tuple[int, Box]] = []
         self.writes: list[tuple[int, Box]] = []
         self.adds: list[tuple[int, Box]] = []
         self.peers: list[tuple[str, int]] = []
         self.notifies: list[tuple[str, int, tuple[int, ...], str, int]] = []
+        self.cells: list[tuple[int, str, tuple[int, ...], int]] = []  # per notify: the cell after it
+
+
+class Subscripts:
+    """The raw subscripts of tracked arrays, one read list and one write list per array slot,
+    turned into boxes once, after the step.
+
+    A :class:`Tracked` array appends to its slot's lists directly (a kernel reading a table
+    row by row makes hundreds of subscripts a step; one ``append`` each is all they cost).
+    The lists are emptied when a step starts (:meth:`start`), so what a generator rebuild
+    subscripted between two steps is never taken for a step's."""
+
+    __slots__ = ("lists",)
+
+    def __init__(self) -> None:
+        self.lists: dict[int, tuple[list[Any], list[Any]]] = {}
+
+    def of(self, slot: int) -> tuple[list[Any], list[Any]]:
+        got = self.lists.get(slot)
+        if got is None:
+            self.lists[slot] = got = ([], [])
+        return got
+
+    def start(self) -> None:
+        for reads, writes in self.lists.values():
+            if reads:
+                reads.clear()
+            if writes:
+                writes.clear()
 
 
 class Tracked:
     """An array as a tracked kernel sees it: every subscript is reported, then performed."""
 
-    __slots__ = ("_arr", "_slot", "_eng")
+    __slots__ = ("_arr", "_reads", "_writes")
 
-    def __init__(self, arr: np.ndarray, slot: int, eng: Any) -> None:
+    def __init__(self, arr: np.ndarray, lists: tuple[list[Any], list[Any]]) -> None:
         self._arr = arr
-        self._slot = slot
-        self._eng = eng
+        self._reads, self._writes = lists
 
     def __getitem__(self, key: Any) -> Any:
-        obs = self._eng.observer
-        if obs is not None:
-            obs.read_keys.append((self._slot, key))
+        self._reads.append(key)
         return self._arr[key]
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        obs = self._eng.observer
-        if obs is not None:
-            obs.write_keys.append((self._slot, key))
+        self._writes.append(key)
         self._arr[key] = value
 
 
 class ExploreContext(BlockContext):
-    """``ctx`` for explored runs: the same operations, each also reported to the observer."""
+    """``ctx`` for explored runs: the same operations, each also reported to the observer.
 
-    __slots__ = ()
+    What ``t`` and ``peer`` hand out depends only on the name and the rank (arrays never move:
+    restores copy into them), so it is made once per context and name - a kernel that looks a
+    peer's window up per row does not pay the checks and a new :class:`Tracked` per row.
+    Only lookups that passed the checks are kept, so a bad name or peer raises every time."""
+
+    __slots__ = ("_handles",)
+
+    def __init__(self, *args: Any) -> None:
+        BlockContext.__init__(self, *args)
+        self._handles: dict[Any, Any] = {}
 
     def _space(self) -> Space:
         return self._engine.space
 
     def t(self, name: str) -> Any:
+        got = self._handles.get(name)
+        if got is not None:
+            return got
         arr = BlockContext.t(self, name)
         sp = self._space()
         if self.task in sp.exact_tasks and arr.flags.writeable:
-            return Tracked(arr, sp.slot(self.rank, name), sp.eng)
-        return arr
+            got = Tracked(arr, sp.subscripts.of(sp.slot(self.rank, name)))
+        else:
+            got = arr
+        if name.__class__ is str:
+            self._handles[name] = got
+        return got
 
     def peer(self, name: str, peer_rank: int) -> Any:
-        arr = BlockContext.peer(self, name, peer_rank)
-        sp = self._space()
-        if self.task in sp.exact_tasks:
-            return Tracked(arr, sp.slot(int(peer_rank), name), sp.eng)
-        obs = sp.eng.observer
-        if obs is not None:
-            obs.peers.append((name, int(peer_rank)))
-        return arr
+        if peer_rank.__class__ is int:
+            key: Any = (name, peer_rank)
+        elif isinstance(peer_rank, np.integer):  # a rank read from a routing table
+            key = (name, int(peer_rank))
+        else:
+            key = None
+        got = self._handles.get(key) if key is not None else None
+        if got is None:
+            arr = BlockContext.peer(self, name, peer_rank)
+            sp = self._space()
+            if self.task in sp.exact_tasks:
+                got = (True, Tracked(arr, sp.subscripts.of(sp.slot(int(peer_rank), name))))
+            else:
+                got = (False, arr)
+            if key is not None and name.__class__ is str:
+                self._handles[key] = got
+        tracked, handle = got
+        if not tracked:
+            obs = self._engine.space.eng.observer
+            if obs is not None:
+                obs.peers.append((name, int(peer_rank)))
+        return handle
 
     def atomic_add(self, name: str, index: Any, value: Any, peer: int | None = None) -> None:
         sp = self._space()
@@ -175,6 +249,9 @@ class ExploreContext(BlockContext):
             where = (sp.slot(int(peer), signal), tuple((k, k + 1) for k in key))
             (obs.adds if op == "add" else obs.writes).append(where)
         BlockContext.notify(self, signal, index, peer, value, op)
+        if obs is not None:
+            p = int(peer)
+            obs.cells.append((p, signal, key, int(self._mems[p].arrays[signal][key])))
 
     def wait(self, signal: str, index: Any, cmp: str = "ge", expected: int = 1) -> Any:
         sp = self._space()
@@ -235,19 +312,14 @@ class Effect:
             else:
                 have.append(b)
 
-    def add_keys(self, kind: str, keys: list[tuple[int, Any]], shapes: list[tuple[int, ...]]) -> None:
-        """Subscripts ``(slot, key)`` of a tracked kernel; a slot subscripted more than
-        ``BOX_LIMIT`` times is taken whole without looking at the keys."""
-        per: dict[int, list[Any]] = {}
-        for slot, key in keys:
-            per.setdefault(slot, []).append(key)
-        for slot, ks in per.items():
-            if len(ks) > BOX_LIMIT:
-                self.add(kind, slot, None)
-            else:
-                shape = shapes[slot]
-                for k in ks:
-                    self.add(kind, slot, box(k, shape))
+    def add_subscripts(self, kind: str, slot: int, keys: list[Any], shape: tuple[int, ...]) -> None:
+        """Subscripts ``keys`` of a tracked kernel on array ``slot``; an array subscripted more
+        than ``BOX_LIMIT`` times is taken whole without looking at the keys."""
+        if len(keys) > BOX_LIMIT:
+            self.add(kind, slot, None)
+        else:
+            for k in keys:
+                self.add(kind, slot, box(k, shape))
 
     def independent(self, o: Effect) -> bool:
         """Do the two transitions commute (and neither disables the other)?"""

@@ -32,6 +32,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,7 @@ from runtime.verify.space import Config, Space
 #: Violation kinds, in the order the report lists properties.
 KINDS = ("deadlock", "nondeterminism", "golden", "kernel-error", "step-limit")
 _ROOT = object()  # the pseudo-block of the first transition: submitting the rounds
+_complete = attrgetter("complete")
 
 
 class ExploreDecider(Decider):
@@ -115,6 +117,7 @@ class Stats:
     persistent_pruned: int = 0  # block steps not taken because outside a persistent set
     symmetry_pruned: int = 0  # dispatch options skipped as images of another under core symmetry
     rebuilds: int = 0  # generators rebuilt from their trail
+    replayed: int = 0  # block steps replayed from the step memo instead of run
     elapsed: float = 0.0
 
     @property
@@ -254,6 +257,7 @@ class _Search:
         self.stack: list[_Frame] = []
         self.exhaustive = exhaustive
         self.deadlocks: set[tuple] = set()
+        self._others: dict[tuple[bool, ...], dict[int, tuple[int, int, int]]] = {}
 
     # ------------------------------------------------------------------ main loop
 
@@ -290,6 +294,7 @@ class _Search:
             self._transition(f)
         stats.elapsed = time.monotonic() - t0
         stats.rebuilds = space.rebuilds
+        stats.replayed = space.memo.hits
         if self.best is not None and not self.shortest:
             stopped = stopped or "violation"
         complete = not stopped
@@ -404,6 +409,33 @@ class _Search:
         if len(by_rank) < 2:
             return runnable
         space = self.space
+        done = tuple(map(_complete, space.insts))
+        others = self._others.get(done)
+        if others is None:
+            others = self._other_ranks_masks()
+            if len(self._others) < 1 << 16:
+                self._others[done] = others
+        for r, blocks in sorted(by_rank.items(), key=lambda kv: len(kv[1])):
+            pr = pw = pa = 0
+            for b in blocks:
+                si = b.inst.si
+                pr |= space.read_mask[si][r]
+                pw |= space.write_mask[si][r]
+                pa |= space.add_mask[si][r]
+            orr, ow, oa = others.get(r, (0, 0, 0))
+            if pw & (orr | ow | oa) or ow & (pr | pa) or pa & orr or oa & pr:
+                continue
+            if any(
+                rank == r and (ow | oa) >> space.slot(r, sig) & 1 for rank, sig, _key in space.eng.spinners
+            ):
+                continue
+            return blocks
+        return runnable
+
+    def _other_ranks_masks(self) -> dict[int, tuple[int, int, int]]:
+        """Per rank: what the unfinished tasks of every *other* rank may read, write and add
+        (a function of which task instances are complete, so :meth:`_persistent` caches it)."""
+        space = self.space
         rem: dict[int, tuple[int, int, int]] = {}
         for inst in space.insts:
             if not inst.complete:
@@ -414,27 +446,16 @@ class _Search:
                     rw | space.write_mask[si][r],
                     ra | space.add_mask[si][r],
                 )
-        for r, blocks in sorted(by_rank.items(), key=lambda kv: len(kv[1])):
-            pr = pw = pa = 0
-            for b in blocks:
-                si = b.inst.si
-                pr |= space.read_mask[si][r]
-                pw |= space.write_mask[si][r]
-                pa |= space.add_mask[si][r]
+        others = {}
+        for r in range(space.ranks):
             orr = ow = oa = 0
             for r2, (xr, xw, xa) in rem.items():
                 if r2 != r:
                     orr |= xr
                     ow |= xw
                     oa |= xa
-            if pw & (orr | ow | oa) or ow & (pr | pa) or pa & orr or oa & pr:
-                continue
-            if any(
-                rank == r and (ow | oa) >> space.slot(r, sig) & 1 for rank, sig, _key in space.eng.spinners
-            ):
-                continue
-            return blocks
-        return runnable
+            others[r] = (orr, ow, oa)
+        return others
 
     # ------------------------------------------------------------------ properties
 

@@ -35,15 +35,16 @@ from typing import Any
 
 import numpy as np
 
-from runtime.decisions import Decider, block_label
+from runtime.decisions import Decider, block_label, block_order
 from runtime.device import DEFAULT_SCHED_THREADS, EARLY_QUEUE_CAPACITY
 from runtime.machine import BARRIER, DONE, Block, Core, TaskInst
 from runtime.memory import build_memory
 from runtime.program import OUTPUT_KINDS, Program, numpy_dtype
 from runtime.scheduler import Engine
 from runtime.simulator import check_cohorts, check_scalars
-from runtime.verify.effects import Effect, ExploreContext, Observer, Rebuilding
+from runtime.verify.effects import Effect, ExploreContext, Observer, Rebuilding, Subscripts
 from runtime.verify.footprint import kernel_footprint, predicate_reads
+from runtime.verify.memo import MEMO_LIMIT, StepMemo
 from runtime.verify.snapshots import RankSnap, Snapshots
 
 
@@ -97,9 +98,11 @@ class Space(Snapshots):
         self.rank_insts = [[i for i in self.insts if i.rank == r] for r in range(ranks)]
         self.touched: set[int] = set(range(ranks))  # ranks the last transition changed
         self.last_observer = Observer()  # what ctx saw the last transition do
+        self.subscripts = Subscripts()  # what its tracked arrays saw
         self.live_ranks: list[RankSnap | None] = [None] * ranks
         self._core_forms: dict[tuple, tuple] = {}
         self._inst_blocks: dict[int, list[Block]] = {id(i): [] for i in self.insts}
+        self._order: dict[Block, tuple[int, int, int, int]] = {}  # block -> its block_order key
         names = [t.name for t in program.tensors]
         self.nt = len(names)
         self.tensor_index = {n: i for i, n in enumerate(names)}
@@ -125,6 +128,7 @@ class Space(Snapshots):
         self.trails: dict[Block, tuple] = {}
         self.live_gens: dict[Block, tuple] = {}  # block -> (trail, generator, ctx) it embodies
         self.rebuilds = 0
+        self.memo = StepMemo(self, MEMO_LIMIT)
 
     # ------------------------------------------------------------------ static footprints
 
@@ -209,6 +213,7 @@ class Space(Snapshots):
         else:
             b = Block(inst, index, cores, now, gated)
             pool.append(b)
+            self._order[b] = block_order(b)
         self.trails.pop(b, None)
         return b
 
@@ -229,35 +234,43 @@ class Space(Snapshots):
             return None
         inst = block.inst
         si, rank = inst.si, inst.rank
+        memo = self.memo
+        key = memo.key(block)
+        if key is not None:
+            step = memo.steps.get(key)
+            if step is not None:
+                return self._replay(block, step)
         live = self.live
         entry = tuple(live[i] for i in self.read_slots[si][rank])
         steps0 = block.steps
         gen0 = inst.barrier_gen
         waiting = block.wait
         obs = eng.observer = self.last_observer = Observer()
+        self.subscripts.start()
         self.invalidate()
         try:
             eng.advance(block)
         finally:
             eng.observer = None
-        touched = {rank}
+        notified = {rank}
         for _sig, r, _key, _op, _v in obs.notifies:
-            touched.add(r)
-        if self._after_settle():
-            touched = set(range(self.ranks))
-        self.touched = touched
+            notified.add(r)
+        self.touched = set(range(self.ranks)) if self._after_settle() else notified
         effect = self._effect(block, rank, si, obs, waiting, steps0, gen0)
         # memory: re-serialise what the step may have written
         dirty = effect.writes | effect.adds
         arrays = self.arrays
         i = 0
-        while dirty:
-            if dirty & 1:
+        d = dirty
+        while d:
+            if d & 1:
                 nb = arrays[i].tobytes()
                 if nb != live[i]:
                     live[i] = nb
-            dirty >>= 1
+            d >>= 1
             i += 1
+        if key is not None:
+            memo.record(key, block, steps0, effect, obs, dirty, notified)
         # the block's trail and live generator
         if block.state == DONE:
             self.trails.pop(block, None)
@@ -267,6 +280,20 @@ class Space(Snapshots):
             self.trails[block] = trail
             self.live_gens[block] = (trail, block.gen, block.ctx)
         return effect
+
+    def _replay(self, block: Block, step: Any) -> Effect:
+        """:meth:`execute` of a step recorded before (:mod:`runtime.verify.memo`): the engine
+        steps the block as usual, its generator being the step's replayer."""
+        memo = self.memo
+        memo.hits += 1
+        self.last_observer = step.observer
+        self.invalidate()
+        block.gen = memo.replayer(block, step)
+        self.eng.advance(block)
+        self.touched = set(range(self.ranks)) if self._after_settle() else set(step.ranks)
+        self.trails.pop(block, None)
+        self.live_gens.pop(block, None)
+        return step.effect
 
     def _after_settle(self) -> bool:
         """Nothing runnable but work left: re-check spinners (True if that was needed)."""
@@ -296,10 +323,11 @@ class Space(Snapshots):
                     e.add("writes", s, None)
                 if name in fp.peer_reads or name not in fp.peer_writes:
                     e.add("reads", s, None)
-        if obs.read_keys:
-            e.add_keys("reads", obs.read_keys, self.shapes)
-        if obs.write_keys:
-            e.add_keys("writes", obs.write_keys, self.shapes)
+        for slot, (reads, writes) in self.subscripts.lists.items():
+            if reads:
+                e.add_subscripts("reads", slot, reads, self.shapes[slot])
+            if writes:
+                e.add_subscripts("writes", slot, writes, self.shapes[slot])
         for s, bx in obs.reads:
             e.add("reads", s, bx)
         for s, bx in obs.writes:
@@ -343,7 +371,8 @@ class Space(Snapshots):
     # ------------------------------------------------------------------ queries
 
     def runnable_blocks(self) -> list[Block]:
-        return self.eng.runnable_blocks()
+        """The engine's ``runnable_blocks`` (canonical order), sorting by keys made once per block."""
+        return sorted(self.eng.runnable, key=self._order.__getitem__)
 
     def complete(self) -> bool:
         return self.eng.n_complete == len(self.insts)

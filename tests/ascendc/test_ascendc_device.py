@@ -18,8 +18,13 @@ from dsl.driver.api import compile_layer
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.emit import render_project
 
-LAYER = ROOT / "models" / "deepseek_v4_flash" / "hc_post.dsl"
-REDUCED = {"T": 16, "HC_DIM": 1024}
+MODELS = ROOT / "models" / "deepseek_v4_flash"
+#: layer -> its reduced configuration (models/deepseek_v4_flash/README.md). hc_pre_fused is
+#: one MIX kernel with two SyncAll<false>: its 24 blocks need a device with 24 clusters.
+LAYERS = {
+    "hc_post": {"T": 16, "HC_DIM": 1024},
+    "hc_pre_fused": {"T": 16, "HC_DIM": 1024, "LINEAR_K_CHUNK": 64, "RMS_K_CHUNK": 32},
+}
 
 
 def _device_or_skip() -> None:
@@ -46,9 +51,10 @@ def _from_file(data: bytes, dtype: str, shape: tuple[int, ...], np_dtype: str) -
     return np.frombuffer(data, np.dtype(np_dtype)).reshape(shape)
 
 
-def test_a_model_layer_built_with_cann_matches_its_golden_on_the_npu(tmp_path):
+@pytest.mark.parametrize("name", sorted(LAYERS))
+def test_a_model_layer_built_with_cann_matches_its_golden_on_the_npu(name, tmp_path):
     _device_or_skip()
-    layer = compile_layer(LAYER, REDUCED)
+    layer = compile_layer(MODELS / f"{name}.dsl", LAYERS[name])
     files = render_project(layer.graph, "device", "test")
     project = tmp_path / "project"
     project.mkdir()

@@ -13,16 +13,55 @@ from ascutil import refusal
 from dsl.driver.cli import main
 
 CASES = {
-    "mix task": (
+    "a tile both cores of a mix task write": (
         """layer m(T = 16) {
   input x: f32[T, 16]
   input w: f32[16, 16]
   output y: f32[T, 16]
   task t on mix {
-    y[:, :] = exp(matmul(x[:, :], w[:, :], b_trans))
+    let a = zeros(f32, [T, 16])
+    a = matmul_acc(a, x[:, :], w[:, :], b_trans)
+    a = a * 0.5
+    a = matmul_acc(a, x[:, :], w[:, :], b_trans)
+    y[:, :] = a
   }
 }""",
-        ("A703", 5, 3, "task t runs on mix"),
+        ("A703", 6, 5, "a is written by both the cube and the vector core of mix task t"),
+    ),
+    "a mix branch on a vector value": (
+        """layer m(T = 16) {
+  input x: f32[T, 16]
+  input w: f32[16, 16]
+  output y: f32[T, 16]
+  output z: f32[T, 16]
+  task t on mix {
+    let m = row_max(x[:, :])
+    if read(m[0, 0]) > 0.0 {
+      y[:, :] = matmul(x[:, :], w[:, :], b_trans)
+      z[:, :] = x[:, :]
+    }
+  }
+}""",
+        ("A703", 8, 5, "a branch condition of mix task t needs a value only one core computes"),
+    ),
+    "UB overflow on the vector side of a mix task": (
+        """layer u(T = 256) {
+  input x: f32[T, 512]
+  input w: f32[16, 512]
+  output y: f32[T, 512]
+  output p: f32[16, 16]
+  task t on mix {
+    p[:, :] = matmul(x[0 : 16, :], w[:, :], b_trans)
+    y[:, :] = exp(x[:, :])
+  }
+}""",
+        ("A711", 6, 3, "task t needs 1048576 B of UB, more than the 196608 B"),
+    ),
+    "mix barrier grid larger than the clusters": (
+        """layer s(N = 32) {
+  task t spmd(N) on mix { barrier }
+}""",
+        ("A721", 2, 3, "holds a barrier over 32 blocks, more than the 24 clusters"),
     ),
     "bf16 arithmetic": (
         """layer b(T = 16) {
@@ -76,6 +115,28 @@ CASES = {
 }""",
         ("A712", 6, 5, "view starts inside a 32-byte block"),
     ),
+    "a matmul over an empty inner dimension": (
+        """layer e(T = 16, K = 0, N = 16) {
+  input x: f16[T, 16]
+  input w: f16[N, 16]
+  output y: f32[T, N]
+  task mm on aic {
+    y[:, :] = matmul(x[:, 0 : K], w[:, 0 : K], b_trans)
+  }
+}""",
+        ("A704", 6, 5, "matmul over an empty inner dimension (K = 0)"),
+    ),  # found by the fuzz campaign (issue 14): a range() with step 0, an internal error
+    "a tile far larger than UB": (
+        """layer h(D = 1099511627776) {
+  input x: f32[16, D]
+  output y: f32[16, D]
+  task t on aiv {
+    let a = x[:, :] * 2.0
+    y[:, :] = a
+  }
+}""",
+        ("A711", 5, 5, "a [16, 1099511627776] f32 tile needs 70368744177664 B, more than the 196608 B of UB"),
+    ),  # found by the fuzz campaign (issue 14): copies emitted per 256 bytes of it, a hang
     "too many rows for one DataCopy": (
         """layer r(T = 8192) {
   input x: f32[T, 4]
@@ -138,10 +199,15 @@ def test_every_refusal_of_a_layer_is_reported_at_once():
   output y: bf16[T, 16]
   output z: f32[T, 16]
   task a on aiv { y[:, :] = x[:, :] * x[:, :] }
-  task b on mix { z[:, :] = exp(matmul(cast(x[:, :], f32), w[:, :], b_trans)) }
+  task b on mix {
+    let p = zeros(f32, [T, 16])
+    p = matmul_acc(p, cast(x[:, :], f32), w[:, :], b_trans)
+    p = exp(p)
+    z[:, :] = p
+  }
 }"""
     codes = [(d.code, d.span.line) for d in refusal(text).diagnostics]
-    assert codes == [("A702", 6), ("A703", 7)]
+    assert codes == [("A702", 6), ("A703", 8)]
 
 
 def test_the_cli_writes_a_project_per_layer(tmp_path, capsys):
@@ -159,12 +225,12 @@ def test_the_cli_writes_a_project_per_layer(tmp_path, capsys):
 
 def test_the_cli_refuses_with_exit_2_the_diagnostic_and_no_files(tmp_path, capsys):
     src = tmp_path / "bad.dsl"
-    src.write_text(CASES["mix task"][0], encoding="utf-8")
+    src.write_text(CASES["a tile both cores of a mix task write"][0], encoding="utf-8")
     out = tmp_path / "out"
     assert main(["compile", str(src), "--target", "ascendc", "-o", str(out)]) == 2
     text = capsys.readouterr().out
-    assert f"{src}:5:3: A703 task t runs on mix" in text
-    assert "hint: split the task into an aic task" in text
+    assert f"{src}:6:5: A703 a is written by both the cube and the vector core" in text
+    assert "hint: accumulate into a local of its own" in text
     assert not out.exists()
 
 

@@ -2,7 +2,7 @@
 
 Every model layer and simulator fixture the target supports is type-checked with
 ``g++ -std=c++17 -fsyntax-only`` in CPU-debug mode (dav-2201) against asc-devkit (found
-through ``DSLC_ASC_DEVKIT``) and the declaration-only tikicpulib shim -- kernels and host
+through ``DSLC_ASC_DEVKIT``) and the declaration-only tikicpulib stand-in (``lowering/codegen/ascendc/headers``) -- kernels and host
 program, every kernel of a layer in one translation unit. The layers the target refuses are
 pinned with the code of their first refusal, so support cannot silently shrink. A second
 test proves the check bites: deliberate API mistakes in a kernel must fail it.
@@ -15,18 +15,21 @@ from pathlib import Path
 
 import pytest
 from asctoolchain import bisheng, find_devkit, one_unit, typecheck
-from ascutil import ROOT, kernels, render_all
+from ascutil import emit, kernels, render_all
 
+from lowering.codegen.ascendc.toolchain import ACL_SHIM, TIKICPULIB_SHIM
 from lowering.source import CompileError
 
 #: file:layer -> None (supported) or the A7xx code of the first refusal, and why.
 EXPECTED = {
     "models/deepseek_v4_flash/hc_post.dsl:hc_post": None,
     "models/deepseek_v4_flash/hc_pre.dsl:hc_pre": None,
-    "models/deepseek_v4_flash/hc_pre_fused.dsl:hc_pre_fused": "A703",  # one mix task (cube + vector + barriers)
+    "models/deepseek_v4_flash/hc_pre_fused.dsl:hc_pre_fused": None,  # one MIX kernel with two SyncAll<false>
     "models/deepseek_v4_flash/moe.dsl:moe": None,
-    "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A701",  # tile comparisons/select; mix tasks
-    "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A703",  # mix tasks
+    # tile logic and select (csa_pack), gather_rows and a tile both cores write (csa_attn)
+    "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A701",
+    # column-strided RoPE views (idx_compress, idx_query), i8 B without b_trans (idx_query)
+    "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A701",
     "tests/fixtures/layers/moe_dispatch.dsl:moe_dispatch": None,
     "tests/fixtures/layers/split_k.dsl:hc_pre_linear": None,
     "tests/fixtures/run/handshake_post.dsl:handshake": None,
@@ -108,9 +111,16 @@ def _write(tmp: Path, unit: list[tuple[str, dict[str, str]]]) -> None:
     (tmp / "unit.cpp").write_text(one_unit([files for _, files in unit]), encoding="utf-8")
 
 
+def _inline() -> dict[str, dict[str, str]]:
+    """The golden-text sources of the MIX kernels: hand-offs both ways, a loop, a barrier, a rescale."""
+    from test_ascendc_mix import HANDOFFS, PHASES, RESCALE
+
+    return {"mix:handoffs": emit(HANDOFFS), "mix:phases": emit(PHASES), "mix:rescale": emit(RESCALE)}
+
+
 def test_every_supported_layer_type_checks_against_the_headers(devkit, projects, tmp_path):
     failures = []
-    for i, unit in enumerate(_units(projects)):
+    for i, unit in enumerate(_units({**projects, **_inline()})):
         work = tmp_path / f"unit{i}"
         work.mkdir()
         _write(work, unit)
@@ -121,29 +131,49 @@ def test_every_supported_layer_type_checks_against_the_headers(devkit, projects,
     assert not failures, "\n\n".join(failures)
 
 
+#: mistake -> (layer whose kernels it breaks, pattern, replacement)
 MISTAKES = {
-    "wrong API name": (r"AscendC::Muls\(", "AscendC::Mulss("),
-    "wrong arity": (r"AscendC::RoundMode::CAST_NONE, ", ""),
-    "unknown enum member": (r"CAST_NONE", "CAST_NONEX"),
+    "wrong API name": ("hc_post", r"AscendC::Muls\(", "AscendC::Mulss("),
+    "wrong arity": ("hc_post", r"AscendC::RoundMode::CAST_NONE, ", ""),
+    "unknown enum member": ("hc_post", r"CAST_NONE", "CAST_NONEX"),
     "wrong struct field count": (
+        "hc_post",
         r"AscendC::DataCopyParams\{8, 32, 224, 0\}",
         "AscendC::DataCopyParams{8, 32, 224, 0, 7, 7}",
     ),
-    "wrong argument type": (r"inQueue\.EnQue\(in2\)", "inQueue.EnQue(t_x)"),
-    "wrong template argument": (r"inQueue\.DeQue<bfloat16_t>\(\)", "inQueue.DeQue<AscendC::TPipe>()"),
+    "wrong argument type": ("hc_post", r"inQueue\.EnQue\(in2\)", "inQueue.EnQue(t_x)"),
+    "wrong template argument": (
+        "hc_post",
+        r"inQueue\.DeQue<bfloat16_t>\(\)",
+        "inQueue.DeQue<AscendC::TPipe>()",
+    ),
+    "cross-core set without its mode": (
+        "mx",
+        r"CrossCoreSetFlag<0x2, PIPE_FIX>",
+        "CrossCoreSetFlag<PIPE_FIX>",
+    ),
+    "unknown pipe": ("mx", r"CrossCoreSetFlag<0x2, PIPE_MTE3>", "CrossCoreSetFlag<0x2, PIPE_MTE9>"),
+    "task ratio with an argument": ("mx", r"GetTaskRatio\(\)", "GetTaskRatio(1)"),
+    "SyncAll of a non-bool": ("ph", r"SyncAll<false>", "SyncAll<AscendC::TPipe>"),
 }
 
 
 def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
     """Each mistake goes into its own copy of a kernels header (own symbols and guard); one
     compile of all the copies must report an error in every copy."""
-    text = kernels(projects["models/deepseek_v4_flash/hc_post.dsl:hc_post"])
+    from test_ascendc_mix import HANDOFFS, PHASES
+
+    texts = {
+        "hc_post": kernels(projects["models/deepseek_v4_flash/hc_post.dsl:hc_post"]),
+        "mx": kernels(emit(HANDOFFS)),
+        "ph": kernels(emit(PHASES)),
+    }
     includes = []
-    for i, (mistake, (pattern, replacement)) in enumerate(sorted(MISTAKES.items())):
-        broken, n = re.subn(pattern, replacement, text, count=1)
+    for i, (mistake, (layer, pattern, replacement)) in enumerate(sorted(MISTAKES.items())):
+        broken, n = re.subn(pattern, replacement, texts[layer], count=1)
         assert n == 1, f"the mistake {mistake!r} found nothing to break"
-        broken = broken.replace("hc_postzk", f"hc_postm{i}zk").replace(
-            "DSLC_HC_POST_KERNELS_H", f"MISTAKE{i}_H"
+        broken = broken.replace(f"{layer}zk", f"{layer}m{i}zk").replace(
+            f"DSLC_{layer.upper()}_KERNELS_H", f"MISTAKE{i}_H"
         )
         (tmp_path / f"mistake{i}.h").write_text(broken, encoding="utf-8")
         includes.append(f'#include "mistake{i}.h"')
@@ -177,7 +207,9 @@ def test_bisheng_compiles_a_project_for_real(projects, tmp_path):
 
 
 def test_shim_holds_declarations_only():
-    """The tikicpulib stand-in declares; it must not define a function body."""
-    for header in (ROOT / "tests" / "ascendc" / "shim").glob("*.h"):
+    """The tikicpulib and ACL stand-ins declare; they must not define a function body."""
+    headers = sorted(TIKICPULIB_SHIM.glob("*.h")) + sorted(ACL_SHIM.rglob("*.h"))
+    assert len(headers) >= 6, headers
+    for header in headers:
         text = header.read_text(encoding="utf-8")
         assert not re.search(r"\)\s*(const\s*)?\{", text), f"{header.name} defines a function body"

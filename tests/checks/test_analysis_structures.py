@@ -4,14 +4,16 @@ reachability (compressed ancestor sets), the compiled evaluator and the box inde
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from lowering.checks.fasteval import compiled
+from lowering.checks.fasteval import compiled, compiled_bounds
+from lowering.checks.handshake.need import need
 from lowering.checks.index import BoxIndex
 from lowering.checks.reach import Ancestors, Reach
-from lowering.symbolic import LOOP, Bin, Const, EvalError, Sym, evaluate
+from lowering.symbolic import LOOP, Bin, Const, EvalError, Sym, bounds, evaluate
 
 
 def _graph(n: int, edges: list[tuple[int, int]]):
@@ -95,6 +97,21 @@ def test_compiled_expressions_evaluate_like_evaluate():
         assert _outcome(compiled(e), env) == _outcome(evaluate, e, env), e
 
 
+def test_compiled_bounds_bound_like_bounds():
+    """Points and intervals, unbound symbols, divisors that may be zero: the same interval or
+    the same EvalError as ``bounds`` (access instances bound their regions with it)."""
+    rng = random.Random(5)
+    for _ in range(3000):
+        e = _expr(rng, 4)
+        env = {}
+        for name in "abc":
+            lo = rng.randint(-5, 5)
+            env[name] = lo if rng.random() < 0.5 else (lo, lo + rng.randint(0, 4))
+        assert _outcome(compiled_bounds(e), env) == _outcome(bounds, e, env), e
+    with pytest.raises(EvalError, match="^'it's' is not known here$"):
+        compiled_bounds(Sym("it's", LOOP))({})
+
+
 def test_box_index_finds_exactly_the_boxes_that_meet():
     rng = random.Random(11)
     for _ in range(50):
@@ -113,3 +130,70 @@ def test_box_index_finds_exactly_the_boxes_that_meet():
                 if all(min(x[1], y[1]) > max(x[0], y[0]) for x, y in zip(q, b, strict=True))
             ]
             assert index.query(q) == want
+
+
+def test_need_is_the_closure_over_notifiers_ancestors_and_their_waits():
+    """Need(W) (D109, D104): the notifiers W's waits need, their ancestors, and the same for every
+    waiting task among those; the walk skips what it already holds, and must not lose any."""
+    rng = random.Random(13)
+    for _ in range(200):
+        n = rng.randint(1, 40)
+        edges = [(a, b) for b in range(n) for a in range(b) if rng.random() < 0.08]
+        g = _graph(n, edges)
+        waiting = {i for i in range(n) if rng.random() < 0.3}
+        for i, t in enumerate(g.tasks):
+            t.waits = (object(),) if i in waiting else ()
+        by_name = {t.name: t for t in g.tasks}
+        g.task = by_name.__getitem__
+        feeds = {i: {rng.randrange(n) for _ in range(rng.randint(0, 3))} for i in range(n)}
+        ctx = SimpleNamespace(
+            cache={("notifiers_needed", f"t{i}"): {f"t{j}" for j in feeds[i]} for i in range(n)},
+            ancestors=Ancestors(Reach(g)),
+        )
+        anc = _naive(n, edges)
+        for w in waiting:
+            want: set[int] = set()
+            todo, seen = [w], set()
+            while todo:
+                x = todo.pop()
+                if x in seen:
+                    continue
+                seen.add(x)
+                for j in feeds[x]:
+                    for t in {j} | anc[j]:
+                        want.add(t)
+                        if t in waiting:
+                            todo.append(t)
+            assert need(g, ctx, g.task(f"t{w}")) == {f"t{t}" for t in want}
+
+
+def test_access_instances_look_up_only_the_names_their_expressions_mention(monkeypatch):
+    """``hits`` copies only the names an access's expressions mention into the environment of
+    each instance: on every fixture the instances are those of the whole environment."""
+    from dsl.frontend import compile_file
+    from lowering.checks import access_instances
+
+    class Everything(set):
+        def __contains__(self, item: object) -> bool:
+            return True
+
+    rules = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
+    codes = ("R501", "R502", "R505", "R506", "N201", "N202", "D101", "D110")
+    fixtures = sorted(p for code in codes for p in (rules / code).glob("*.dsl"))
+    compared = 0
+    for path in fixtures:
+        try:
+            graphs = compile_file(path)
+        except Exception:  # noqa: BLE001 - fixtures of front-end errors
+            continue
+        for g in graphs:
+            for task in g.tasks:
+                for a in task.accesses:
+                    g.__dict__.pop("_access_hits", None)
+                    fast = access_instances.hits(g, task, a)
+                    with monkeypatch.context() as m:
+                        m.setattr(access_instances, "_looked_up", lambda access: Everything())
+                        g.__dict__.pop("_access_hits", None)
+                        assert access_instances.hits(g, task, a) == fast, (path.name, task.name, a.span)
+                    compared += len(fast)
+    assert compared > 100

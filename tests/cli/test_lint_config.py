@@ -139,7 +139,7 @@ def test_unterminated_toml_is_e106(tmp_path, monkeypatch, capsys):
 
 def test_unreadable_config_is_e106(tmp_path, monkeypatch, capsys):
     line = config_error(capsys, tmp_path, monkeypatch, b"[tool.dslc]\nselect = ['\xff']\n")
-    assert f"{tmp_path / 'pyproject.toml'}:1:1: E106 [tool.dslc]: cannot read " in line
+    assert f"{tmp_path / 'pyproject.toml'}: E106 [tool.dslc]: cannot read " in line
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_unreadable_config_is_e106(tmp_path, monkeypatch, capsys):
             "2:4",
             "'per-path-ignores.a/*' must be a list of codes",
         ),
-        ("[tool]\ndslc = 3\n", "1:1", "must be a table"),
+        ("[tool]\ndslc = 3\n", "2:1", "must be a table"),
     ],
 )
 def test_bad_values_are_e106_at_the_key(tmp_path, monkeypatch, capsys, text, where, message):

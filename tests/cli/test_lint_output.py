@@ -319,7 +319,7 @@ def test_usage_errors_exit_2_with_e104_and_no_traceback(bad, capsys, argv, messa
     r = run(capsys, *argv)
     assert r.rc == 2
     assert r.out == ""
-    assert r.err.startswith("<command line>:1:1: E104 ")
+    assert r.err.startswith("<command line>: E104 ")
     assert message in r.err
 
 
@@ -332,4 +332,8 @@ def test_internal_error_in_a_rule_exits_2_without_traceback(good, monkeypatch, c
     monkeypatch.setattr(dsl.driver.coverage, "run_rules", boom)
     r = run(capsys, "check", good, internal_ok=True)
     assert r.rc == 2
-    assert r.err == ("dslc: internal error: RuntimeError: rule exploded (rerun with --debug for details)\n")
+    assert r.err == (
+        "dslc: internal error: RuntimeError: rule exploded\n"
+        "This is a bug in dslc, not a mistake in your input. Please report it to the dslc maintainers "
+        "with the command line, the input files and the output of the same command with --debug.\n"
+    )

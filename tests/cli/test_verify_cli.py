@@ -4,6 +4,7 @@ counterexamples that replay, and bad input answered with exit 2."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -113,9 +114,18 @@ def test_bad_input_is_a_located_error_with_exit_2(tmp_path, capsys):
     assert main(["verify", layer, "--cores", "3,5"]) == 2
     assert main(["verify", layer, "--max-states", "0"]) == 2
     assert main(["verify", layer, "--scalar", "nope=1"]) == 2
+    assert main(["verify", layer, "--timeout", "nan"]) == 2
+    assert main(["verify", layer, "--seed", "-1"]) == 2
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err + captured.out and "internal error" not in captured.err
-    assert "<command line>:1:1: E104" in captured.err
+    for message in (
+        "--rounds 0: must be 1..1000000",
+        "--max-states 0: must be >= 1",
+        "--timeout nan: must be a finite number of seconds > 0",
+        "--seed -1: must be >= 0",
+        "--scalar nope: layer 'handshake' has no runtime scalar 'nope' (none)",
+    ):
+        assert f"<command line>: E104 {message}\n" in captured.err, message
 
 
 def test_a_schedule_that_does_not_fit_is_refused_with_exit_2(tmp_path, capsys):
@@ -165,4 +175,26 @@ def test_an_unwritable_save_path_is_exit_2_and_nothing_is_half_written(tmp_path,
         ["verify", str(RUN / "handshake_pre.dsl"), "--rounds", "1", "--probes", "0", "--save", str(target)]
     )
     assert code == 2 and not target.exists()
-    assert "cannot write the counterexample" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"{target}: E107 {tmp_path / 'file'} is not a directory\n"
+
+
+def test_a_kernel_that_never_returns_is_stopped_at_the_timeout(tmp_path, capsys):
+    """The search checks its deadline between steps: a body looping 10^9 times inside one step
+    (issue 14's body_loop_1e9) must be interrupted too, exit 4, never a hang."""
+    layer = tmp_path / "bodyloop.dsl"
+    layer.write_text(
+        "layer bodyloop(K = 1000000000) {\n  input  x: f32[16, 16]\n  output y: f32[16, 16]\n"
+        "  task t on aiv {\n    let acc = zeros(f32, [16, 16])\n    for k in range(K) { acc = acc + x[:, :] }\n"
+        "    y[:, :] = acc\n  }\n}\n"
+    )
+    from dsl.driver import cli_verify
+
+    t0 = time.monotonic()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(cli_verify, "STOP_GRACE", 0.5)
+        assert main(["verify", str(layer), "--timeout", "0.5", "--probes", "0"]) == 4
+    assert time.monotonic() - t0 < 30
+    assert capsys.readouterr().out == (
+        "inconclusive: stopped at the 0.5 s timeout while a kernel of 'bodyloop' was running without "
+        "returning to the scheduler: a very long (or endless) loop in a task body\n"
+    )

@@ -49,6 +49,7 @@ def test_run_exits_3_on_deadlock_and_names_the_cycle(capsys):
             "3",
             "--seed",
             "2",
+            "--no-lint",
         ]
     )
     out = capsys.readouterr().out
@@ -80,4 +81,5 @@ def test_compile_writes_the_numpy_module(tmp_path):
         == 0
     )
     text = (tmp_path / "out" / "splitk_ordered.py").read_text()
-    assert "PROGRAM = Program(" in text and "def kernel_0(ctx):" in text
+    assert "PROGRAM = Program(" in text
+    assert "def task_partial(ctx):" in text and "def task_reduce(ctx):" in text  # named after the tasks

@@ -156,7 +156,7 @@ def test_a_huge_domain_is_sampled_not_enumerated():
     # 10^11 admissible values: checked at its extremes and a spread, in well under a second,
     # without materialising the range.
     source = """layer l(T = 1 in 1..100000000000) {
-  scalar n: i32 in 0..1000000000000
+  scalar n: i64 in 0..1000000000000
   input  x: f32[99999999999, 2]
   output y: f32[1, 2]
   task t { y[:, :] = x[T - 1 : T, :] }

@@ -4,7 +4,9 @@
 flags, predicate, explicit deps), edges with their reasons (kind, tensor, producer region,
 anchor), signal ops (cell, peer, op, value, comparison, expected, loops, conditions),
 barriers and atomic accesses. Names are compared after the emitter's renaming (``a.b`` ->
-``a__b``), symbolic values after normalisation (``nranks`` is the layer's rank count).
+``a__b_``, ``lowering.codegen.common.mangle``): a source graph is renamed, a graph read back from
+emitted code (``emitted=True``) already carries the emitted names. Symbolic values are compared
+after normalisation (``nranks`` is the layer's rank count).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lowering.codegen.pypto.emit import py_name
+from lowering.codegen.pypto.emit import py_name as _py_name
 from lowering.codegen.pypto.text import hint_name
 from lowering.ir import Graph, Task
 from lowering.symbolic import NRANKS, Bin, Expr, Sym, simplify, substitute
@@ -21,24 +24,26 @@ FIXTURES = ROOT / "tests" / "fixtures"
 PYPTO_FIXTURES = FIXTURES / "pypto"
 
 
-def task_key(task: Task) -> str:
+def _same(name: str) -> str:
+    return name
+
+
+def task_key(task: Task, hint=hint_name) -> str:
     name = task.name
     if task.index is not None and name.endswith(f"[{task.index}]"):
-        return f"{hint_name(task.base)}[{task.index}]"
-    return hint_name(name)
+        return f"{hint(task.base)}[{task.index}]"
+    return hint(name)
 
 
-def _rename(e: Expr) -> Expr:
+def _rename(e: Expr, rename=py_name) -> Expr:
     if isinstance(e, Sym):
-        return (
-            Sym(py_name(e.name), e.kind) if e.kind in ("param", "const", "scalar", "loop", "dynamic") else e
-        )
+        return Sym(rename(e.name), e.kind) if e.kind in ("param", "const", "scalar", "loop", "dynamic") else e
     if isinstance(e, Bin):
-        return Bin(e.op, _rename(e.a), _rename(e.b))
+        return Bin(e.op, _rename(e.a, rename), _rename(e.b, rename))
     return e
 
 
-def expr_key(graph: Graph, e: Expr | None) -> str | None:
+def expr_key(graph: Graph, e: Expr | None, rename=py_name) -> str | None:
     if e is None:
         return None
     e = (
@@ -46,7 +51,7 @@ def expr_key(graph: Graph, e: Expr | None) -> str | None:
         if any(isinstance(s, Sym) and s.kind == NRANKS for s in _syms(e))
         else e
     )
-    return str(simplify(_rename(e)))
+    return str(simplify(_rename(e, rename)))
 
 
 def _syms(e: Expr):
@@ -57,8 +62,12 @@ def _syms(e: Expr):
         yield from _syms(e.b)
 
 
-def canonical(graph: Graph) -> dict:
-    names = {t.name: task_key(t) for t in graph.tasks}
+def canonical(graph: Graph, emitted: bool = False) -> dict:
+    py_name = _same if emitted else _py_name
+    names = {t.name: task_key(t, _same if emitted else hint_name) for t in graph.tasks}
+
+    def expr_key(graph: Graph, e: Expr | None) -> str | None:
+        return _expr_key(graph, e, py_name)
 
     def region(r) -> tuple:
         return tuple((expr_key(graph, x.start), expr_key(graph, x.stop), expr_key(graph, x.step)) for x in r)
@@ -177,3 +186,6 @@ def manifest_problems(source: str, manifest: dict[str, dict]) -> list[str]:
                     continue
                 problems.append(f"line {node.lineno}: {name}() misses the required '{p['name']}'")
     return problems
+
+
+_expr_key = expr_key

@@ -92,3 +92,99 @@ def test_bare_tensor_parameters_take_shape_and_dtype_from_the_specs():
         "out": ("f32", (32, 256)),
     }
     assert g.task("copy").blocks == 2
+
+
+def test_harness_tensors_built_with_torch_give_their_dtype_and_shape():
+    triples, _ = findings("torch_harness")
+    assert triples == []  # every bare parameter's shape comes from the torch expression
+    (g,) = read_pypto(READER / "torch_harness" / "model.py").graphs
+    assert {n: (t.dtype, t.dims) for n, t in g.tensors.items()} == {
+        "a": ("bf16", (64, 128)),  # torch.empty(shape).normal_(...) * s + b, then .to(torch.bfloat16)
+        "b": ("f16", (64, 128)),  # torch.randn(r, c).half()
+        "c": ("f32", (64, 128)),  # torch's default float dtype
+        "d": ("f16", (64, 128)),  # ones_like a float16 tensor
+        "e": ("i8", (64, 128)),  # .to(dtype=torch.int8)
+        "f": ("f32", (64, 128)),  # torch.full(..., dtype=torch.bfloat16).float()
+        "g": ("i32", (64, 128)),  # arange(n, dtype=torch.int32).reshape(r, c)
+        "out": ("f32", (64, 128)),
+    }
+
+
+def test_dead_temporaries_give_their_on_chip_bytes_to_the_next_tile():
+    triples, out = findings("tile_reuse")
+    assert triples == [("C403", 22, 5)]  # `held` only: its four tiles meet in one statement
+    assert out[0].message.startswith("held: on-chip Vec (UB) footprint is 262144 B")
+
+
+def test_grid_stride_blocks_write_disjoint_columns_at_a_cast_row_offset():
+    triples, out = findings("grid_stride")
+    # the store at offsets nobody can evaluate is noted, taken whole, and not judged per block
+    assert triples == [("P001", 42, 59)]
+    assert "the offsets of this pl.assemble" in out[0].message
+    (g,) = read_pypto(READER / "grid_stride" / "model.py").graphs
+    writes = {t.name: [(str(r) for r in a.region) for a in t.accesses if a.writes] for t in g.tasks}
+    assert {n: [list(r) for r in w] for n, w in writes.items()} == {
+        "stride[0]": [["0:ROWS", "(ob * CHUNK):((ob * CHUNK) + CHUNK)"]],  # pl.cast(0 * ROWS, INDEX)
+        "stride[1]": [["ROWS:(ROWS + ROWS)", "(ob * CHUNK):((ob * CHUNK) + CHUNK)"]],
+        "skewed": [["0:(ROWS * WINDOWS)", "0:COLS"]],
+    }
+    assert [a.opaque for a in g.task("skewed").accesses if a.writes] == [True]
+    assert [(e.src, e.dst, e.reason) for e in g.edges] == [
+        ("stride[0]", "skewed", "WAW out[0:16, 0:1024]"),
+        ("stride[1]", "skewed", "WAW out[16:32, 0:1024]"),
+    ]
+
+
+def test_a_matmul_with_a_group_axis_keeps_its_extent():
+    triples, _ = findings("batched_matmul")
+    assert triples == []  # each group writes and reads back its own columns
+    (g,) = read_pypto(READER / "batched_matmul" / "model.py").graphs
+    (acc,) = [s for s in g.task("proj[1]").body if getattr(s, "name", None) == "acc"]
+    assert [str(d) for d in acc.value.type.shape] == ["1", "T", "N_TILE"]  # [1, M, N] of a [1, N, K] weight
+    (write,) = [a for a in g.task("proj[1]").accesses if a.writes]
+    assert [str(r) for r in write.region] == [
+        "0:T",
+        "(N + (block * N_TILE)):((N + (block * N_TILE)) + N_TILE)",
+    ]
+    assert [(e.src, e.dst, e.reason) for e in g.edges] == [
+        ("proj[0]", "scale[0]", "after"),
+        ("proj[1]", "scale[1]", "after"),
+    ]
+
+
+def test_a_store_of_a_tile_with_a_valid_shape_writes_its_valid_rows_only():
+    triples, out = findings("valid_store")
+    assert triples == [("R505", 25, 9)]  # `padded` only: fillpad stores the whole 8-row tile
+    assert "blocks 0 and 1 both write z[1:8, 0:8]" in out[0].message
+    (g,) = read_pypto(READER / "valid_store" / "model.py").graphs
+    regions = {t.name: [(a.mode, [str(r) for r in a.region]) for a in t.accesses] for t in g.tasks}
+    assert regions == {
+        "one_row": [("read", ["block:(block + 8)", "0:COLS"]), ("write", ["block:(block + 1)", "0:COLS"])],
+        "padded": [("read", ["block:(block + 8)", "0:COLS"]), ("write", ["block:(block + 8)", "0:COLS"])],
+        "tail": [("read", ["ROWS:(ROWS + 1)", "0:COLS"]), ("write", ["ROWS:(ROWS + 1)", "0:COLS"])],
+    }
+
+
+def test_notifies_chosen_by_a_scalar_argument_are_not_data():
+    triples, out = findings("scalar_peers")
+    # by_argument's peers follow `sub_rank`, which the caller passes: no D103; by_data's follow GM data
+    assert [t for t in triples if t[0] == "D103"] == [("D103", 36, 9)]
+    assert "the condition on line 34 depends on data" in next(d for d in out if d.code == "D103").message
+    assert triples == [("D103", 36, 9), ("D107", 23, 5), ("D107", 32, 5), ("D109", 32, 5)]
+
+
+def test_a_window_of_a_produced_row_holds_at_most_its_width_of_finite_candidates():
+    triples, out = findings("chunked_topk")
+    assert triples == [("S301", 29, 9)]  # `whole` only; each 512-column window fits its runs
+    assert out[0].message.startswith("whole: the row may hold up to 1024 finite candidates")
+
+
+def test_an_epoch_passed_as_pl_const_is_an_integer_threshold():
+    triples, _ = findings("const_epoch")
+    # the wait is modelled: its constant threshold on a counter that persists is D113's case
+    assert triples == [("D107", 12, 5), ("D113", 20, 17)]
+    (g,) = read_pypto(READER / "const_epoch" / "model.py").graphs
+    assert [(s.kind, str(s.expected)) for s in g.task("arrive").signals] == [
+        ("notify", "None"),
+        ("wait", "1"),
+    ]

@@ -10,10 +10,13 @@ nested ``pl.pipeline(stage=2)`` overflowed Mat with 786432 > 524288 bytes).
 
 Tiles are placed as the cube and vector units need them: matmul operands in **Mat** (L1),
 accumulators (matmul results and the first operand of ``matmul_acc``) in **Acc** (L0C),
-everything else in **Vec** (UB). A tile lives from its ``let`` to the end of its block;
-operands loaded inside an expression live for the statement; a plain tensor-to-tensor copy
-is a DMA and holds no tile. The peak is taken over the statements of each block. Sizes are
-bounded at every admissible parameter value.
+everything else in **Vec** (UB). A tile lives from its ``let`` to the last statement of
+its block that uses it (reads, reassigns or stores into it), as the PyPTO ``MemoryReuse``
+pass gives a dead tile's bytes to the next one (runtime-model.md §3.2); a tile used before
+its ``let`` in the block (carried round a loop) or anywhere outside the block lives to the
+block's end. Operands loaded inside an expression live for the statement; a plain
+tensor-to-tensor copy is a DMA and holds no tile. The peak is taken over the statements of
+each block. Sizes are bounded at every admissible parameter value.
 
 Capacities per AI core (a2a3, Ascend 910B), in bytes:
 
@@ -107,10 +110,47 @@ def _uses(stmts) -> tuple[set[str], set[str]]:
     return mat, acc - mat
 
 
+def _touched(s: ir.Stmt) -> frozenset[str]:
+    """The locals a statement (and everything nested in it) reads, binds, assigns or stores into."""
+    names = ir.read_names((s,))
+    for inner in ir.nested_stmts((s,)):
+        if isinstance(inner, ir.LetS | ir.AssignS):
+            names.add(inner.name)
+        elif isinstance(inner, ir.StoreS):
+            names.add(inner.tensor)
+    return frozenset(names)
+
+
 class _Footprint:
     def __init__(self, task: Task, env: dict, uses: tuple[set[str], set[str]] | None = None):
         self.env = env
         self.mat, self.acc = uses if uses is not None else _uses(task.body)
+        self._touched: dict[int, frozenset[str]] = {}
+
+    def touched(self, s: ir.Stmt) -> frozenset[str]:
+        found = self._touched.get(id(s))
+        if found is None:
+            found = self._touched[id(s)] = _touched(s)
+        return found
+
+    def last_uses(self, stmts, outside: frozenset[str]) -> dict[int, int]:
+        """Index of a ``let`` -> index of the last statement of the block that uses the tile,
+        for tiles used nowhere but after their ``let`` in this block (the others stay)."""
+        out: dict[int, int] = {}
+        seen: set[str] = set(outside)
+        for j, s in enumerate(stmts):
+            if isinstance(s, ir.LetS) and s.name not in seen:
+                later = [i for i in range(j + 1, len(stmts)) if s.name in self.touched(stmts[i])]
+                out[j] = later[-1] if later else j
+            seen |= self.touched(s)
+        return out
+
+    def inner_outside(self, stmts, i: int, outside: frozenset[str]) -> frozenset[str]:
+        """What the blocks nested in statement ``i`` see used outside them: the rest of this
+        block and what lies outside it (a loop body also sees the loop's other iterations,
+        which are the body itself)."""
+        rest = [self.touched(t) for k, t in enumerate(stmts) if k != i]
+        return outside.union(*rest)
 
     def measure(self, t) -> tuple[int, str] | None:
         """(bytes, ``dtype[d0, d1]``) of a tile type at the upper bounds of its extents."""
@@ -147,9 +187,12 @@ class _Footprint:
             self.temporaries(v.a, out, copies, pipes)
             self.temporaries(v.b, out, copies, pipes)
 
-    def block(self, stmts, copies: int, pipes: tuple[Span, ...]) -> tuple[dict, dict]:
-        """(peak bytes per memory, the buffers behind each peak). ``let`` tiles stay until the
-        end of the block; a statement's loaded operands and results only during it."""
+    def block(
+        self, stmts, copies: int, pipes: tuple[Span, ...], outside: frozenset[str] = frozenset()
+    ) -> tuple[dict, dict]:
+        """(peak bytes per memory, the buffers behind each peak). ``let`` tiles stay until
+        their last use in the block (``last_uses``; ``outside``: the locals used outside the
+        block); a statement's loaded operands and results only during it."""
         spaces = ("Vec", "Mat", "Acc")
         own: dict[str, int] = dict.fromkeys(spaces, 0)
         items: dict[str, list] = {k: [] for k in spaces}
@@ -161,14 +204,19 @@ class _Footprint:
                 if own[k] + extra[k] > peak[k]:
                     peak[k], peak_items[k] = own[k] + extra[k], items[k] + extra_items[k]
 
-        for s in stmts:
+        last = self.last_uses(stmts, outside)
+        ends: dict[int, list[tuple[str, Buffer]]] = {}
+        for i, s in enumerate(stmts):
             temps: list = []
             if isinstance(s, ir.LetS):
                 m = self.measure(s.value.type)
                 if m is not None:
                     space = self.space_of(s.name)
-                    own[space] += m[0] * copies
-                    items[space] = [*items[space], Buffer(s.name, m[1], copies, pipes, m[0] * copies)]
+                    buf = Buffer(s.name, m[1], copies, pipes, m[0] * copies)
+                    own[space] += buf.bytes
+                    items[space] = [*items[space], buf]
+                    if i in last:
+                        ends.setdefault(last[i], []).append((space, buf))
                 if not isinstance(s.value, ir.LoadV):
                     self.temporaries(s.value, temps, copies, pipes)
             elif isinstance(s, ir.AssignS | ir.EvalS):
@@ -193,20 +241,24 @@ class _Footprint:
                     self.env[s.var] = (lo, max(hi - 1, lo))
                 except EvalError:
                     self.env[s.var] = (0, 0)
-                at(*self.block(s.body, inner, inner_pipes))
+                at(*self.block(s.body, inner, inner_pipes, self.inner_outside(stmts, i, outside)))
                 if saved is None:
                     self.env.pop(s.var, None)
                 else:
                     self.env[s.var] = saved
             elif isinstance(s, ir.IfS):
-                at(*self.block(s.then, copies, pipes))
-                at(*self.block(s.orelse, copies, pipes))
+                around = self.inner_outside(stmts, i, outside)
+                at(*self.block(s.then, copies, pipes, around))
+                at(*self.block(s.orelse, copies, pipes, around))
             extra = dict.fromkeys(spaces, 0)
             extra_items: dict[str, list] = {k: [] for k in spaces}
             for space, buf in temps:
                 extra[space] += buf.bytes
                 extra_items[space].append(buf)
             at(extra, extra_items)
+            for space, buf in ends.get(i, ()):  # dead from here on: MemoryReuse hands its bytes on
+                own[space] -= buf.bytes
+                items[space] = [b for b in items[space] if b is not buf]
         return peak, peak_items
 
 

@@ -8,6 +8,8 @@ ancestors and the needs of the waits those tasks contain. Not a rule module (no 
 
 from __future__ import annotations
 
+from itertools import chain
+
 from lowering.checks.order import descendants, unordered
 from lowering.checks.points import admissible_envs, group_envs, signal_exprs
 from lowering.checks.rule import CheckContext
@@ -99,7 +101,9 @@ def need(graph: Graph, ctx: CheckContext, waiter: Task) -> set[str]:
             continue
         seen.add(w.name)
         for name in notifiers_needed(graph, ctx, w):
-            for t in {name} | ctx.ancestors[name]:
+            if name in out:
+                continue  # then so are its ancestors: they are ancestors of what brought it in
+            for t in chain((name,), ctx.ancestors[name]):
                 if t not in out:
                     out.add(t)
                     task = graph.task(t)

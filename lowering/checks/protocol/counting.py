@@ -146,7 +146,7 @@ def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) 
                         )
                     )
             except Uncountable as err:
-                raise Uncountable(err.reason, task.name, op.span) from None
+                raise type(err)(err.reason, task.name, op.span) from None
         return out
 
     return _cached(ctx, ("protocol.deposits", signal, _key(env)), build)
@@ -167,7 +167,7 @@ def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]
                     cell = tuple(_value(f, scoped, "cell index") for f in index_f)
                     out.append(SetWrite(task.name, op, rank, peer, cell, is_clear(op)))
             except Uncountable as err:
-                raise Uncountable(err.reason, task.name, op.span) from None
+                raise type(err)(err.reason, task.name, op.span) from None
         return out
 
     return _cached(ctx, ("protocol.sets", signal, _key(env)), build)
@@ -182,7 +182,7 @@ def wait_cells(
         for scoped, rank, block in run(graph, task, wait.loops, wait.conds, env, lenient=True):
             yield rank, tuple(_value(f, scoped, "cell index") for f in index_f), scoped, block
     except Uncountable as err:
-        raise Uncountable(err.reason, task.name, wait.span) from None
+        raise type(err)(err.reason, task.name, wait.span) from None
 
 
 # ------------------------------------------------------------------ thresholds
@@ -259,7 +259,7 @@ def analyse_wait(
     try:
         epoch = epoch_name(wait.expected)
     except Uncountable as err:
-        raise Uncountable(err.reason, task.name, wait.span) from None
+        raise type(err)(err.reason, task.name, wait.span) from None
     deps = deposits(graph, ctx, wait.signal, env)
     sets = set_writes(graph, ctx, wait.signal, env)
     by_cell: dict[tuple[int, tuple[int, ...]], list[Deposit]] = {}
@@ -276,7 +276,7 @@ def analyse_wait(
             f1 = threshold(wait.expected, scoped, epoch, 1)
             f2 = threshold(wait.expected, scoped, epoch, 2)
         except Uncountable as err:
-            raise Uncountable(err.reason, task.name, wait.span) from None
+            raise type(err)(err.reason, task.name, wait.span) from None
         key = (rank, cell, f1, f2)
         if key in seen:
             continue

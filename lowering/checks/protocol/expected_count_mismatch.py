@@ -22,7 +22,10 @@ data-dependent count, a data-dependent peer, cell or value, a notifier task with
 be checked and a rank that sends fewer notifies than its peer expects hangs it. A threshold
 that does not grow with the epoch on a counter that persists is left to D113, cells written
 by a non-zero Set (flags) to D111/D113, cells no notify reaches to D106, and thresholds
-written with several runtime scalars are not checked. Parameter points beyond 256 are thinned
+written with several runtime scalars are not checked; neither are counts that depend on a
+runtime scalar argument other than the epoch (a PyPTO ``pl.Scalar`` such as ``tp_rank``, the
+rank's place in its group): the caller fixes it, it is not data, and the graph does not say
+which value each rank passes. Parameter points beyond 256 are thinned
 to the extremes of each range and a spread of inner values.
 
 ## Why it breaks on the device
@@ -63,6 +66,7 @@ from collections.abc import Iterator
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import CellCount, Unchecked, Uncountable
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.signals import ScalarDependent
 from lowering.ir import Graph, SignalOp, Task
 from lowering.source import Diagnostic
 
@@ -150,6 +154,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             for env in counting.points(graph):
                 try:
                     cells = counting.analyse_wait(graph, ctx, task, wait, env)
+                except ScalarDependent:
+                    break  # fixed by the caller's arguments, not by data: not modelled, as Unchecked
                 except Uncountable as err:
                     reported.add(wait.span)
                     yield _uncountable(task, wait, err, graph, env)

@@ -49,6 +49,7 @@ Rounds: one round.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator
 
 from lowering.checks.access_instances import Hit, distinct, hits, local_tensor
@@ -176,14 +177,25 @@ def _candidates(graph: Graph, env, offsets: dict[str, int]):
                 spans.append((fp.byte_lo + off, fp.byte_hi + off, order, task, fp.tensor, fp.writes))
     spans.sort(key=lambda s: (s[0], s[2]))
     pairs: dict[tuple[int, int], None] = {}
-    active: list = []
-    for span in spans:
-        lo = span[0]
-        active = [s for s in active if s[1] > lo]
-        for other in active:
-            if other[4] != span[4] and (other[5] or span[5]) and other[2] != span[2]:
-                pairs[(min(other[2], span[2]), max(other[2], span[2]))] = None
-        active.append(span)
+    # The spans open at the current start, in sweep order (dicts keep it as entries expire), all
+    # of them and the writers alone: a read only pairs with writers, and many readers of one
+    # region (a table every task reads) would otherwise be compared with each other.
+    active: dict[int, tuple] = {}
+    writers: dict[int, tuple] = {}
+    expiry: list[tuple[int, int]] = []  # (stop, index), a heap
+    for n, span in enumerate(spans):
+        lo, _hi, order, _task, tensor, writes = span
+        while expiry and expiry[0][0] <= lo:
+            _stop, k = heapq.heappop(expiry)
+            del active[k]
+            writers.pop(k, None)
+        for other in (active if writes else writers).values():
+            if other[4] != tensor and other[2] != order:
+                pairs[(other[2], order) if other[2] < order else (order, other[2])] = None
+        active[n] = span
+        if writes:
+            writers[n] = span
+        heapq.heappush(expiry, (span[1], n))
     for i, j in pairs:
         t1, t2 = graph.tasks[i], graph.tasks[j]
         accs1 = [a for a in t1.accesses if a.tensor in offsets and a.mode != "anchor"]

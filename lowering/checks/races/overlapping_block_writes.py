@@ -11,9 +11,14 @@ are left to the protocol rules.
 
 Only overlaps that certainly happen at the layer's parameter point are reported: regions
 indexed by data (`read(...)`) and accesses under data-dependent conditions are skipped,
-since they are usually a scatter that is disjoint by construction, and so are the arguments
-of a PyPTO extern kernel (hand-written C++ whose blocks split the work in ways the reader
-cannot see).
+since they are usually a scatter that is disjoint by construction, and so are the accesses a
+PyPTO file's reader takes as a whole tensor because it cannot see which elements a block
+touches: the arguments of an extern kernel (hand-written C++ whose blocks split the work in
+ways the reader cannot see) or of an op it does not know, and stores at offsets it cannot
+evaluate (each with a P001 note). A grid too large to list block by block (more blocks than
+the analysis budget, 60,000 executions) is examined on its first and last 64 blocks: the
+overlaps of neighbouring blocks, and of every block when the region does not depend on
+`block`, are found; a pattern that pairs only distant blocks is not.
 
 ## Why it breaks on the device
 
@@ -52,7 +57,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks import describe
-from lowering.checks.access_instances import distinct, first_overlap, hits, intersection_text, local_tensor
+from lowering.checks.access_instances import (
+    distinct,
+    first_overlap,
+    grid_sample,
+    hits,
+    intersection_text,
+    local_tensor,
+)
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Access, Graph
 from lowering.source import Diagnostic
@@ -82,14 +94,15 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         rmw = {(a.tensor, a.span) for a in accs if a.mode == "read"} & {
             (a.tensor, a.span) for a in accs if a.mode == "write"
         }
+        sample = grid_sample(task)
         for w in accs:
             if w.mode != "write" or w.tensor in reported:
                 continue
-            hw = _certain(hits(graph, task, w))
+            hw = _certain(hits(graph, task, w, sample))
             for other in accs:
                 if other.tensor != w.tensor:
                     continue
-                ho = hw if other is w else _certain(hits(graph, task, other))
+                ho = hw if other is w else _certain(hits(graph, task, other, sample))
                 pair = first_overlap(
                     hw, ho, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
                 )

@@ -21,7 +21,9 @@ Windows and signal cells are not checked here (peers write them; the handshake o
 reads, see the protocol rules). Pairs of atomic adds belong to N201, an unordered zero seed
 of an accumulator to N202, a read of a `manual_dep` tensor and a pure-`Out` write read back
 later to R503, and blocks of one grid to R505. Overlap is decided per element, from the
-exact region of every block and iteration at the layer's parameter point.
+exact region of every block and iteration at the layer's parameter point. The work is
+bounded: past 100,000 pairs of tasks whose regions meet in one graph, the analysis stops and
+an R501 note at the declaration of the tensor where it stopped says so.
 
 ## Why it breaks on the device
 
@@ -72,6 +74,7 @@ from lowering.checks.races.conflicts import (
     grouped,
     instances_text,
     same_index,
+    truncated,
 )
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph
@@ -124,4 +127,13 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             f"{kind} race on `{c.tensor}`: {_why(c)}{instances_text(group)}",
             fix=after_fix(c.first, c.second, same_index(group)),
             related=((c.a.span, f"the access of {c.first.name}"), (c.second.header_span, "the later task")),
+        )
+    for name, budget in truncated(graph, ctx):  # the analysis budget ran out: say so, at severity note
+        yield finding(
+            CODE,
+            "note",
+            graph.tensors[name].span,
+            f"the race analysis stopped at `{name}`: the graph has more than {budget:,} pairs of "
+            "tasks whose regions meet (dslc's analysis budget); the pairs past it were not checked",
+            fix="give the tasks disjoint regions of the tensor, or split it",
         )

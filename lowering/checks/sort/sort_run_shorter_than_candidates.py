@@ -13,7 +13,8 @@ parameter value (seed-bugs.md §5.4, rule R6):
 
 The finite-candidate bound comes from ``valid(row, n)`` / ``fillpad(row, n, -inf)`` on the
 sorted row, or from what the producers stored into the tensor the row is loaded from (a
-score loop that writes columns ``[0, INDEXER_SCORE_CAP)`` of a ``-inf``-initialised row). It
+score loop that writes columns ``[0, INDEXER_SCORE_CAP)`` of a ``-inf``-initialised row),
+at most the width of the loaded window (a 512-column chunk of a vocab-wide row). It
 is evaluated at every admissible parameter point (``T in 128..8192 step 128``), and the
 message names the true threshold and the failing parameter values.
 

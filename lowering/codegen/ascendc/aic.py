@@ -112,6 +112,8 @@ class CubeWriter(BodyWriter):
             self.store(s)
         elif isinstance(s, ir_body.EvalS):
             self.emit("// anchor read of a region: ordered by the launch order, no data use")
+        elif isinstance(s, ir_body.BarrierS) and self.mix:
+            self.barrier(s)
         elif isinstance(s, ir_body.RemoteStoreS | ir_body.NotifyS | ir_body.WaitS):
             raise refuse("A705", "cross-rank ops on the cube core (move them to an aiv task)", s.span)
         else:
@@ -232,6 +234,8 @@ class CubeWriter(BodyWriter):
         if dtype not in _OPERANDS or _ACC[dtype] != acc.dtype:
             raise refuse("A702", f"a {dtype} matmul into a {acc.dtype} accumulator", self.span)
         c0 = BLOCK_BYTES // DTYPE_BYTES[dtype]
+        if k == 0:  # no Mmad to issue, and an accumulator no Mmad ever initialises
+            raise refuse("A704", "a matmul over an empty inner dimension (K = 0)", self.span)
         if k % c0:
             raise refuse(
                 "A704",

@@ -20,12 +20,12 @@ from lowering import body as ir_body
 from lowering.codegen.ascendc.comm import CommMixin
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
-from lowering.codegen.ascendc.tiles import Arena, Budget, QueueUse, Tile, padded, tile_bytes
+from lowering.codegen.ascendc.tiles import UB_BYTES, Arena, Budget, QueueUse, Tile, padded, tile_bytes
 from lowering.codegen.ascendc.transfers import TransferMixin
 from lowering.codegen.ascendc.vecops import VectorOps
 from lowering.codegen.ascendc.writer import BodyWriter
 from lowering.ir import DTYPE_BYTES, Graph, Task
-from lowering.symbolic import Const
+from lowering.symbolic import Const, binop, difference
 
 SCALAR_COPY_LIMIT = 1024  # elements an unaligned view may be copied one by one (A712 past it)
 
@@ -51,6 +51,13 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
     def calc_tile(self, rows: int, cols: int, dtype: str, what: str, temp: bool = True) -> Tile:
         """A tile of the calc buffer; a temporary is freed by ``consume`` (a let slot by its block)."""
         stride = padded(cols, dtype)
+        if tile_bytes(rows, cols, dtype) > UB_BYTES:  # before emitting code proportional to its size
+            raise refuse(
+                "A711",
+                f"a [{rows}, {cols}] {dtype} tile needs {tile_bytes(rows, cols, dtype)} B, more than the "
+                f"{UB_BYTES} B of UB on an A2/A3 core",
+                self.span,
+            )
         offset = self.calc.alloc(tile_bytes(rows, cols, dtype), what)
         var = self.fresh("ub")
         ctype = cxx_type(dtype)
@@ -129,8 +136,7 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
             if r.point:
                 continue
             step = self.const_int(r.step)
-            extent = self.const_int(r.stop - r.start)
-            extents.append((-(-extent // step), step))
+            extents.append((self.const_int(binop("cdiv", difference(r.stop, r.start), r.step)), step))
         if len(extents) > 2:
             raise refuse("A704", f"region of {tensor} has more than 2 dimensions", self.span)
         while len(extents) < 2:
@@ -168,9 +174,7 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         elif isinstance(s, ir_body.WaitS):
             self.wait(s)
         elif isinstance(s, ir_body.BarrierS):
-            self.emit(
-                "AscendC::SyncAll<true>();" + ("  // soft barrier, emitted as the hard one" if s.soft else "")
-            )
+            self.barrier(s)
         elif isinstance(s, ir_body.EvalS):
             self.emit("// anchor read of a region: ordered by the launch order, no data use")
         else:
@@ -226,14 +230,14 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         """``parent[region]`` for a local tile (a 1-D tile is one row)."""
         region = v.region if len(v.region) == 2 else (ir_body.Range(Const(0), Const(1), Const(1)), *v.region)
         r, c = region
-        rows = self.const_int(r.stop - r.start) if not r.point else 1
         rstep = self.const_int(r.step)
+        rows = self.const_int(binop("cdiv", difference(r.stop, r.start), r.step)) if not r.point else 1
         c0 = self.const_int(c.start)
         cstep = self.const_int(c.step)
-        cols = self.const_int(c.stop - c.start) if not c.point else 1
+        cols = self.const_int(difference(c.stop, c.start)) if not c.point else 1
         if cstep != 1:
             raise refuse("A701", f"a column-strided view of {v.tensor} (step {cstep})", self.span)
-        return parent.view(self.int(r.start), c0, -(-rows // rstep), cols, rstep)
+        return parent.view(self.int(r.start), c0, rows, cols, rstep)
 
     def value_into(self, v: ir_body.Value, dst: Tile) -> None:
         out = self.value(v, dst)

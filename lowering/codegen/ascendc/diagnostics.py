@@ -28,11 +28,13 @@ CODES: dict[str, Code] = {
         ),
         Code(
             "A703",
-            "task kind not supported by the AscendC target",
-            "A mix task (cube and vector ops in one body) would need its body split across AIC "
-            "and AIV cores with GM staging and cross-core flags; the target emits one kernel per "
-            "core kind. Split the task into an aic task that stores its products and an aiv task "
-            "after it.",
+            "mix task the AscendC target cannot split",
+            "A mix task becomes one MIX kernel: its cube statements run on the AIC, the rest on "
+            "an AIV, with hand-offs through GM workspace slots and cross-core flags. What cannot "
+            "be split that way is refused: a tile both cores write, a loop bound or branch "
+            "condition that needs a value only one core computes, a GM slice both cores bind, "
+            "or a scalar read both cores make of a tensor the task writes. Bind the matmul "
+            "result to a new name, or compute the condition from indices and GM reads.",
         ),
         Code(
             "A704",

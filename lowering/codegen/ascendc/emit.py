@@ -17,6 +17,7 @@ is produced. Output is byte-identical for the same graph and parameters.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import jinja2
@@ -26,7 +27,7 @@ from lowering.codegen.ascendc.diagnostics import CODES, UnsupportedForAscendC, a
 from lowering.codegen.ascendc.host import host_context
 from lowering.codegen.ascendc.kernel import Kernel, build_kernel, comment_text
 from lowering.codegen.ascendc.lint import check_budgets
-from lowering.codegen.common import template_environment, template_hash
+from lowering.codegen.common import generator_hash, template_environment
 from lowering.ir import Graph
 
 __all__ = ["CODES", "content_hash", "emit_kernels", "project_files", "render_project"]
@@ -66,7 +67,9 @@ def render_project(graph: Graph, source_hash: str, version: str) -> dict[str, st
     files = project_files(graph)
     stem = names.encode(graph.name)
     env = _templates()
-    host = host_context(graph, kernels, graph.env())
+    # the mix kernels' hand-off workspaces are allocated by the host like scratch tensors
+    workspaces = {name: t for k in kernels for name, t in k.workspaces.items()}
+    host = host_context(replace(graph, tensors={**graph.tensors, **workspaces}), kernels, graph.env())
     context = {
         "layer_comment": comment_text(graph.name),
         "version": version,
@@ -113,9 +116,11 @@ def _kernel_context(k: Kernel) -> dict:
         "l0a": b.l0a,
         "l0b": b.l0b,
         "l0c": b.l0c,
+        "flags": k.flags,
+        "workspaces": sum(t.itemsize * t.dims[0] * t.dims[1] for t in k.workspaces.values()),
     }
 
 
 def content_hash(*parts: str) -> str:
-    """The key of a generated project: its inputs and the AscendC templates."""
-    return template_hash("ascendc", *parts)
+    """The key of a generated project: its inputs and the code that generates it (``generator_hash``)."""
+    return generator_hash("ascendc", *parts)

@@ -112,6 +112,7 @@ def host_context(graph: Graph, kernels: list[Kernel], env: dict[str, int]) -> di
                 args.append(RANK_VAR)
             else:
                 args.append(names.scalar(name))
+        # an aic or mix kernel: one block per cluster (a mix block is its AIC and one AIV)
         cores = "DSLC_AIV_CORES" if k.core == "aiv" else "DSLC_AIC_CORES"
         launches.append(
             {

@@ -13,7 +13,7 @@ the runtime retires the task without running it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from lowering import body as ir_body
 from lowering.codegen.ascendc import names
@@ -22,14 +22,21 @@ from lowering.codegen.ascendc.aiv import VectorWriter
 from lowering.codegen.ascendc.comm import peers
 from lowering.codegen.ascendc.cxx import BLOCK_VAR, RANK_VAR, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.mix import split_mix
 from lowering.codegen.ascendc.tiles import Budget
-from lowering.ir import Graph, Task
+from lowering.ir import Graph, Task, Tensor
 from lowering.symbolic import Const
 
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "eq": "==", "ne": "!=",
         "lt": "<", "le": "<=", "gt": ">", "ge": ">="}  # fmt: skip
 _COMMENT_SAFE = re.compile(r"[^A-Za-z0-9_.\[\]]")
 AIV_CORES = 48  # a2a3 (Atlas A2/A3): 24 clusters of 1 AIC + 2 AIV
+AIC_CORES = 24
+_KERNEL_TYPE = {
+    "aiv": "KERNEL_TYPE_AIV_ONLY",
+    "aic": "KERNEL_TYPE_AIC_ONLY",
+    "mix": "KERNEL_TYPE_MIX_AIC_1_1",
+}
 
 
 @dataclass
@@ -44,6 +51,8 @@ class Kernel:
     args: list[tuple[str, str]]  # (kind, source name): tensor | rank | scalar
     lines: list[str]
     budget: Budget
+    workspaces: dict[str, Tensor] = field(default_factory=dict)  # mix: the hand-off tensors
+    flags: int = 0  # mix: cross-core set/wait pairs in the program
 
     @property
     def signature(self) -> str:
@@ -57,68 +66,109 @@ def comment_text(name: str) -> str:
 
 def build_kernel(graph: Graph, task: Task, index: int, env: dict[str, int]) -> Kernel:
     core = task.core
+    barrier = any(isinstance(s, ir_body.BarrierS) for s in ir_body.nested_stmts(task.body))
     if core == "mix":
-        raise refuse(
-            "A703",
-            f"task {task.name} runs on mix: the AscendC target emits aiv and aic kernels, not split ones",
-            task.header_span,
-            hint="split the task into an aic task that stores its products and an aiv task after it",
-        )
+        return _build_mix(graph, task, index, env, barrier)
     writer_cls = VectorWriter if core == "aiv" else CubeWriter
     w = writer_cls(graph, task, env)
-    barrier = any(isinstance(s, ir_body.BarrierS) for s in ir_body.nested_stmts(task.body))
     if barrier and core != "aiv":
-        raise refuse("A701", "a barrier in an aic task (SyncAll is emitted for aiv tasks)", task.header_span)
-    if barrier and task.blocks > AIV_CORES:
+        raise refuse(
+            "A701", "a barrier in an aic task (SyncAll is emitted for aiv and mix tasks)", task.header_span
+        )
+    _check_resident(task, barrier, AIV_CORES, "AIV cores")
+    lines = [_task_type(core), *_side(w, graph, task, core, barrier, task.body)]
+    params, args = _signature(graph, [w])
+    return Kernel(
+        names.kernel(graph.name, index, task.name), task.name, index, core, task.blocks, barrier, params, args,
+        lines, w.budget(),
+    )  # fmt: skip
+
+
+def _build_mix(graph: Graph, task: Task, index: int, env: dict[str, int], barrier: bool) -> Kernel:
+    """A MIX kernel (``mix``): the AIC program under ``if ASCEND_IS_AIC``, the AIV one under
+    ``if ASCEND_IS_AIV``, each with its own buffers and its own copy of the block loop."""
+    _check_resident(task, barrier, AIC_CORES, "clusters (AIC + AIV)")
+    plan = split_mix(graph, task, env)
+    g = replace(graph, tensors={**graph.tensors, **plan.workspaces})
+    cube = CubeWriter(g, replace(task, body=plan.aic), env)
+    vector = VectorWriter(g, replace(task, body=plan.aiv), env)
+    dma = cube.dma_written | vector.dma_written  # the other core's stores count for a scalar read
+    lines = [_task_type("mix")]
+    for w, core, body, test in (
+        (cube, "aic", plan.aic, "ASCEND_IS_AIC"),
+        (vector, "aiv", plan.aiv, "ASCEND_IS_AIV"),
+    ):
+        w.mix = True
+        w.dma_written = dma
+        lines.append(f"    if {test} {{")
+        lines.extend("    " + line for line in _side(w, g, task, core, barrier, body))
+        lines.append("    }")
+    params, args = _signature(g, [cube, vector])
+    c, v = cube.budget(), vector.budget()
+    budget = Budget(
+        calc=v.calc, in_bytes=v.in_bytes, in_count=v.in_count, out_bytes=v.out_bytes, out_count=v.out_count,
+        l1=c.l1, l0a=c.l0a, l0b=c.l0b, l0c=c.l0c, peaks={**c.peaks, **v.peaks},
+    )  # fmt: skip
+    return Kernel(
+        names.kernel(graph.name, index, task.name), task.name, index, "mix", task.blocks, barrier, params, args,
+        lines, budget, plan.workspaces, plan.flags,
+    )  # fmt: skip
+
+
+def _task_type(core: str) -> str:
+    return f"    KERNEL_TASK_TYPE_DEFAULT({_KERNEL_TYPE[core]});"
+
+
+def _check_resident(task: Task, barrier: bool, cores: int, what: str) -> None:
+    if barrier and task.blocks > cores:
         raise refuse(
             "A721",
-            f"task {task.name} holds a barrier over {task.blocks} blocks, more than the {AIV_CORES} AIV cores "
+            f"task {task.name} holds a barrier over {task.blocks} blocks, more than the {cores} {what} "
             "of an a2a3 device: they cannot all be resident",
             task.header_span,
         )
+
+
+def _side(w, graph: Graph, task: Task, core: str, barrier: bool, body: tuple) -> list[str]:
+    """One core's program: buffers and GM tensors, the `when` predicate, the block loop."""
     w.depth = 1 if barrier else 2
-    w.block(task.body)
-    body = w.lines
+    w.block(body)
+    inner = w.lines
     w.lines = []
     w.depth = 1
     predicate = _predicate(w, task)
-    prologue = _prologue(w, graph, core)
-    lines = [*prologue, *predicate]
+    lines = [*_prologue(w, graph, core), *predicate]
+    first = "AscendC::GetBlockIdx()"
+    if w.mix and core == "aiv":  # a MIX kernel's AIV counts vector cores: cluster * ratio + sub-block
+        first += " / AscendC::GetTaskRatio()"
     if barrier:
-        lines.append(f"    const int64_t {BLOCK_VAR} = AscendC::GetBlockIdx();")
-        lines.extend(body)
+        lines.append(f"    const int64_t {BLOCK_VAR} = {first};")
+        lines.extend(inner)
     else:
         lines.append(
-            f"    for (int64_t {BLOCK_VAR} = AscendC::GetBlockIdx(); {BLOCK_VAR} < {task.blocks}; "
+            f"    for (int64_t {BLOCK_VAR} = {first}; {BLOCK_VAR} < {task.blocks}; "
             f"{BLOCK_VAR} += AscendC::GetBlockNum()) {{"
         )
-        lines.extend(body)
+        lines.extend(inner)
         lines.append("    }")
+    return lines
+
+
+def _signature(graph: Graph, writers: list) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
     params: list[tuple[str, str]] = []
     args: list[tuple[str, str]] = []
     for name in graph.tensors:
-        if name in w.tensors:
+        if any(name in w.tensors for w in writers):
             params.append(("GM_ADDR", names.param(name)))
             args.append(("tensor", name))
-    if w.uses_rank:
+    if any(w.uses_rank for w in writers):
         params.append(("int32_t", RANK_VAR))
         args.append(("rank", ""))
     for name, s in graph.scalars.items():
-        if name in w.scalars:
+        if any(name in w.scalars for w in writers):
             params.append((cxx_type(s.dtype) if s.dtype != "bool" else "int32_t", names.scalar(name)))
             args.append(("scalar", name))
-    return Kernel(
-        names.kernel(graph.name, index, task.name),
-        task.name,
-        index,
-        core,
-        task.blocks,
-        barrier,
-        params,
-        args,
-        lines,
-        w.budget(),
-    )
+    return params, args
 
 
 def _predicate(w, task: Task) -> list[str]:
@@ -139,10 +189,7 @@ def _predicate(w, task: Task) -> list[str]:
 
 def _prologue(w, graph: Graph, core: str) -> list[str]:
     b = w.budget()
-    lines = [
-        f"    KERNEL_TASK_TYPE_DEFAULT({'KERNEL_TYPE_AIV_ONLY' if core == 'aiv' else 'KERNEL_TYPE_AIC_ONLY'});"
-    ]
-    lines.append("    AscendC::TPipe pipe;")
+    lines = ["    AscendC::TPipe pipe;"]
     inits = []
     if core == "aiv":
         if b.in_count:

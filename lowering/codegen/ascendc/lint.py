@@ -14,15 +14,18 @@ from __future__ import annotations
 
 from lowering.codegen.ascendc.diagnostics import UnsupportedForAscendC, refuse
 from lowering.codegen.ascendc.kernel import Kernel
+from lowering.codegen.ascendc.tiles import UB_BYTES
 from lowering.ir import Task
 
 #: Bytes per AI core on A2/A3 (dav-2201), the memories a kernel allocates from.
-CAPACITY = {"UB": 196608, "L1": 524288, "L0A": 65536, "L0B": 65536, "L0C": 131072}
+CAPACITY = {"UB": UB_BYTES, "L1": 524288, "L0A": 65536, "L0B": 65536, "L0C": 131072}
 
 
 def check_budgets(kernel: Kernel, task: Task) -> list[UnsupportedForAscendC]:
     b = kernel.budget
-    used = {"UB": b.ub} if kernel.core == "aiv" else {"L1": b.l1, "L0A": b.l0a, "L0B": b.l0b, "L0C": b.l0c}
+    used = {"UB": b.ub} if kernel.core != "aic" else {}
+    if kernel.core != "aiv":  # aic, or the AIC side of a mix kernel
+        used.update({"L1": b.l1, "L0A": b.l0a, "L0B": b.l0b, "L0C": b.l0c})
     errors = []
     for memory, nbytes in used.items():
         if nbytes <= CAPACITY[memory]:

@@ -25,6 +25,9 @@ from dataclasses import dataclass, field
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, block_elems, round_up
 from lowering.ir import DTYPE_BYTES
 
+#: Bytes of UB per AI core on A2/A3 (dav-2201).
+UB_BYTES = 196608
+
 
 @dataclass(frozen=True)
 class Tile:

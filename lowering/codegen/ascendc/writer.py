@@ -17,6 +17,7 @@ from lowering import body as ir_body
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.cxx import IntWriter, cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.mix import CrossFlagS
 from lowering.ir import FLOAT_DTYPES, Graph, Task
 from lowering.source import Span
 from lowering.symbolic import EvalError, Expr, bounds, poly
@@ -53,6 +54,7 @@ class BodyWriter:
     """Statement-level emission shared by the vector and cube writers (subclassed)."""
 
     unit = "vector"
+    mix = False  # a side of a MIX kernel (barriers sync AIC and AIV)
 
     def __init__(self, graph: Graph, task: Task, env: dict[str, int]):
         self.graph = graph
@@ -97,6 +99,12 @@ class BodyWriter:
 
     def const_int(self, e: Expr) -> int:
         value = self.ints.constant(e)
+        if value is None:  # the same over every value its loop and block indices take
+            try:
+                lo, hi = bounds(e, {**self.env, **self.ints.ranges})
+                value = lo if lo == hi else None
+            except EvalError:
+                value = None
         if value is None:
             raise refuse(
                 "A704", f"extent {e} must be known at compile time for the AscendC target", self.span
@@ -178,6 +186,8 @@ class BodyWriter:
     # ---------------------------------------------------------------- statements
     def statement(self, s: ir_body.Stmt) -> None:
         self.span = s.span
+        if isinstance(s, ir_body.LetS) and s.inlined:
+            return  # an integer let the IR already inlined at its uses (its name is kept for Python)
         if isinstance(s, ir_body.ForS):
             self.for_loop(s)
         elif isinstance(s, ir_body.IfS):
@@ -186,6 +196,8 @@ class BodyWriter:
             self.scalar_let(s)
         elif isinstance(s, ir_body.StoreS) and self.is_scalar_store(s):
             self.scalar_store(s)
+        elif isinstance(s, CrossFlagS):
+            self.cross_flag(s)
         elif isinstance(s, ir_body.EvalS) and not isinstance(s.value.type, ir_body.TileType):
             self.emit(f"(void){self.scalar(s.value).code};  // anchor read: orders the task, no data use")
         else:
@@ -193,6 +205,22 @@ class BodyWriter:
 
     def tile_statement(self, s: ir_body.Stmt) -> None:
         raise refuse("A701", f"{type(s).__name__} is not supported on the {self.unit} core", s.span)
+
+    def cross_flag(self, s: CrossFlagS) -> None:
+        """One side of a MIX kernel's cube <-> vector hand-off (``mix``): mode 2, within the cluster."""
+        if s.op == "wait":
+            self.emit(f"AscendC::CrossCoreWaitFlag<0x2, PIPE_S>({s.flag});")
+            return
+        pipe = "PIPE_FIX" if self.unit == "cube" else "PIPE_MTE3"
+        self.emit("AscendC::PipeBarrier<PIPE_ALL>();  // every access before the hand-off has completed")
+        self.emit(f"AscendC::CrossCoreSetFlag<0x2, {pipe}>({s.flag});")
+
+    def barrier(self, s: ir_body.BarrierS) -> None:
+        """All blocks at once: the AIV cores (an aiv task), or every AIC and AIV (a mix kernel)."""
+        self.emit(
+            f"AscendC::SyncAll<{'false' if self.mix else 'true'}>();"
+            + ("  // soft barrier, emitted as the hard one" if s.soft else "")
+        )
 
     def for_loop(self, s: ir_body.ForS) -> None:
         var = names.local(s.var)

@@ -5,9 +5,14 @@ to the simulator, a plain read-modify-write ``+=`` yields between its read and i
 (another block may interleave there, as on the device). Parameters are folded to literals,
 so the module is specific to one parameter point; it is byte-identical for the same input.
 
-Nothing from the source reaches the output as code except names that match
-``IDENTIFIER`` (checked here, again, before rendering); tensor and task names appear only as
-``repr`` string literals, locals and loop variables with a ``v_`` prefix.
+Nothing from the source reaches the output as code except names, mangled injectively
+(``lowering.codegen.common.mangle``, docs/naming.md) behind a prefix per kind -- ``t_`` for a
+tensor, ``v_`` for a local or loop variable (an integer ``let`` included: it is written once and
+named at its uses, ``NamedInts``), ``s_`` for a runtime scalar, ``task_`` for the kernel of a
+task -- so two source names never share a variable; tensor and task names otherwise appear
+only as ``repr`` string literals. Lines longer than 110 columns are split at their brackets
+(``lowering.codegen.python_text.wrap_lines``). The module is ``compile()``d before it is returned, and loops nested deeper than
+CPython compiles are refused first, as a located error (``TargetLimit``).
 
 The module also holds the layer's host guards (``guard cond, "message"``) as
 ``check_request(scalars) -> list[str]``, written by ``lowering.codegen.numpy.host``.
@@ -18,8 +23,20 @@ from __future__ import annotations
 import re
 
 from lowering import body as ir
-from lowering.codegen.common import IDENTIFIER, UnsafeName, checked_name, template_environment, template_hash
+from lowering.codegen.common import (
+    EMITTED,
+    IDENTIFIER,
+    NamedInts,
+    UnsafeName,
+    check_block_nesting,
+    checked_name,
+    compile_python,
+    generator_hash,
+    mangle,
+    template_environment,
+)
 from lowering.codegen.numpy.host import guard_context
+from lowering.codegen.python_text import int_text, wrap_lines
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
     BLOCK,
@@ -33,7 +50,6 @@ from lowering.symbolic import (
     Expr,
     Sym,
     evaluate,
-    render,
     substitute,
 )
 
@@ -87,22 +103,20 @@ class _Kernel:
         self.tensors: set[str] = set()
         self.scalars: set[str] = set()
         self.temp = 0
+        self.named = NamedInts()
         self.read = ir.read_names(task.body)
-
-    def local(self, name: str) -> str:
-        """The variable of a local or loop variable, ``_`` for one the body never reads (so the
-        module passes the project's ruff rules: no unused variable, no unused loop variable)."""
-        return f"v_{_checked(name, IDENTIFIER)}" if name in self.read else "_"
 
     # ---------------------------------------------------------------- integers
     def int_code(self, expr: Expr) -> str:
-        folded = substitute(expr, {k: Const(v) for k, v in self.env.items()})
+        folded = substitute(self.named.rename(expr), {k: Const(v) for k, v in self.env.items()})
         try:
             return str(evaluate(folded, {}))
         except EvalError:
             pass
 
         def name_of(sym: Sym) -> str:
+            if sym.kind == EMITTED:
+                return sym.name
             if self.at_dispatch:
                 if sym.kind == RANK:
                     return "mem.rank"
@@ -123,10 +137,10 @@ class _Kernel:
                 self.scalars.add(_checked(sym.name, IDENTIFIER))
                 return f"s_{sym.name}"
             if sym.kind in (LOOP, DYNAMIC):
-                return f"v_{_checked(sym.name, IDENTIFIER)}"
+                return f"v_{mangle(sym.name)}"
             raise UnsafeName(f"unbound symbol {sym.name!r} in generated code")
 
-        return render(folded, name_of, python=True)
+        return int_text(folded, name_of)
 
     def index_code(self, region: tuple[ir.Range, ...], keep_dims: bool) -> str:
         parts = []
@@ -148,7 +162,7 @@ class _Kernel:
 
     def tensor_var(self, name: str) -> str:
         self.tensors.add(_checked(name))
-        return "t_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+        return "t_" + mangle(name)
 
     # ---------------------------------------------------------------- values
     def value(self, v: ir.Value) -> str:
@@ -167,10 +181,10 @@ class _Kernel:
                 "(" + ", ".join(self.int_code(i) for i in v.items) + ("," if len(v.items) == 1 else "") + ")"
             )
         if isinstance(v, ir.LocalV):
-            return f"v_{_checked(v.name, IDENTIFIER)}"
+            return f"v_{mangle(v.name)}"
         if isinstance(v, ir.LoadV):
             scalar = isinstance(v.type, ir.ScalarType)
-            base = f"v_{_checked(v.tensor, IDENTIFIER)}" if v.local else self.tensor_var(v.tensor)
+            base = f"v_{mangle(v.tensor)}" if v.local else self.tensor_var(v.tensor)
             return f"{base}[{self.index_code(v.region, keep_dims=not scalar)}]"
         if isinstance(v, ir.BinV):
             return self.binary(v)
@@ -256,14 +270,33 @@ class _Kernel:
             return f"_op.to_bf16({code})"
         return code
 
+    def local(self, name: str) -> str:
+        """A local's variable; ``_v_<name>`` when the task never reads it (what linters accept)."""
+        return f"v_{mangle(name)}" if name in self.read else f"_v_{mangle(name)}"
+
     def stmts(self, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
-        if not stmts:
-            self.emit(depth, "pass")
+        begin = len(self.lines)
+        self.named.push()
         for s in stmts:
             self.stmt(s, depth)
+        for let in self.named.pop():  # a name nothing used: its line goes (latest first)
+            del self.lines[let.lines[0] : let.lines[1]]
+        if len(self.lines) == begin:
+            self.emit(depth, "pass")
 
     def stmt(self, s: ir.Stmt, depth: int) -> None:
-        if isinstance(s, ir.LetS | ir.AssignS):
+        if isinstance(s, ir.LetS) and s.inlined:
+            assert isinstance(s.value, ir.IntV)
+            try:  # a let of parameters only is a literal here: nothing to name
+                evaluate(substitute(s.value.expr, {k: Const(v) for k, v in self.env.items()}), {})
+                return
+            except EvalError:
+                pass
+            start = len(self.lines)
+            let, code = self.named.define(f"v_{mangle(s.name)}", s.value.expr, self.int_code)
+            self.emit(depth, f"{let.name} = {code}")
+            let.lines = (start, len(self.lines))
+        elif isinstance(s, ir.LetS | ir.AssignS):
             code = self.value(s.value)
             if isinstance(s.value, ir.LoadV) and isinstance(s.value.type, ir.TileType):
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
@@ -422,11 +455,15 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
             prev[e.dst].append(index[e.src])
     kernels, tasks, scalars = [], [], set(graph.scalars)
     for i, task in enumerate(graph.tasks):
+        check_block_nesting(task.body, 0, "numpy", " (each a Python `for` in the task's kernel)")
         k = _Kernel(graph, task, env)
         k.stmts(task.body, 1)
+        code = "\n".join(k.lines)  # scalars read only by a let whose line was dropped are not read
+        k.scalars = {n for n in k.scalars if re.search(rf"\bs_{n}\b", code)}
         kernels.append(
             {
                 "index": i,
+                "function": "task_" + mangle(task.name),
                 "name": _checked(task.name),
                 "tensors": sorted(k.tensors),
                 "vars": {n: k.tensor_var(n) for n in sorted(k.tensors)},
@@ -485,11 +522,14 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
 
 
 def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
+    """The NumPy module of ``graph``; a TargetLimit (located) for what it cannot express."""
     env = template_environment("numpy")
     env.filters["pyrepr"] = repr
-    return env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version))
+    text = wrap_lines(env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version)))
+    compile_python(text, f"<numpy module of {graph.name}>", "numpy")
+    return text
 
 
 def content_hash(*parts: str) -> str:
-    """The cache key of a generated NumPy module: its inputs and the NumPy templates."""
-    return template_hash("numpy", *parts)
+    """The cache key of a generated NumPy module: its inputs and the code that generates it (``generator_hash``)."""
+    return generator_hash("numpy", *parts)

@@ -5,17 +5,21 @@ back to the same accesses and signals: a store is ``t = pl.assemble(t, v, [offse
 (``atomic=pl.AtomicType.Add`` only for an atomic store), a remote store
 ``pld.tile.remote_store``, notify/wait ``pld.system.notify``/``wait`` with their op and
 comparison, a barrier ``pl.system.syncall``, an anchor read a bare ``pl.read``. Values (tile
-ops and their ``pl`` names) are written by ``lowering.codegen.pypto.values``. Long index expressions
-are bound to an ``_o`` temporary first (the reader inlines integers assigned once), so lines
-stay short.
+ops and their ``pl`` names) are written by ``lowering.codegen.pypto.values``.
+
+Index expressions keep the author's names: an integer ``let`` (``t0 = block * T_TILE``) is
+written once and its name wherever its expression occurs (``NamedInts``; the reader inlines
+integers assigned once, which gives the IR's expressions back); a let whose name ends up
+unused is not written. A local or loop variable the body never reads is written with the
+linters' "unused" spelling, ``_<name>_unused``, instead of carrying a ``# noqa``.
 """
 
 from __future__ import annotations
 
 from lowering import body as ir
+from lowering.codegen.common import NamedInts, helper_name
 from lowering.codegen.pypto.text import (
-    INDENT,
-    LINE_LENGTH,
+    RESERVED,
     Cat,
     Doc,
     Group,
@@ -30,12 +34,10 @@ from lowering.codegen.pypto.text import (
     symbol_namer,
 )
 from lowering.codegen.pypto.values import ValueWriter, dtype_name
-from lowering.symbolic import LOOP, Bin, Const, Expr, Sym, difference
+from lowering.symbolic import Const, Expr, difference
 
 CUBE_OPS = frozenset({"matmul", "matmul_acc"})
 NO_UNIT_OPS = frozenset({"zeros", "full", "read", "valid", "min", "max", "cdiv"})
-HOIST_AT = 44  # index expressions longer than this are bound to a temporary first
-HOIST_LINE = 80  # a temporary's expression longer than this binds its operands first
 
 
 def body_units(stmts: tuple[ir.Stmt, ...]) -> set[str]:
@@ -65,19 +67,25 @@ def body_units(stmts: tuple[ir.Stmt, ...]) -> set[str]:
 class BodyWriter(ValueWriter):
     """Renders the statements of one task at a given indentation depth."""
 
-    def __init__(self, tensors: dict, ranks_text: str, core: str, used: set[str]):
+    def __init__(
+        self, tensors: dict, ranks_text: str, core: str, used: set[str], reserved: frozenset[str] = RESERVED
+    ):
         self.tensors = tensors
-        self.name_of = symbol_namer(ranks_text)
+        self.reserved = reserved
+        self.name_of = symbol_namer(ranks_text, reserved)
         self.core = core
         self.lines: list[str] = []
         self.pre: list[tuple[Doc, int]] = []  # lines to put before the statement (doc, extra depth)
         self.used = used  # names taken in the module (temporaries must not collide)
         self.temp = 0
         self.uses_block = False
-        self.hoisted: dict[str, str] = {}  # index text -> temporary, for the current statement
+        self.named = NamedInts()
         self.read_names: set[str] = set()
 
     # ---------------------------------------------------------------- helpers
+    def py(self, name: str) -> str:
+        return py_name(name, self.reserved)
+
     def fresh(self, prefix: str) -> str:
         while True:
             self.temp += 1
@@ -86,31 +94,8 @@ class BodyWriter(ValueWriter):
                 self.used.add(name)
                 return name
 
-    def int(self, e: Expr, hoist: bool = False) -> str:
-        text = int_text(e, self._name)
-        if hoist and len(text) > HOIST_AT and not isinstance(e, Const):
-            return self.hoist(e)
-        return text
-
-    def hoist(self, e: Expr) -> str:
-        """Bind ``e`` to an ``_o`` temporary (long operands first, so every line stays short);
-        the reader inlines integers assigned once, which rebuilds ``e`` exactly."""
-        text = int_text(e, self._name)
-        name = self.hoisted.get(text)
-        if name is not None:
-            return name
-        if len(text) > HOIST_LINE and isinstance(e, Bin):
-            a, b = e.a, e.b
-            if len(int_text(a, self._name)) > HOIST_LINE // 2:
-                a = Sym(self.hoist(a), LOOP)
-            if len(int_text(b, self._name)) > HOIST_LINE // 2:
-                b = Sym(self.hoist(b), LOOP)
-            body = int_text(Bin(e.op, a, b), self._name)
-        else:
-            body = text
-        name = self.hoisted[text] = self.fresh("_o")
-        self.pre.append((f"{name} = {body}", 0))
-        return name
+    def int(self, e: Expr) -> str:
+        return int_text(self.named.rename(e), self._name)
 
     def _name(self, s) -> str:
         text = self.name_of(s)
@@ -119,7 +104,7 @@ class BodyWriter(ValueWriter):
         return text
 
     def tensor(self, name: str) -> str:
-        return py_name(name)
+        return self.py(name)
 
     def shape(self, name: str) -> tuple[Expr, ...] | None:
         t = self.tensors.get(name)
@@ -129,7 +114,6 @@ class BodyWriter(ValueWriter):
         for p, extra in self.pre:
             self.lines.extend(layout(p, depth + extra))
         self.pre = []
-        self.hoisted = {}
         self.lines.extend(layout(doc, depth))
 
     def region(self, region: tuple[ir.Range, ...], shape: tuple[Expr, ...] | None = None) -> str:
@@ -139,7 +123,7 @@ class BodyWriter(ValueWriter):
         parts = []
         for i, r in enumerate(region):
             if r.point:
-                parts.append(self.int(r.start, hoist=True))
+                parts.append(self.int(r.start))
                 continue
             if (
                 r.start == Const(0)
@@ -150,9 +134,9 @@ class BodyWriter(ValueWriter):
             ):
                 parts.append(":")
                 continue
-            start = None if r.start == Const(0) else self.int(r.start, hoist=True)
-            stop = self.int(r.stop, hoist=True)
-            step = None if r.step == Const(1) else self.int(r.step, hoist=True)
+            start = None if r.start == Const(0) else self.int(r.start)
+            stop = self.int(r.stop)
+            step = None if r.step == Const(1) else self.int(r.step)
             parts.append(slice_text(start, stop, step))
         return parts
 
@@ -162,7 +146,7 @@ class BodyWriter(ValueWriter):
                 raise UnsupportedForPyPTO(
                     "a strided store has no PyPTO form (pl.assemble takes offsets only)"
                 )
-        return lst([self.int(r.start, hoist=True) for r in region])
+        return lst([self.int(r.start) for r in region])
 
     def extents(self, region: tuple[ir.Range, ...]) -> list[Expr]:
         return [Const(1) if r.point else difference(r.stop, r.start) for r in region]
@@ -173,15 +157,33 @@ class BodyWriter(ValueWriter):
         self.read_names = ir.read_names(body)
 
     def stmts(self, body: tuple[ir.Stmt, ...], depth: int) -> None:
-        if not body:
-            self.emit("pass", depth)
+        begin = len(self.lines)
+        self.named.push()
         for s in body:
-            self.stmt(s, depth)
+            try:
+                self.stmt(s, depth)
+            except UnsupportedForPyPTO as err:
+                if err.span is None:  # located at the innermost statement that PyPTO cannot write
+                    err.span = s.span
+                raise
+        for let in self.named.pop():  # latest first: the line numbers before it stay valid
+            del self.lines[let.lines[0] : let.lines[1]]
+        if len(self.lines) == begin:
+            self.emit("pass", depth)
+
+    def local(self, name: str) -> str:
+        """A local's name; ``_<name>_unused`` when the body never reads it (what linters accept)."""
+        return self.py(name) if name in self.read_names else helper_name(name, "unused")
 
     def stmt(self, s: ir.Stmt, depth: int) -> None:
-        if isinstance(s, ir.LetS | ir.AssignS):
-            unused = "  # noqa: F841" if s.name not in self.read_names else ""
-            self.emit(Cat([f"{py_name(s.name)} = ", self.value(s.value), unused]), depth)
+        if isinstance(s, ir.LetS) and s.inlined:
+            assert isinstance(s.value, ir.IntV)
+            start = len(self.lines)
+            let, text = self.named.define(self.py(s.name), s.value.expr, lambda e: int_text(e, self._name))
+            self.emit(f"{let.name} = {text}", depth)
+            let.lines = (start, len(self.lines))
+        elif isinstance(s, ir.LetS | ir.AssignS):
+            self.emit(Cat([f"{self.local(s.name)} = ", self.value(s.value)]), depth)
         elif isinstance(s, ir.StoreS):
             self.store(s, depth)
         elif isinstance(s, ir.RemoteStoreS):
@@ -191,7 +193,7 @@ class BodyWriter(ValueWriter):
                 "pld.tile.remote_store",
                 value,
                 self.tensor(s.tensor),
-                self.int(s.peer, hoist=True),
+                self.int(s.peer),
                 self.offsets(s.region),
                 **kw,
             )
@@ -205,8 +207,7 @@ class BodyWriter(ValueWriter):
                 head = call("pl.pipeline", *args, stage=str(s.stages))
             else:
                 head = call("pl.range", *args)
-            unused = "  # noqa: B007" if s.var not in self.read_names else ""
-            self.emit(Cat([f"for {py_name(s.var)} in ", head, ":", unused]), depth)
+            self.emit(Cat([f"for {self.local(s.var)} in ", head, ":"]), depth)
             self.stmts(s.body, depth + 1)
         elif isinstance(s, ir.IfS):
             cond = self.condition(s.cond)
@@ -220,9 +221,9 @@ class BodyWriter(ValueWriter):
             doc = call(
                 "pld.system.notify",
                 target=self.tensor(s.signal),
-                peer=self.int(s.peer, hoist=True),
-                offsets=lst([self.int(i, hoist=True) for i in s.index]),
-                value=self.int(s.value, hoist=True),
+                peer=self.int(s.peer),
+                offsets=lst([self.int(i) for i in s.index]),
+                value=self.int(s.value),
                 op=op,
             )
             self.emit(doc, depth)
@@ -231,8 +232,8 @@ class BodyWriter(ValueWriter):
             doc = call(
                 "pld.system.wait",
                 signal=self.tensor(s.signal),
-                offsets=lst([self.int(i, hoist=True) for i in s.index]),
-                expected=self.int(s.expected, hoist=True),
+                offsets=lst([self.int(i) for i in s.index]),
+                expected=self.int(s.expected),
                 cmp=cmp,
             )
             self.emit(doc, depth)
@@ -247,12 +248,7 @@ class BodyWriter(ValueWriter):
 
     def condition(self, cond: ir.Value) -> str:
         if isinstance(cond, ir.IntV):
-            text = self.int(cond.expr)
-            if len(text) > HOIST_AT:
-                name = self.fresh("_c")
-                self.pre.append((f"{name} = {text}", 0))
-                return name
-            return text
+            return self.int(cond.expr)
         return flat(self.value(cond))
 
     def tile_value(self, v: ir.Value, region: tuple[ir.Range, ...], tensor: str) -> Doc:
@@ -275,7 +271,7 @@ class BodyWriter(ValueWriter):
     def store(self, s: ir.StoreS, depth: int) -> None:
         name = self.tensor(s.tensor)
         if s.region and all(r.point for r in s.region) and s.mode == "write":
-            idx = lst([self.int(r.start, hoist=True) for r in s.region])
+            idx = lst([self.int(r.start) for r in s.region])
             self.emit(call("pl.write", name, idx, self.value(s.value)), depth)
             return
         value: Doc
@@ -291,22 +287,10 @@ class BodyWriter(ValueWriter):
             # pl.assemble takes offsets only: a strided store keeps the subscript form
             if not isinstance(s.value, ir.LocalV):
                 value = self.bind_value(s.value)
-            text = f"{name}[{self.region(s.region, self.shape(s.tensor))}] = {flat(value)}"
-            if len(INDENT * depth + text) > LINE_LENGTH:  # name every bound first
-                parts = []
-                for r in s.region:
-                    bounds = [
-                        None if r.start == Const(0) else r.start,
-                        r.stop,
-                        None if r.step == Const(1) else r.step,
-                    ]
-                    names = [
-                        None if b is None else (self.int(b) if isinstance(b, Const) else self.hoist(b))
-                        for b in bounds
-                    ]
-                    parts.append(names[0] if r.point else slice_text(*names))
-                text = f"{name}[{', '.join(p for p in parts if p is not None)}] = {flat(value)}"
-            self.emit(text, depth)
+            with self.named.suspended():  # the reader takes names in a subscript target for stores
+                dims = self.region_items(s.region, self.shape(s.tensor))
+            target: Doc = Group(name, list(dims), "[", "]") if len(dims) > 1 else f"{name}[{dims[0]}]"
+            self.emit(Cat([target, " = ", value]), depth)
             return
         kw: dict[str, Doc] = {"atomic": "pl.AtomicType.Add"} if s.mode == "atomic" else {}
         self.emit(Cat([f"{name} = ", call("pl.assemble", name, value, self.offsets(s.region), **kw)]), depth)

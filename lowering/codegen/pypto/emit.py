@@ -19,7 +19,7 @@ clean at line length 110.
 from __future__ import annotations
 
 from lowering import body as ir
-from lowering.codegen.common import template_environment, template_hash
+from lowering.codegen.common import check_block_nesting, compile_python, generator_hash, template_environment
 from lowering.codegen.pypto.body import BodyWriter, body_units
 from lowering.codegen.pypto.host import HostParts
 from lowering.codegen.pypto.loops import ArrayDep, groups, templates
@@ -33,6 +33,7 @@ from lowering.codegen.pypto.text import (
     int_text,
     layout,
     lst,
+    module_reserved,
     paren,
     py_name,
     py_str,
@@ -50,8 +51,10 @@ __all__ = ["UnsupportedForPyPTO", "content_hash", "module_context", "py_name", "
 class _Emitter(HostParts):
     def __init__(self, graph: Graph):
         self.graph = graph
-        self.ranks_text = int_text(graph.ranks, symbol_namer("1"), "")
-        self.module_names = symbol_namer(self.ranks_text)
+        self.layer = py_name(graph.name)
+        self.reserved = module_reserved(self.layer)  # every other name is escaped away from these
+        self.ranks_text = int_text(graph.ranks, symbol_namer("1", self.reserved), "")
+        self.module_names = symbol_namer(self.ranks_text, self.reserved)
         self.used: set[str] = set()
         self.distributed = self._distributed()
         self.tids: dict[str, str] = {}  # task name -> the expression of its task id
@@ -66,18 +69,21 @@ class _Emitter(HostParts):
             return True
         return any(s.kind in (RANK, NRANKS) for s in _task_symbols(g))
 
+    def py(self, name: str) -> str:
+        return py_name(name, self.reserved)
+
     def mod(self, e: Expr) -> str:
         return int_text(e, self.module_names, "")
 
     # ---------------------------------------------------------------- module constants
     def constants(self) -> list[str]:
         g = self.graph
-        lines = [f"{py_name(p.name)} = {p.value}" for p in g.params.values()]
-        lines += [f"{py_name(c.name)} = {self.mod(c.expr)}" for c in g.consts.values()]
+        lines = [f"{self.py(p.name)} = {p.value}" for p in g.params.values()]
+        lines += [f"{self.py(c.name)} = {self.mod(c.expr)}" for c in g.consts.values()]
         dynamic = {
             s.name for t in g.tensors.values() for d in t.shape for s in free_symbols(d) if s.kind == SCALAR
         }
-        lines += [f"{py_name(n)} = pl.dynamic({py_str(n)})" for n in g.scalars if n in dynamic]
+        lines += [f"{self.py(n)} = pl.dynamic({py_str(n)})" for n in g.scalars if n in dynamic]
         return lines
 
     def admissible(self) -> list[str]:
@@ -88,10 +94,10 @@ class _Emitter(HostParts):
                 continue
             if d.values is not None:
                 values = ", ".join(str(v) for v in d.values)
-                lines.append(f"assert {py_name(p.name)} in ({values}{',' if len(d.values) == 1 else ''})")
+                lines.append(f"assert {self.py(p.name)} in ({values}{',' if len(d.values) == 1 else ''})")
             else:
                 step = f", {d.step}" if d.step != 1 else ""
-                lines.append(f"assert {py_name(p.name)} in range({d.lo}, {d.hi + 1}{step})")
+                lines.append(f"assert {self.py(p.name)} in range({d.lo}, {d.hi + 1}{step})")
         for a in self.graph.assertions:
             msg = f", {py_str(a.message)}" if a.message else ""
             text = f"assert {self.mod(a.cond)}{msg}"
@@ -129,17 +135,17 @@ class _Emitter(HostParts):
 
     def scalars(self) -> list[tuple[str, str]]:
         out = [("my_rank", "i32")] if self.distributed else []
-        out += [(py_name(s.name), s.dtype) for s in self.graph.scalars.values()]
+        out += [(self.py(s.name), s.dtype) for s in self.graph.scalars.values()]
         return out
 
     def signature(self, name: str, decorator: str, direction: bool) -> list[str]:
-        items: list[Doc] = [f"{py_name(t.name)}: {self.annotation(t, direction)}" for t in self.params()]
+        items: list[Doc] = [f"{self.py(t.name)}: {self.annotation(t, direction)}" for t in self.params()]
         items += [f"{n}: pl.Scalar[{dtype_name(d)}]" for n, d in self.scalars()]
         return [decorator, *layout(Cat([f"def {name}", paren(items), ":"]), 0)]
 
     def outputs(self) -> list[str]:
-        outs = [py_name(t.name) for t in self.params() if t.kind in ("output", "inout")]
-        return outs or [py_name(t.name) for t in self.params()][:1]
+        outs = [self.py(t.name) for t in self.params() if t.kind in ("output", "inout")]
+        return outs or [self.py(t.name) for t in self.params()][:1]
 
     # ---------------------------------------------------------------- the tasks
     def inline_body(self) -> list[str]:
@@ -151,7 +157,7 @@ class _Emitter(HostParts):
             kw: dict[str, Doc] = {"dtype": dtype_name(t.dtype)}
             if t.manual_dep:
                 kw["manual_dep"] = "True"
-            lines.extend(layout(Cat([f"{py_name(t.name)} = ", call("pl.create_tensor", shape, **kw)]), 1))
+            lines.extend(layout(Cat([f"{self.py(t.name)} = ", call("pl.create_tensor", shape, **kw)]), 1))
         for periods in groups(self.graph.tasks):
             var = self.loop_var() if len(periods) > 1 else None
             found = templates(periods, var) if var else None
@@ -217,7 +223,7 @@ class _Emitter(HostParts):
     def tid(self, name: str) -> str:
         tid = self.tids.get(name)
         if tid is None:
-            stem = py_name(name.replace("[", "_").replace("]", "")).rstrip("_")
+            stem = self.py(name.replace("[", "_").replace("]", "")).rstrip("_")
             tid = f"{stem}_tid"
             k = 2
             while tid in self.used:
@@ -240,13 +246,26 @@ class _Emitter(HostParts):
         if task.manual:
             lines.append("    " * depth + "with pl.manual_scope():")
             depth += 1
-        writer = BodyWriter(self.graph.tensors, self.ranks_text, task.core, self.used)
-        writer.start(task.body)
-        writer.stmts(task.body, depth + 1)
+        # the body sits in depth - 1 enclosing blocks (loops, manual scope) plus the task's `with`
+        check_block_nesting(
+            task.body,
+            depth,
+            "pypto",
+            f" plus the {depth} block(s) around task {task.name} (its `with` scope, and any task loop or manual scope)",
+            _hidden_loops,
+        )
+        writer = BodyWriter(self.graph.tensors, self.ranks_text, task.core, self.used, self.reserved)
+        try:
+            writer.start(task.body)
+            writer.stmts(task.body, depth + 1)
+            head = self.scope(task, writer, deps, bind)
+        except UnsupportedForPyPTO as err:
+            err.span = err.span or task.header_span  # the statement, else the task
+            raise
         body = writer.lines
         if writer.uses_block:
             body = ["    " * (depth + 1) + "block = pl.tile.get_block_idx()", *body]
-        lines.extend(layout(self.scope(task, writer, deps, bind), depth))
+        lines.extend(layout(head, depth))
         lines.extend(body)
         return lines
 
@@ -267,7 +286,7 @@ class _Emitter(HostParts):
         if spmd and task.predicate is not None:
             p = task.predicate
             cell = ", ".join(writer.int(i) for i in p.index)
-            kw["predicate"] = f"({py_name(p.tensor)}[{cell}] {_CMP[p.cmp]} {writer.int(p.value)})"
+            kw["predicate"] = f"({self.py(p.tensor)}[{cell}] {_CMP[p.cmp]} {writer.int(p.value)})"
         units = body_units(task.body)
         inferred = "mix" if units == {"cube", "vector"} else "aic" if units == {"cube"} else "aiv"
         if task.core == "mix" and inferred != "mix":
@@ -287,10 +306,16 @@ class _Emitter(HostParts):
 
     # ---------------------------------------------------------------- entry and host
     def entry_body(self, inline: str) -> list[str]:
-        args = [py_name(t.name) for t in self.params()] + [n for n, _ in self.scalars()]
+        args = [self.py(t.name) for t in self.params()] + [n for n, _ in self.scalars()]
         outs = self.outputs()
         target = ", ".join(outs)
         return [*layout(Cat([f"{target} = ", call(inline, *args)]), 1), f"    return {target}"]
+
+
+def _hidden_loops(s: ir.Stmt) -> int:
+    """Loops the emitter writes for one statement: ``gather_rows`` is a ``pl.gather_row`` loop."""
+    values = (w for top in ir.stmt_values(s) for w in ir.nested_values(top))
+    return int(any(isinstance(v, ir.CallV) and v.op == "gather_rows" for v in values))
 
 
 def _chain(e: Expr) -> list[Expr]:
@@ -315,22 +340,23 @@ def _task_symbols(g: Graph):
                     yield from free_symbols(e)
 
 
-def _reserve_names(g: Graph, used: set[str]) -> None:
+def _reserve_names(g: Graph, em: _Emitter) -> None:
+    """Every generated name of a source name, so the emitter's own names avoid them all."""
+    em.used |= em.reserved
     for name in [*g.params, *g.consts, *g.tensors, *g.scalars]:
-        used.add(py_name(name))
-
+        em.used.add(em.py(name))
     for t in g.tasks:
         for s in ir.nested_stmts(t.body):
             if isinstance(s, ir.LetS | ir.AssignS):
-                used.add(py_name(s.name))
+                em.used.add(em.py(s.name))
             elif isinstance(s, ir.ForS):
-                used.add(py_name(s.var))
+                em.used.add(em.py(s.var))
 
 
 def module_context(graph: Graph, source_hash: str, version: str, golden: str | None = None) -> dict:
     em = _Emitter(graph)
-    _reserve_names(graph, em.used)
-    layer = py_name(graph.name)
+    _reserve_names(graph, em)
+    layer = em.layer
     inline = em.signature(layer, "@pl.jit.inline", direction=False)
     body = em.inline_body()
     entry = em.signature(f"{layer}_test", "@pl.jit", direction=True)
@@ -359,23 +385,25 @@ def module_context(graph: Graph, source_hash: str, version: str, golden: str | N
         "outputs_loop": layout(
             Cat(
                 [
-                    "for name in ",
+                    "for _name in ",
                     lst([py_str(t.name) for t in em.params() if t.kind in ("output", "inout")]),
                     ":",
                 ]
             ),
             1,
         ),
-        "params": [(py_name(p.name), py_str(p.name)) for p in graph.params.values()],
+        "params": [(em.py(p.name), py_str(p.name)) for p in graph.params.values()],
     }
 
 
 def render_pypto(graph: Graph, source_hash: str, version: str, golden: str | None = None) -> str:
     """The PyPTO module of ``graph`` (raises UnsupportedForPyPTO for what PyPTO cannot express)."""
     env = template_environment("pypto")
-    return env.get_template("module.py.j2").render(**module_context(graph, source_hash, version, golden))
+    text = env.get_template("module.py.j2").render(**module_context(graph, source_hash, version, golden))
+    compile_python(text, f"<pypto module of {graph.name}>", "pypto")
+    return text
 
 
 def content_hash(*parts: str) -> str:
-    """The cache key of a generated PyPTO module: its inputs and the PyPTO templates."""
-    return template_hash("pypto", *parts)
+    """The cache key of a generated PyPTO module: its inputs and the code that generates it (``generator_hash``)."""
+    return generator_hash("pypto", *parts)

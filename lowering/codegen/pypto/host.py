@@ -9,7 +9,9 @@ with its derived scalars named again, before it builds the ``TensorSpec`` list.
 
 from __future__ import annotations
 
+from lowering.codegen.common import helper_name
 from lowering.codegen.pypto.text import (
+    EMITTED,
     IDENTIFIER,
     LINE_LENGTH,
     Cat,
@@ -19,7 +21,6 @@ from lowering.codegen.pypto.text import (
     layout,
     lst,
     paren,
-    py_name,
     py_str,
 )
 from lowering.codegen.pypto.values import dtype_name
@@ -48,7 +49,7 @@ class HostParts:
         for s in self.graph.scalars.values():
             d = s.domain
             default = (d.values[0] if d.values else d.lo) if d is not None else 1
-            items.append(f"{py_name(s.name)}={default}")
+            items.append(f"{self.py(s.name)}={default}")
         return layout(Cat(["def build_tensor_specs", paren(items), ":"]), 0)
 
     def spec_lines(self) -> list[str]:
@@ -64,7 +65,7 @@ class HostParts:
         g = self.graph
         lines: list[str] = []
         for s in g.scalars.values():
-            d, name = s.domain, py_name(s.name)
+            d, name = s.domain, self.py(s.name)
             if d is None:
                 continue
             if d.values is not None:
@@ -98,7 +99,7 @@ class HostParts:
         for name, value in derived:
             if name in needed:
                 earlier = [d for d in derived if d[0] != name]
-                lines.extend(layout(f"{py_name(name)} = {self.host_int(_refold(value, earlier))}", 1))
+                lines.extend(layout(f"{self.py(name)} = {self.host_int(_refold(value, earlier))}", 1))
         for guard, cond in zip(guards, texts, strict=True):
             text = self.host_int(cond)
             if len(text) > LINE_LENGTH - 16 and isinstance(cond, Bin):  # name long operands first
@@ -120,52 +121,54 @@ class HostParts:
         self.host_temps += 1
         name = f"_g{self.host_temps}"
         lines.append(f"    {name} = {self.host_int(e)}")
-        return Sym(name, SCALAR)
+        return Sym(name, EMITTED)
 
     def host_int(self, e: Expr) -> str:
         return int_text(e, self.module_names, "")
 
     def host(self, entry: str) -> list[str]:
+        """``l3_<layer>``: allocate the windows, then run ``<layer>_test`` on every rank with its
+        arguments in the entry's own order (tensors, windows and signals as declared, then
+        ``my_rank`` and the scalars). Host tensors carry a leading rank dimension (``x[r]``)."""
         windows = [t for t in self.params() if t.kind in ("window", "signal")]
         host_tensors = [t for t in self.params() if t.kind not in ("window", "signal")]
         scalars = [n for n, _ in self.scalars() if n != "my_rank"]
         lines = [
             "@pl.jit.host",
             *layout(
-                Cat([f"def l3_{entry}", paren([py_name(t.name) for t in host_tensors] + scalars), ":"]), 0
+                Cat([f"def l3_{entry}", paren([self.py(t.name) for t in host_tensors] + scalars), ":"]), 0
             ),
         ]
         for t in windows:
             shape = lst([self.mod(d) for d in t.shape])
-            lines.extend(
-                layout(
-                    Cat(
-                        [
-                            f"{py_name(t.name)}_buf = ",
-                            call("pld.alloc_window_buffer", shape, dtype=dtype_name(t.dtype)),
-                        ]
-                    ),
-                    1,
-                )
-            )
+            buf = call("pld.alloc_window_buffer", shape, dtype=dtype_name(t.dtype))
+            lines.extend(layout(Cat([f"{helper_name(t.name, 'buf')} = ", buf]), 1))
         lines.append(f"    for r in pl.range({self.ranks_text}):")
-        args: list[Doc] = [f"{py_name(t.name)}[r]" for t in host_tensors]
-        for t in windows:
-            shape = lst([self.mod(d) for d in t.shape])
-            args.append(call("pld.window", f"{py_name(t.name)}_buf", shape, dtype=dtype_name(t.dtype)))
+        args: list[Doc] = []
+        for t in self.params():  # declaration order: the order of the entry's parameters
+            if t.kind in ("window", "signal"):
+                shape = lst([self.mod(d) for d in t.shape])
+                args.append(call("pld.window", helper_name(t.name, "buf"), shape, dtype=dtype_name(t.dtype)))
+            else:
+                args.append(f"{self.py(t.name)}[r]")
         args += ["r", *scalars]
         lines.extend(layout(Cat([call(f"{entry}_test", *args, device="r")]), 2))
         return lines
 
     def specs(self) -> list[dict]:
+        """The host tensors of ``build_tensor_specs``; a layer over several ranks gives each a
+        leading dimension of the rank count, which ``l3_<layer>`` indexes with ``[r]``."""
         out = []
         for t in self.params():
             if t.kind in ("window", "signal"):
                 continue
+            dims = tuple(t.shape)
+            if self.distributed:
+                dims = (self.graph.ranks, *dims)
             out.append(
                 {
                     "name": py_str(t.name),
-                    "dims": t.shape,
+                    "dims": dims,
                     "dtype": TORCH_DTYPES[t.dtype],
                     "output": t.kind in ("output", "inout"),
                 }

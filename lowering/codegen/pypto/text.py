@@ -15,40 +15,52 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lowering.codegen.common import IDENTIFIER
-from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Bin, Const, Expr, Sym
+from lowering.codegen.common import EMITTED, IDENTIFIER, TargetLimit, UnsafeName, mangle
+from lowering.codegen.python_text import INDENT, LINE_LENGTH
+from lowering.codegen.python_text import int_text as python_int_text
+from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Expr, Sym
 
-LINE_LENGTH = 110
-INDENT = "    "
-
-# Names the generated module defines or imports itself; a DSL name equal to one is renamed.
+# Names the generated module defines or imports itself, and Python's keywords: a DSL name
+# equal to one is escaped by ``mangle`` (``in`` -> ``in_``). The functions named after the
+# layer (``<layer>_test``, ``l3_<layer>``, ...) are added per module (``module_reserved``).
 RESERVED = frozenset(
     {
         "pl", "pld", "argparse", "golden", "torch", "sys", "np", "numpy", "importlib", "os",
         "block", "my_rank", "float", "int", "range", "min", "max", "len", "print", "abs", "list",
         "tuple", "dict", "set", "str", "bool", "type", "object", "self", "args", "parser", "result",
-        "build_tensor_specs", "main", "specs", "tensors", "params", "l", "I", "O",
+        "build_tensor_specs", "main", "specs", "tensors", "params", "l", "I", "O", "r", "GOLDEN",
+        "TensorSpec", "Path",
     }
+    | set(keyword.kwlist)
+    | set(keyword.softkwlist)
 )  # fmt: skip
 
 
-class UnsupportedForPyPTO(ValueError):
+class UnsupportedForPyPTO(TargetLimit):
     """The layer uses something PyPTO cannot express (a strided store, an op it lacks)."""
 
+    def __init__(self, message: str, span=None):
+        super().__init__(message, span, "pypto")
 
-def py_name(name: str) -> str:
-    """A Python identifier for a DSL name: ``dispatch.x`` -> ``dispatch__x``; reserved -> ``x_``."""
-    out = name.replace(".", "__")
-    if not IDENTIFIER.match(out):
-        raise UnsupportedForPyPTO(f"refusing to generate code for name {name!r}")
-    if keyword.iskeyword(out) or keyword.issoftkeyword(out) or out in RESERVED:
-        out += "_"
-    return out
+
+def py_name(name: str, reserved: frozenset[str] = RESERVED) -> str:
+    """The Python identifier of a DSL name (``lowering.codegen.common.mangle``, injective):
+    ``dispatch.x`` -> ``dispatch__x_``, a reserved ``in`` -> ``in_``, ``hc_pre`` unchanged."""
+    try:
+        return mangle(name, reserved)
+    except UnsafeName as err:
+        raise UnsupportedForPyPTO(str(err)) from None
+
+
+def module_reserved(layer: str) -> frozenset[str]:
+    """RESERVED plus the module's functions named after the layer (whose name is ``layer``)."""
+    return RESERVED | {layer, f"{layer}_test", f"l3_{layer}", f"golden_{layer}"}
 
 
 def hint_name(name: str) -> str:
-    """A ``name_hint`` (a valid identifier) for a task base name."""
-    return py_name(name).rstrip("_") or "task"
+    """A ``name_hint`` (a string naming the task for the runtime and the reader) for a task base
+    name: the mangled name, so two tasks never share a hint."""
+    return py_name(name, frozenset())
 
 
 def py_str(s: str) -> str:
@@ -71,52 +83,11 @@ def py_float(x: float) -> str:
 
 # ---------------------------------------------------------------- integer expressions
 
-_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "//": 6, "%": 6, "neg": 7, "atom": 9}
-_CMPS = ("==", "!=", "<", "<=", ">", ">=")
-
-
-def _prec(e: Expr) -> int:
-    if isinstance(e, Bin):
-        if e.op in _CMPS:
-            return _PREC["cmp"]
-        if e.op in ("min", "max", "cdiv"):
-            return _PREC["atom"] if e.op != "cdiv" else _PREC["neg"]
-        if e.op == "-" and e.a == Const(0):
-            return _PREC["neg"]
-        return _PREC.get(e.op, _PREC["atom"])
-    if isinstance(e, Const) and e.value < 0:
-        return _PREC["neg"]
-    return _PREC["atom"]
-
 
 def int_text(e: Expr, name_of: Callable[[Sym], str], minmax: str = "pl.") -> str:
-    """``e`` as Python source with minimal parentheses (the tree parses back to itself)."""
-    if isinstance(e, Const):
-        return str(e.value)
-    if isinstance(e, Sym):
-        return name_of(e)
-    assert isinstance(e, Bin)
-    if e.op in ("min", "max"):
-        return f"{minmax}{e.op}({int_text(e.a, name_of, minmax)}, {int_text(e.b, name_of, minmax)})"
-    if e.op == "cdiv":
-        a = _wrap(e.a, _PREC["neg"] + 1, name_of, minmax)
-        b = _wrap(e.b, _PREC["*"] + 1, name_of, minmax)
-        return f"-(-{a} // {b})"
-    if e.op == "-" and e.a == Const(0):
-        return "-" + _wrap(e.b, _PREC["neg"], name_of, minmax)
-    p = _prec(e)
-    if e.op in _CMPS:
-        a = _wrap(e.a, p + 1, name_of, minmax)
-        b = _wrap(e.b, p + 1, name_of, minmax)
-    else:
-        a = _wrap(e.a, p, name_of, minmax)
-        b = _wrap(e.b, p + 1, name_of, minmax)
-    return f"{a} {e.op} {b}"
-
-
-def _wrap(e: Expr, need: int, name_of, minmax: str) -> str:
-    text = int_text(e, name_of, minmax)
-    return f"({text})" if _prec(e) < need else text
+    """``e`` as Python source with minimal parentheses; ``min``/``max`` as ``pl.min``/``pl.max``
+    inside kernels (``minmax=""`` at module level)."""
+    return python_int_text(e, name_of, minmax)
 
 
 def simple_bound(text: str) -> bool:
@@ -141,10 +112,12 @@ def slice_text(start: str | None, stop: str | None, step: str | None = None) -> 
     return text
 
 
-def symbol_namer(ranks_text: str) -> Callable[[Sym], str]:
+def symbol_namer(ranks_text: str, reserved: frozenset[str] = RESERVED) -> Callable[[Sym], str]:
     """How a symbol is named in emitted code; the rank count is spelled ``ranks_text``."""
 
     def name_of(s: Sym) -> str:
+        if s.kind == EMITTED:
+            return s.name
         if s.kind == BLOCK:
             return "block"
         if s.kind == RANK:
@@ -154,7 +127,7 @@ def symbol_namer(ranks_text: str) -> Callable[[Sym], str]:
         if s.kind in (PARAM, "const", SCALAR, LOOP, DYNAMIC):
             if s.name.startswith("data@"):
                 raise UnsupportedForPyPTO(f"a data-dependent value {s.name!r} cannot be named")
-            return py_name(s.name)
+            return py_name(s.name, reserved)
         raise UnsupportedForPyPTO(f"unknown symbol {s.name!r}")
 
     return name_of

@@ -2,7 +2,8 @@
 
 Tile ops map to their ``pl`` names (``a + b`` on tiles is ``pl.add``, a comparison
 ``pl.cmp`` with its ``cmp_type``); scalar arithmetic stays Python operators; the few DSL ops
-PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``). A value
+PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``, its operand
+bound to a ``_logit`` local first unless it is one already, as pypto-lib's models write it). A value
 that must be a name (an operand PyPTO takes only as a tile variable) is bound to a
 temporary first. The statements, names and index text are ``lowering.codegen.pypto.body.BodyWriter``.
 """
@@ -21,7 +22,6 @@ from lowering.codegen.pypto.text import (
     flat,
     lst,
     py_float,
-    py_name,
 )
 from lowering.symbolic import Const
 
@@ -69,17 +69,17 @@ class ValueWriter:
 
     def value(self, v: ir.Value) -> Doc:
         if isinstance(v, ir.IntV):
-            return self.int(v.expr, hoist=True)
+            return self.int(v.expr)
         if isinstance(v, ir.FloatV):
             return py_float(v.value)
         if isinstance(v, ir.DtypeV):
             return dtype_name(v.dtype)
         if isinstance(v, ir.ListV):
-            return lst([self.int(i, hoist=True) for i in v.items])
+            return lst([self.int(i) for i in v.items])
         if isinstance(v, ir.LocalV):
-            return py_name(v.name)
+            return self.py(v.name)
         if isinstance(v, ir.LoadV):
-            base = py_name(v.tensor) if v.local else self.tensor(v.tensor)
+            base = self.py(v.tensor) if v.local else self.tensor(v.tensor)
             dims = self.region_items(v.region, None if v.local else self.shape(v.tensor))
             if len(dims) < 2:
                 return f"{base}[{', '.join(dims)}]"
@@ -127,11 +127,13 @@ class ValueWriter:
             return call(f"pl.{op}", *(self.value(a) for a in args))
         if op == "transpose":
             return call("pl.transpose", self.value(args[0]), "0", "1")
-        if op == "sigmoid":
-            return self._sigmoid(self.value(args[0]))
-        if op == "silu":
-            x = self.value(args[0])
-            return call("pl.mul", x, self._sigmoid(x))
+        if op in ("sigmoid", "silu"):
+            x: Doc = self.value(args[0])
+            if not isinstance(args[0], ir.LocalV):  # one line, not the operand nested four calls deep
+                name = self.fresh("_logit")
+                self.pre.append((Cat([f"{name} = ", x]), 0))
+                x = name
+            return self._sigmoid(x) if op == "sigmoid" else call("pl.mul", x, self._sigmoid(x))
         if op in ("zeros", "full"):
             dt = args[0]
             assert isinstance(dt, ir.DtypeV)
@@ -155,11 +157,11 @@ class ValueWriter:
             return call("pl.mrgsort", self.value(args[0]), block_len=self.value(args[1]))
         if op == "topk_pairs":
             s = args[0]
-            name = s.name if isinstance(s, ir.LocalV) else self.bind_temp(s)
+            name = self.py(s.name) if isinstance(s, ir.LocalV) else self.bind_temp(s)
             k = args[1]
             width = self.int(k.expr) if isinstance(k, ir.IntV) else flat(self.value(k))
             width = f"2 * {width}" if width.replace("_", "").isalnum() else f"2 * ({width})"
-            return f"{py_name(name)}[:, 0 : {width}]"
+            return f"{name}[:, 0 : {width}]"
         if op in ("even_lanes", "odd_lanes"):
             pattern = "pl.tile.MaskPattern.P0101" if op == "even_lanes" else "pl.tile.MaskPattern.P1010"
             kw: dict[str, Doc] = {"mask_pattern": pattern}
@@ -178,8 +180,8 @@ class ValueWriter:
         if op == "read":
             load = args[0]
             assert isinstance(load, ir.LoadV)
-            base = py_name(load.tensor) if load.local else self.tensor(load.tensor)
-            return call("pl.read", base, lst([self.int(r.start, hoist=True) for r in load.region]))
+            base = self.py(load.tensor) if load.local else self.tensor(load.tensor)
+            return call("pl.read", base, lst([self.int(r.start) for r in load.region]))
         if op in ("min", "max"):
             return call(f"pl.{op}", *(self.value(a) for a in args))
         if op == "cdiv":
@@ -207,22 +209,22 @@ class ValueWriter:
         return call("pl.recip", call("pl.add", call("pl.exp", call("pl.neg", x)), "1.0"))
 
     def pad(self, v: ir.Value) -> str:
-        """PyPTO pads with the dtype's minimum, maximum or zero: a negative sentinel (-inf, -1)
-        is the minimum, a positive one the maximum."""
-        if isinstance(v, ir.CallV) and v.op == "neg" and isinstance(v.args[0], ir.FloatV | ir.IntV):
-            return "pl.PadValue.min"
-        if isinstance(v, ir.FloatV):
-            return (
-                "pl.PadValue.zero"
-                if v.value == 0
-                else "pl.PadValue.max"
-                if v.value > 0
-                else "pl.PadValue.min"
-            )
-        if isinstance(v, ir.IntV) and isinstance(v.expr, Const):
-            x = v.expr.value
-            return "pl.PadValue.zero" if x == 0 else "pl.PadValue.max" if x > 0 else "pl.PadValue.min"
-        raise UnsupportedForPyPTO("fillpad pads with a constant in PyPTO")
+        """The ``pad_value`` of a fillpad: ``pl.PadValue.zero`` for 0, ``.max``/``.min`` for
+        +-inf (a float's maximum and minimum), and the constant itself otherwise (PyPTO takes an
+        int or a float): ``-1`` stays -1, never the dtype's minimum."""
+        negative = isinstance(v, ir.CallV) and v.op == "neg" and isinstance(v.args[0], ir.FloatV | ir.IntV)
+        inner = v.args[0] if negative else v  # type: ignore[union-attr]
+        if isinstance(inner, ir.FloatV):
+            x = -inner.value if negative else inner.value
+        elif isinstance(inner, ir.IntV) and isinstance(inner.expr, Const):
+            x = -inner.expr.value if negative else inner.expr.value
+        else:
+            raise UnsupportedForPyPTO("fillpad pads with a constant in PyPTO")
+        if x == 0:
+            return "pl.PadValue.zero"
+        if isinstance(x, float) and math.isinf(x):
+            return "pl.PadValue.max" if x > 0 else "pl.PadValue.min"
+        return py_float(x) if isinstance(x, float) else str(x)
 
     def valid(self, v: ir.CallV) -> Doc:
         ints = [a for a in v.args[1:]]
@@ -261,17 +263,14 @@ class ValueWriter:
         t = v.type
         if not (isinstance(src, ir.LoadV) and not src.local and isinstance(t, ir.TileType)):
             raise UnsupportedForPyPTO("gather_rows needs a tensor source in PyPTO")
+        index = self.value(rows) if isinstance(rows, ir.LocalV) else self.bind_value(rows)  # before the loop
         name, r = self.fresh("_g"), self.fresh("_r")
         n, c = (self.int(d) for d in t.shape)
         self.pre.append(
             (Cat([f"{name} = ", call("pl.create_tile", lst([n, c]), dtype=dtype_name(t.dtype))]), 0)
         )
         self.pre.append((f"for {r} in pl.range({n}):", 0))
-        row = call(
-            "pl.read",
-            self.value(rows) if isinstance(rows, ir.LocalV) else self.bind_value(rows),
-            lst(["0", r]),
-        )
+        row = call("pl.read", index, lst(["0", r]))
         start = [self.int(x.start) for x in src.region]
         src_off = lst([Cat([row, f" + {start[0]}"]) if start[0] != "0" else row, start[1]])
         gather = call("pl.gather_row", name, self.tensor(src.tensor), lst([r, "0"]), src_off, lst(["1", c]))

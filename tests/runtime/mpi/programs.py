@@ -2,7 +2,7 @@
 
 Most are for 2 ranks, one of which goes wrong or is late while its peer waits for it: rank 0
 waits for a notify that rank 1 sends after its ``work`` block, and rank 1's ``work`` raises,
-livelocks, never returns, or takes 100 time units. ``set_and_eq`` exercises the signal
+livelocks, never returns (interruptibly or not), or takes 100 time units. ``set_and_eq`` exercises the signal
 operations the layers use besides ``+= 1`` and ``>=``.
 """
 
@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from runtime import watchdog
 from runtime.program import Program, TaskSpec, TensorSpec
 
 #: Ranks ``set_and_eq`` has room for.
@@ -32,6 +33,12 @@ def _never_returns(ctx):
     until = time.monotonic() + 30.0  # bounded, so a broken test cannot hang CI forever
     while ctx.rank == 1 and time.monotonic() < until:
         pass
+
+
+def _never_returns_held(ctx):
+    """A kernel the watchdog cannot interrupt (as if stuck inside one long C call)."""
+    with watchdog.held():
+        _never_returns(ctx)
 
 
 def _notify(ctx):
@@ -67,6 +74,10 @@ def livelock() -> Program:
 
 def never_returns() -> Program:
     return _program("never_returns", _never_returns)
+
+
+def never_returns_held() -> Program:
+    return _program("never_returns_held", _never_returns_held)
 
 
 def late_notify() -> Program:

@@ -36,9 +36,56 @@ def _dslc(*args: str) -> subprocess.CompletedProcess:
 
 
 @needs_mpi
+def test_the_lint_runs_before_the_simulation_and_is_printed_once():
+    proc = _dslc("run", str(RUN / "handshake_pre.dsl"), "--launcher", "mpi", "--procs", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.count("D101") == 1 and "not run: the lint found 1 error(s)" in proc.stderr
+    assert "running" not in proc.stdout  # no process was started
+    proc = run_job(
+        [sys.executable, "-m", "dsl.driver.cli", "run", str(RUN / "handshake_pre.dsl"), "--launcher", "mpi"],
+        nprocs=2,
+    )  # under mpiexec every process lints; process 0 alone prints
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.stdout.count("D101") == 1 and proc.stderr.count("not run: the lint found") == 1
+
+
+@needs_mpi
+def test_a_golden_that_raises_is_e109_once_and_ends_every_process(tmp_path):
+    """Process 0 raised out of the golden check while the others waited at a barrier: the job
+    hung until the launcher killed it."""
+    for name in ("remote_atomic.dsl", "remote_atomic_golden.py"):
+        (tmp_path / name).write_text((ATOMIC.parent / name).read_text())
+    golden = tmp_path / "remote_atomic_golden.py"
+    text = golden.read_text()
+    golden.write_text(text.replace("    total = sum(", '    raise ValueError("boom")\n    total = sum(', 1))
+    proc = _dslc("run", str(tmp_path / "remote_atomic.dsl"), "--no-lint", "--launcher", "mpi", "--procs", "2")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stdout.count("E109 golden raised ValueError: boom") == 1
+    assert "did not finish" not in proc.stderr and "internal error" not in proc.stderr
+
+
+@needs_mpi
+def test_a_kernel_body_that_never_yields_stops_at_the_timeout_with_exit_4(tmp_path):
+    """Issue 14 over MPI: the job was killed 60 s past --timeout and exited 3 (the deadlock code)."""
+    layer = tmp_path / "bodyloop.dsl"
+    layer.write_text(
+        "layer bodyloop(K = 1000000000) {\n  input x: f32[16, 16]\n  output y: f32[16, 16]\n"
+        "  task t on aiv {\n    let acc = zeros(f32, [16, 16])\n"
+        "    for k in range(K) { acc = acc + x[:, :] }\n    y[:, :] = acc\n  }\n}\n"
+    )
+    proc = _dslc("run", str(layer), "--launcher", "mpi", "--procs", "1", "--timeout", "2")
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert (
+        "timeout: simulation of 'bodyloop' stopped at its 2 s wall-clock timeout: 0 of 1 blocks finished"
+        in proc.stdout
+    )
+    assert "a very long (or endless) loop in its body" in proc.stdout
+
+
+@needs_mpi
 def test_procs_starts_mpiexec_and_prints_the_merged_deadlock_report_once():
     proc = _dslc(
-        "run", str(RUN / "handshake_pre.dsl"), "--launcher", "mpi", "--procs", "2",
+        "run", str(RUN / "handshake_pre.dsl"), "--launcher", "mpi", "--procs", "2", "--no-lint",
         "--policy", "adversarial", "--cores", "1", "--rounds", "3", "--seed", "1",
     )  # fmt: skip
     assert proc.returncode == 3, proc.stdout + proc.stderr
@@ -55,7 +102,8 @@ def test_procs_starts_mpiexec_and_prints_the_merged_deadlock_report_once():
 @needs_mpi
 def test_under_mpiexec_the_golden_is_checked_once_on_process_0():
     proc = run_job(
-        [sys.executable, "-m", "dsl.driver.cli", "run", str(ATOMIC), "--launcher", "mpi"], nprocs=4
+        [sys.executable, "-m", "dsl.driver.cli", "run", str(ATOMIC), "--launcher", "mpi", "--no-lint"],
+        nprocs=4,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = [line.split() for line in proc.stdout.splitlines() if line.startswith(("sum", "count"))]
@@ -81,6 +129,7 @@ def test_a_mismatch_exits_1_from_every_process(tmp_path):
             str(tmp_path / "remote_atomic.dsl"),
             "--launcher",
             "mpi",
+            "--no-lint",  # the layer's f16 atomics are N201 by design
         ],
         nprocs=2,
     )
@@ -123,7 +172,7 @@ def test_replay_over_mpi_is_a_usage_error_before_anything_starts(tmp_path, capsy
 def test_every_run_option_is_passed_on_to_the_processes_of_a_launch():
     parser = build_parser()
     run = parser._subparsers._group_actions[0].choices["run"]
-    dests = {a.dest for a in run._actions if a.dest not in ("help", "procs", "replay")}
+    dests = {a.dest for a in run._actions if a.dest not in ("help", "procs", "replay", "no_lint")}
     assert dests == set(FORWARDED)
     args = parser.parse_args(
         ["run", "f.dsl", "--launcher", "mpi", "--procs", "4", "--policy", "random", "--seed", "7",
@@ -134,3 +183,4 @@ def test_every_run_option_is_passed_on_to_the_processes_of_a_launch():
     for dest in FORWARDED:
         assert getattr(again, dest) == getattr(args, dest), dest
     assert again.procs is None
+    assert again.no_lint  # the launch lints once; its processes do not

@@ -201,16 +201,32 @@ def test_a_livelock_on_one_rank_times_out_every_process_with_that_ranks_diagnost
     job = run_driver(tmp_path, f"{PROGRAMS}:livelock", nprocs=2, ranks=2, timeout=1.0)
     assert job.outcomes == ["SimulationTimeout"] * 2
     message = job.processes[0]["message"]
-    assert "exceeded its 1s wall-clock timeout" in message
-    assert "last block stepped: work[0] rank 1 round 1" in message
+    assert "'livelock' stopped at its 1 s wall-clock timeout" in message
+    assert "kernels kept being resumed (the last block resumed: block work[0] rank 1 round 1" in message
+    assert "a kernel that yields forever (a wait polled in a loop) or a livelock" in message
     assert job.processes[1]["message"] == message
 
 
-def test_a_kernel_that_never_returns_ends_the_job_with_the_diagnostic_before_the_abort(tmp_path):
-    job = run_driver(tmp_path, f"{PROGRAMS}:never_returns", nprocs=2, ranks=2, timeout=0.5, stop_grace=0.5)
-    assert job.returncode != 0 and job.processes == []  # aborted: no process returned
+def test_a_kernel_that_never_returns_is_interrupted_and_stops_every_process(tmp_path):
+    """Issue 14: the watchdog interrupts a kernel body that never yields over MPI too (it only
+    stopped the peers, and the job ended in an abort); the diagnostic is the stuck process's."""
+    job = run_driver(tmp_path, f"{PROGRAMS}:never_returns", nprocs=2, ranks=2, timeout=0.5, stop_grace=20.0)
+    assert job.outcomes == ["SimulationTimeout"] * 2, job.stderr + str(job.processes)
+    message = job.processes[0]["message"]
+    assert "'never_returns' stopped at its 0.5 s wall-clock timeout" in message
+    assert "block work[0] rank 1 round 1 (0 steps) had been running its kernel for" in message
+    assert "a very long (or endless) loop in its body" in message
+    assert job.processes[1]["message"] == message
+    assert all(p["seconds"] < DETECTION_BOUND for p in job.processes)
+
+
+def test_a_kernel_the_watchdog_cannot_interrupt_ends_the_job_with_the_diagnostic_before_the_abort(tmp_path):
+    job = run_driver(
+        tmp_path, f"{PROGRAMS}:never_returns_held", nprocs=2, ranks=2, timeout=0.5, stop_grace=0.5
+    )
+    assert job.returncode == 4 and job.processes == []  # aborted: no process returned
     diagnostic, _, abort = job.stderr.partition("aborting the MPI job")
-    assert "'never_returns' exceeded its 0.5s wall-clock timeout: MPI process 0 (rank 0) waited" in diagnostic
+    assert "exceeded its 0.5s wall-clock timeout: MPI process 0 (rank 0) waited" in diagnostic
     assert "MPI process(es) 1 did not stop within 0.5 s" in diagnostic
     assert "MPI_Abort" in abort  # the abort trace comes after our diagnostic, not instead of it
 

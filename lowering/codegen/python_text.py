@@ -1,0 +1,248 @@
+"""Python source text shared by the targets that write Python (NumPy, PyPTO).
+
+- ``int_text``: an integer expression with the fewest parentheses that parse back to the same
+  tree (``block * T_TILE + T_TILE``, not ``((block * T_TILE) + T_TILE)``).
+- ``wrap_lines``: every logical line longer than the line length split at its brackets the
+  way ``ruff format`` splits it -- the last bracket pair opens, one item per line -- so a
+  generated module reads like hand-formatted code and stays within 110 columns wherever a
+  bracket allows it. A trailing comma is added only where it cannot change the meaning (call
+  arguments, lists, tuples, dicts, subscripts of two or more items); never to a parenthesised
+  expression or a one-item subscript, where it would make a tuple.
+"""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lowering.symbolic import Bin, Const, Expr, Sym
+
+LINE_LENGTH = 110
+INDENT = "    "
+
+# ---------------------------------------------------------------- integer expressions
+
+_PREC = {"or": 1, "and": 2, "not": 3, "cmp": 4, "+": 5, "-": 5, "*": 6, "//": 6, "%": 6, "neg": 7, "atom": 9}
+_CMPS = ("==", "!=", "<", "<=", ">", ">=")
+
+
+def _prec(e: Expr) -> int:
+    if isinstance(e, Bin):
+        if e.op in _CMPS:
+            return _PREC["cmp"]
+        if e.op in ("min", "max", "cdiv"):
+            return _PREC["atom"] if e.op != "cdiv" else _PREC["neg"]
+        if e.op == "-" and e.a == Const(0):
+            return _PREC["neg"]
+        return _PREC.get(e.op, _PREC["atom"])
+    if isinstance(e, Const) and e.value < 0:
+        return _PREC["neg"]
+    return _PREC["atom"]
+
+
+def int_text(e: Expr, name_of: Callable[[Sym], str], minmax: str = "") -> str:
+    """``e`` as Python source with minimal parentheses (the tree parses back to itself);
+    ``min``/``max`` are written ``{minmax}min(...)``."""
+    if isinstance(e, Const):
+        return str(e.value)
+    if isinstance(e, Sym):
+        return name_of(e)
+    assert isinstance(e, Bin)
+    if e.op in ("min", "max"):
+        return f"{minmax}{e.op}({int_text(e.a, name_of, minmax)}, {int_text(e.b, name_of, minmax)})"
+    if e.op == "cdiv":
+        a = _wrap(e.a, _PREC["neg"] + 1, name_of, minmax)
+        b = _wrap(e.b, _PREC["*"] + 1, name_of, minmax)
+        return f"-(-{a} // {b})"
+    if e.op == "-" and e.a == Const(0):
+        return "-" + _wrap(e.b, _PREC["neg"], name_of, minmax)
+    p = _prec(e)
+    if e.op in _CMPS:
+        a = _wrap(e.a, p + 1, name_of, minmax)
+        b = _wrap(e.b, p + 1, name_of, minmax)
+    else:
+        a = _wrap(e.a, p, name_of, minmax)
+        b = _wrap(e.b, p + 1, name_of, minmax)
+    return f"{a} {e.op} {b}"
+
+
+def _wrap(e: Expr, need: int, name_of, minmax: str) -> str:
+    text = int_text(e, name_of, minmax)
+    return f"({text})" if _prec(e) < need else text
+
+
+# ---------------------------------------------------------------- long lines
+
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+
+
+@dataclass
+class _Group:
+    open: str
+    items: list[list]  # each item: a list of str and _Group parts
+    close: str
+    trailing: bool  # may the last item take a trailing comma
+    comma: bool = False  # written with a trailing comma (``(x,)``, a one-item tuple, keeps it)
+
+
+def _flat(parts: list) -> str:
+    out = []
+    for p in parts:
+        if isinstance(p, _Group):
+            one = "," if p.comma and len(p.items) == 1 else ""
+            out.append(p.open + ", ".join(_flat(i) for i in p.items) + one + p.close)
+        else:
+            out.append(p)
+    return "".join(out)
+
+
+def _parse(line: str) -> list | None:
+    """The parts of one logical line (str pieces and bracket groups), or None when it cannot be
+    split safely (it does not tokenize as one line, or a group holds a generator expression)."""
+    try:
+        tokens = [
+            t
+            for t in tokenize.generate_tokens(io.StringIO(line + "\n").readline)
+            if t.type
+            not in (tokenize.NEWLINE, tokenize.NL, tokenize.ENDMARKER, tokenize.INDENT, tokenize.DEDENT)
+        ]
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    if any(t.start[0] != 1 or t.type == tokenize.COMMENT for t in tokens):
+        return None
+    pos = 0
+
+    def text_between(a: int, b: int) -> str:
+        return line[a:b]
+
+    def parse_until(close: str | None) -> tuple[list[list], bool] | None:
+        """Items (split at top-level commas) up to ``close``; whether the text ended in a comma."""
+        nonlocal pos
+        items: list[list] = [[]]
+        ended_comma = False
+        last_end = tokens[pos - 1].end[1] if pos else 0
+        while pos < len(tokens):
+            t = tokens[pos]
+            start, end = t.start[1], t.end[1]
+            gap = text_between(last_end, start)
+            if t.string == close and t.type == tokenize.OP:
+                pos += 1
+                return items, ended_comma
+            if t.type == tokenize.OP and t.string in _OPEN:
+                prev = tokens[pos - 1] if pos else None
+                pos += 1
+                inner = parse_until(_OPEN[t.string])
+                if inner is None:
+                    return None
+                sub, comma = inner
+                if any(p == " for " or (isinstance(p, str) and " for " in f" {p} ") for i in sub for p in i):
+                    return None
+                called = prev is not None and (
+                    prev.type in (tokenize.NAME, tokenize.STRING)
+                    and prev.string not in _KEYWORDS
+                    or prev.string in (")", "]")
+                )
+                sub = [i for i in sub if i]  # a trailing comma's empty item
+                if t.string == "(":
+                    trailing = called or comma or len(sub) > 1
+                elif t.string == "[":
+                    trailing = not called or len(sub) > 1 or comma
+                else:
+                    trailing = True
+                if items[-1]:
+                    items[-1].append(gap)
+                items[-1].append(_Group(t.string, sub, _OPEN[t.string], trailing, comma))
+                last_end = tokens[pos - 1].end[1]
+                ended_comma = False
+                continue
+            if t.type == tokenize.OP and t.string == "," and close is not None:
+                items.append([])
+                ended_comma = True
+                pos += 1
+                last_end = end
+                continue
+            piece = text_between(last_end, end)
+            if not items[-1]:
+                piece = piece.lstrip(" ")
+            items[-1].append(piece)
+            ended_comma = False
+            last_end = end
+            pos += 1
+        return (items, ended_comma) if close is None else None
+
+    parsed = parse_until(None)
+    if parsed is None or len(parsed[0]) != 1:
+        return None
+    return [p for p in parsed[0][0] if p != ""]
+
+
+_KEYWORDS = frozenset(
+    {"in", "not", "and", "or", "is", "if", "else", "return", "yield", "lambda", "for", "assert"}
+)
+
+
+def _layout(parts: list, indent: str, width: int) -> list[str]:
+    text = _flat(parts)
+    if len(indent) + len(text) <= width:
+        return [indent + text]
+    groups = [i for i, p in enumerate(parts) if isinstance(p, _Group) and p.items]
+    if not groups:
+        return [indent + text]
+
+    def ends(i: int) -> tuple[str, str]:
+        group = parts[i]
+        return _flat(parts[:i]) + group.open, group.close + _flat(parts[i + 1 :])
+
+    # the last bracket pair whose opening and closing lines fit (ruff splits the right-hand
+    # side first, then the left), else the first one
+    fitting = [i for i in reversed(groups) if all(len(indent) + len(e) <= width for e in ends(i))]
+    idx = fitting[0] if fitting else groups[0]
+    group = parts[idx]
+    head, tail = ends(idx)
+    lines = [indent + head]
+    for k, item in enumerate(group.items):
+        comma = [","] if k < len(group.items) - 1 or group.trailing else []
+        lines.extend(_layout(item + comma, indent + INDENT, width))
+    lines.append(indent + tail)
+    return lines
+
+
+def wrap_line(line: str, width: int = LINE_LENGTH) -> list[str]:
+    """``line`` (one logical line, indented), or the lines it splits into at its brackets."""
+    if len(line) <= width:
+        return [line]
+    stripped = line.lstrip(" ")
+    parts = _parse(stripped)
+    if parts is None:
+        return [line]
+    return _layout(parts, line[: len(line) - len(stripped)], width)
+
+
+def wrap_lines(text: str, width: int = LINE_LENGTH) -> str:
+    """Every over-long line of a module split at its brackets, where the line is a whole
+    statement or a whole item inside brackets that span lines (``(text, message, line),`` of
+    a tuple): its own brackets balance, it holds no comment and no part of a multi-line string.
+    Any other line is left as it is."""
+    lines = text.split("\n")
+    splittable = set(range(len(lines)))
+    depth: dict[int, int] = {}
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            (row, _), (end_row, _) = t.start, t.end
+            if t.type == tokenize.COMMENT or end_row != row:
+                splittable.difference_update(range(row - 1, end_row))
+            elif t.type == tokenize.OP and t.string in "([{":
+                depth[row - 1] = depth.get(row - 1, 0) + 1
+            elif t.type == tokenize.OP and t.string in ")]}":
+                depth[row - 1] = depth.get(row - 1, 0) - 1
+                if depth[row - 1] < 0:
+                    splittable.discard(row - 1)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return text
+    out: list[str] = []
+    for row, line in enumerate(lines):
+        fits = len(line) <= width or row not in splittable or depth.get(row, 0) != 0
+        out.extend([line] if fits else wrap_line(line, width))
+    return "\n".join(out)
