@@ -287,6 +287,7 @@ class TaskIdDecl(Node):
 class TaskRef(Node):
     path: tuple[str, ...]
     index: Expr | None
+    previous: bool = False  # ``prev(t)``: t's instance of the previous round
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate_exprs import INT_OPS
+from dsl.elaborate_rounds import order_after_previous_round
 from dsl.elaborate_tasks import TaskElaboration, emitted_in
 from dsl.limits import MAX_LAYER_ITERATIONS, LimitReached
 from lowering import ir
@@ -110,6 +111,9 @@ class Elaborator(TaskElaboration):
         self.golden: str | None = None
         self.golden_span: Span | None = None
         self.reductions: list[ir.Reduction] = []
+        self.structure: dict[Expr, int] = {}  # layer if conditions and loop bounds -> value here
+        self.aliases: list[ir.Alias] = []
+        self.previous_refs: list[tuple[str, ast.TaskRef, _Scope]] = []  # after prev(t), per task
         scope = _Scope("", layer)
         unknown = set(self.overrides) - {p.name for p in layer.params}
         for key in sorted(unknown):
@@ -127,6 +131,7 @@ class Elaborator(TaskElaboration):
             self._layer_body(layer.body, scope, stack=(name,))
         except _Abort:
             pass
+        self._order_rounds()
         ranks = self.ranks if self.ranks is not None else Const(1)
         graph = ir.Graph(
             name=layer.name,
@@ -145,6 +150,8 @@ class Elaborator(TaskElaboration):
             reductions=self.reductions,
             guards=self.guards,
             derived=self.derived,
+            structure=tuple(self.structure.items()),
+            aliases=tuple(self.aliases),
         )
         if not self.diagnostics and (self.pending or self.emitted):
             uses = [
@@ -157,11 +164,39 @@ class Elaborator(TaskElaboration):
 
             self.diagnostics.extend(check_bounds(graph))
         if self.diagnostics:
-            raise CompileError(self.diagnostics)
+            err = CompileError(self.diagnostics)
+            err.structure = graph.structure  # the layer decisions taken before it failed
+            raise err
         from lowering.edges import infer_edges
 
         graph.edges, graph.cross_round_edges = infer_edges(graph)
         return graph
+
+    def _order_rounds(self) -> None:
+        """Lower every ``after prev(t)`` once all tasks exist (``dsl.elaborate_rounds``)."""
+        by_name = {t.name: t for t in self.tasks}
+        pairs = []
+        for consumer, ref, scope in self.previous_refs:
+            try:
+                producers = self._resolve_ref(ref, scope)
+            except _Abort:
+                continue
+            for producer in producers:
+                manual = next((n for n in (consumer, producer) if by_name[n].manual), None)
+                if manual is not None:
+                    self.report(
+                        diag(
+                            "E401",
+                            ref.span,
+                            f"prev(...) orders rounds through a token tensor, and task {manual} is `manual` "
+                            f"(it takes no tensor edge)",
+                            hint="drop `manual`, or order the rounds with a tensor both tasks touch",
+                        )
+                    )
+                    continue
+                pairs.append((consumer, producer, ref.span))
+        if pairs:
+            order_after_previous_round(self.tasks, self.tensors, pairs, self.ranks or Const(1), self.report)
 
     # ------------------------------------------------------------ compile-time integers
     def const(self, e, scope: _Scope, allow_scalars: bool = False) -> Expr:
@@ -219,6 +254,13 @@ class Elaborator(TaskElaboration):
                 ) from None
             raise self.error("E207" if "zero" in str(err) else "E206", span, f"{what}: {err}") from None
 
+    def _decision(self, expr: Expr, span: Span, what: str) -> int:
+        """The value of a layer ``if`` condition or loop bound, recorded in the graph's structure."""
+        value = self._value(expr, span, what)
+        if not isinstance(expr, Const):
+            self.structure[expr] = value
+        return value
+
     def _capacity_call(
         self, e: ast.Call, scope: _Scope, allow_scalars: bool, name: str | None = None
     ) -> Expr:
@@ -263,6 +305,14 @@ class Elaborator(TaskElaboration):
         if step <= 0 or hi < lo:
             raise self.error("E207", d.span, f"empty parameter range {lo}..{hi} step {step}")
         return ir.Domain(lo, hi, step)
+
+    def _domain_form(self, d: ast.Domain | None, scope: _Scope) -> ir.DomainForm | None:
+        if d is None:
+            return None
+        if d.values is not None:
+            return ir.DomainForm(Const(0), Const(0), Const(1), tuple(self.const(v, scope) for v in d.values))
+        step = self.const(d.step, scope) if d.step is not None else Const(1)
+        return ir.DomainForm(self.const(d.lo, scope), self.const(d.hi, scope), step)
 
     def _root_params(self, layer: ast.Layer, scope: _Scope) -> None:
         for p in layer.params:
@@ -333,7 +383,9 @@ class Elaborator(TaskElaboration):
                     f"scalar '{s.name}': {s.dtype} holds {lo}..{hi}, but the range {domain} goes beyond it",
                     hint="narrow the range, or declare a wider dtype (i64)",
                 )
-            self.scalars[s.name] = ir.Scalar(s.name, s.dtype, domain, s.span)
+            self.scalars[s.name] = ir.Scalar(
+                s.name, s.dtype, domain, s.span, form=self._domain_form(s.domain, scope)
+            )
 
     def _l_ScalarDef(self, s: ast.ScalarDef, scope: _Scope, stack) -> None:
         if (
@@ -465,7 +517,7 @@ class Elaborator(TaskElaboration):
             raise self.error("E404", s.span, "layer-level loops are range or parallel")
         if not 1 <= len(s.args) <= 3:
             raise self.error("E404", s.span, "loop bounds take 1 to 3 arguments")
-        vals = [self._value(self.const(a, scope), a.span, "loop bound") for a in s.args]
+        vals = [self._decision(self.const(a, scope), a.span, "loop bound") for a in s.args]
         start, stop, step = (
             (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
         )
@@ -492,7 +544,8 @@ class Elaborator(TaskElaboration):
             scope.trips = outer_trips
 
     def _l_LayerIf(self, s: ast.LayerIf, scope: _Scope, stack) -> None:
-        cond = self._value(self.const(s.cond, scope), s.cond.span, "condition")
+        taken = binop("!=", self.const(s.cond, scope), Const(0))  # the branch, not the value
+        cond = self._decision(taken, s.cond.span, "condition")
         self._layer_body(s.then if cond else s.orelse, scope, stack)
 
     def _l_LayerCall(self, s: ast.LayerCall, scope: _Scope, stack) -> None:
@@ -522,6 +575,12 @@ class Elaborator(TaskElaboration):
                 raise self.error(
                     "E203", span, f"layer '{s.layer}' has no parameter, tensor or taskid '{name}'"
                 )
+        by_tensor: dict[str, list[str]] = {}
+        for name, t in inner.tensors.items():
+            by_tensor.setdefault(t.name, []).append(inner.prefix + name)
+        for tensor, names in by_tensor.items():
+            if len(names) > 1:
+                self.aliases.append(ir.Alias(tensor, tuple(names), s.span))
         for p in callee.params:
             expr = bound[p.name] if p.name in bound else self.const(p.default, inner)
             value = self._value(expr, p.span, p.name)

@@ -47,6 +47,7 @@ class LayerNames:
     tensors: dict[str, Tensor]  # by source name (already renamed for called layers)
     scalars: dict[str, str]  # runtime scalar -> dtype
     nranks: Expr
+    prefix: str = ""  # the call path of the layer instance ("dispatch."), "" at the root
 
 
 @dataclass
@@ -183,8 +184,10 @@ class BodyElaborator(ExprElaboration):
         value = self.value(value_ast)
         self._check_store(tensor, vtype, value, value_ast.span)
         if mode == "accumulate":
-            self._record(tensor, region, "read", target.span)
-        self._record(tensor, region, "atomic" if mode == "atomic" else "write", target.span)
+            self._record(tensor, region, "read", target.span, written=target.name)
+        self._record(
+            tensor, region, "atomic" if mode == "atomic" else "write", target.span, written=target.name
+        )
         return ir.StoreS(tensor.name, region, value, mode, span)
 
     def _check_store(self, tensor: Tensor, target_type, value, span: Span) -> None:
@@ -220,7 +223,9 @@ class BodyElaborator(ExprElaboration):
         peer = self.int_expr(s.peer)
         value = self.value(s.value)
         self._check_store(tensor, vtype, value, s.value.span)
-        self._record(tensor, region, "atomic" if s.atomic else "write", s.target.span, peer=peer)
+        self._record(
+            tensor, region, "atomic" if s.atomic else "write", s.target.span, peer=peer, written=s.target.name
+        )
         return ir.RemoteStoreS(tensor.name, region, peer, value, s.atomic, s.span)
 
     def _signal_cell(self, cell: ast.Access) -> tuple[Tensor, tuple[Expr, ...]]:
@@ -278,7 +283,7 @@ class BodyElaborator(ExprElaboration):
             if self.lookup(target.name) is None:
                 tensor = self.tensor(target)
                 region, vtype = self.region(target, tensor)
-                self._record(tensor, region, "anchor", target.span)
+                self._record(tensor, region, "anchor", target.span, written=target.name)
                 return ir.EvalS(ir.CallV("read", (ir.LoadV(tensor.name, region, vtype),), (), vtype), s.span)
         return ir.EvalS(self.value(call), s.span)
 
@@ -393,11 +398,15 @@ class BodyElaborator(ExprElaboration):
         vtype = ir.ScalarType(dtype) if all_points else ir.TileType(dtype, tuple(extents))
         return tuple(ranges), vtype
 
-    def _record(self, tensor: Tensor, region, mode: str, span: Span, peer: Expr | None = None) -> None:
+    def _record(
+        self, tensor: Tensor, region, mode: str, span: Span, peer: Expr | None = None, written: str = ""
+    ) -> None:
+        # the name the body used, when a call binds it to another layer's tensor ("c.a" for x)
+        name = self.names.prefix + written if written and tensor.name != self.names.prefix + written else ""
         self.result.accesses.append(
             Access(
                 tensor.name, mode, region, tensor.dtype, tuple(self.loops), tuple(self.conds), span,
-                self._next(), peer,
+                self._next(), peer, name,
             )
         )  # fmt: skip
 

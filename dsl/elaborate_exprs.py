@@ -153,7 +153,7 @@ class ExprElaboration:
             return ir.LoadV(e.name, region, vtype, local=True)
         tensor = self.tensor(e)
         region, vtype = self.region(e, tensor)
-        self._record(tensor, region, "read", e.span)
+        self._record(tensor, region, "read", e.span, written=e.name)
         return ir.LoadV(tensor.name, region, vtype)
 
     def expr_Call(self, e: ast.Call):

@@ -10,6 +10,7 @@ the layer's names and diagnostics.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from dsl import ast
@@ -96,6 +97,12 @@ class TaskElaboration:
             # `after` sees the tasks defined before this one (for `task t[i] after t`, the
             # earlier elements), never the task itself: a self edge would never resolve.
             for ref in s.after:
+                if ref.previous:  # prev(t): t may come later; resolved when the layer is done
+                    if ref.index is not None:  # the index is evaluated here, where its names are bound
+                        idx = self._value(self.const(ref.index, scope), ref.index.span, "task index")
+                        ref = dataclasses.replace(ref, index=ast.IntLit(ref.index.span, idx))
+                    self.previous_refs.append((name, ref, scope))
+                    continue
                 after.extend(ir.DepRef(t, ref.span) for t in self._resolve_ref(ref, scope))
         finally:
             scope.tasks.setdefault(s.name, {})[name] = None
@@ -110,6 +117,7 @@ class TaskElaboration:
             tensors=scope.tensors,
             scalars={k: v.dtype for k, v in self.scalars.items()},
             nranks=self.ranks or Const(1),
+            prefix=scope.prefix,
         )
         defs = {k: c.expr for k, c in self.consts.items()}
         defs.update({k: p.expr for k, p in self.pending.items() if not p.derived})

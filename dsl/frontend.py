@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate import Elaborator
 from dsl.limits import MAX_SOURCE_BYTES
@@ -62,45 +63,61 @@ def read_source(path: str | Path) -> str:
     return decode_source(read_source_bytes(path), path)
 
 
-def compile_text(
-    text: str, file: str = "<string>", overrides: dict[str, int] | None = None, layer: str | None = None
-) -> list[Graph]:
-    """Parse and elaborate ``text``; returns one graph per root layer (or the named one)."""
+def parse_module(text: str, file: str = "<string>") -> ast.Module:
+    """Parse ``text`` and lower its sugar; E103 when it declares no layer."""
     module = lower_sugar(parse(text, file))
     if not module.layers:
         raise CompileError(
             [diag("E103", Span.whole_file(file), "no layer in this file", hint="layer name() { ... }")]
         )
+    return module
+
+
+def root_names(
+    module: ast.Module, file: str, overrides: dict[str, int] | None, layer: str | None
+) -> list[str]:
+    """The layers to compile: the named one, else every layer no other layer calls."""
     elab = Elaborator(module, file, overrides)
     if elab.diagnostics:
         raise CompileError(elab.diagnostics)
-    if layer is not None:
-        if layer not in elab.layers:
-            known = ", ".join(elab.layers)
-            raise CompileError(
-                [diag("E208", Span.whole_file(file), f"no layer named '{layer}'", hint=f"layers: {known}")]
-            )
-        names = [layer]
-    else:
-        names = elab.root_layers()
+    if layer is None:
+        return elab.root_layers()
+    if layer not in elab.layers:
+        known = ", ".join(elab.layers)
+        raise CompileError(
+            [diag("E208", Span.whole_file(file), f"no layer named '{layer}'", hint=f"layers: {known}")]
+        )
+    return [layer]
+
+
+def elaborate_layer(module: ast.Module, file: str, name: str, overrides: dict[str, int] | None) -> Graph:
+    """Layer ``name`` elaborated at ``overrides`` and lowered (``expand_topk``); raises CompileError."""
     limit = sys.getrecursionlimit()
-    graphs = []
-    errors = []
     try:
         sys.setrecursionlimit(max(limit, 10000))
-        for name in names:
-            try:
-                graph = Elaborator(module, file, overrides).elaborate(name)
-            except CompileError as err:
-                errors.extend(err.diagnostics)
-                continue
-            lowered = expand_topk(graph)
-            errors.extend(lowered)
-            graphs.append(graph)
+        graph = Elaborator(module, file, overrides).elaborate(name)
+        errors = expand_topk(graph)
     except RecursionError:
         raise CompileError([diag("E105", Span.whole_file(file), "program nests too deeply")]) from None
     finally:
         sys.setrecursionlimit(limit)
+    if errors:
+        raise CompileError(errors)
+    return graph
+
+
+def compile_text(
+    text: str, file: str = "<string>", overrides: dict[str, int] | None = None, layer: str | None = None
+) -> list[Graph]:
+    """Parse and elaborate ``text``; returns one graph per root layer (or the named one)."""
+    module = parse_module(text, file)
+    graphs = []
+    errors = []
+    for name in root_names(module, file, overrides, layer):
+        try:
+            graphs.append(elaborate_layer(module, file, name, overrides))
+        except CompileError as err:
+            errors.extend(err.diagnostics)
     if errors:
         raise CompileError(errors)
     return graphs

@@ -469,6 +469,10 @@ class _ToAst(Transformer):
         *path, index = children
         return ast.TaskRef(self._span(meta), tuple(str(p) for p in path), index)
 
+    def prev_ref(self, meta, children):
+        (ref,) = children
+        return ast.TaskRef(self._span(meta), ref.path, ref.index, previous=True)
+
     # ---- statements
     def let_stmt(self, meta, children):
         return ast.Let(self._span(meta), str(children[0]), children[1])

@@ -105,6 +105,22 @@ class Domain:
 
 
 @dataclass(frozen=True)
+class DomainForm:
+    """A domain whose ends are expressions of the parameters (``scalar num_tokens: i32 in 1..T``):
+    at another parameter point the runtime scalar has another range."""
+
+    lo: Expr
+    hi: Expr
+    step: Expr
+    values: tuple[Expr, ...] | None = None
+
+    def at(self, env: dict[str, int]) -> Domain:
+        if self.values is not None:
+            return Domain(values=tuple(evaluate(v, env) for v in self.values))
+        return Domain(evaluate(self.lo, env), evaluate(self.hi, env), evaluate(self.step, env))
+
+
+@dataclass(frozen=True)
 class Param:
     name: str
     value: int
@@ -138,6 +154,16 @@ class Scalar:
     span: Span
     value: Expr | None = None  # derived (``scalar n = expr``): the definition over base scalars
     refs: tuple[str, ...] = ()  # derived: the scalars its definition names directly
+    form: DomainForm | None = None  # ``domain`` as written, for other parameter points
+
+    def domain_at(self, env: dict[str, int]) -> Domain | None:
+        """The range at the parameter point ``env`` (``domain`` is the one at the graph's point)."""
+        if self.form is None:
+            return self.domain
+        try:
+            return self.form.at(env)
+        except EvalError:
+            return self.domain
 
 
 @dataclass(frozen=True)
@@ -210,6 +236,7 @@ class Access:
     span: Span
     order: int  # program order inside the body
     peer: Expr | None = None  # remote_store destination rank
+    name: str = ""  # the name a called layer's body used ("c.a"), when a call binds it to ``tensor``
     # A whole tensor taken for an access the reader cannot see into (an argument of a PyPTO
     # extern kernel or of an op it does not know, a store whose offsets it cannot evaluate):
     # every block is taken to touch all of it, so which elements one block touches is unknown.
@@ -326,6 +353,16 @@ class Edge:
 
 
 @dataclass(frozen=True)
+class Alias:
+    """A call that binds one tensor to several tensors of the called layer: their accesses
+    name one buffer under different names (``call c = sub(a = buf, b = buf)``)."""
+
+    tensor: str  # the caller's tensor (full name)
+    names: tuple[str, ...]  # the called layer's names for it, with the call prefix ("c.a", "c.b")
+    span: Span  # the call
+
+
+@dataclass(frozen=True)
 class Reduction:
     """The summation tree of one split reduction the compiler knows (rule N203, R5).
 
@@ -345,6 +382,14 @@ class Reduction:
     order: str = "ascending"  # cross-split order: ((p0 + p1) + p2) + ...
     task: str | None = None  # the reducing task of a reduce_sum
     source: str = "reduce_sum"  # reduce_sum | declared
+
+
+def structure_holds(structure: tuple[tuple[Expr, int], ...], env: dict[str, int]) -> bool:
+    """Whether every layer decision of ``structure`` takes its recorded value at ``env``."""
+    try:
+        return all(evaluate(e, env) == v for e, v in structure)
+    except EvalError:
+        return False
 
 
 @dataclass
@@ -367,6 +412,12 @@ class Graph:
     golden: str | None = None  # path of the NumPy reference module, relative to ``file``
     golden_span: Span | None = None  # the ``golden "..."`` declaration
     reductions: list[Reduction] = field(default_factory=list)  # reduction trees, in source order
+    # The layer-level decisions this graph was elaborated with: each layer ``if`` condition and
+    # each layer ``for`` bound, with its value here. Another parameter point where every one of
+    # them has the same value elaborates to the same tasks (the graph's *structure class*);
+    # elsewhere the layer has other tasks, and ``admissible_points`` leaves those points out.
+    structure: tuple[tuple[Expr, int], ...] = ()
+    aliases: tuple[Alias, ...] = ()  # tensors a call binds under several names (rule R502)
 
     def env(self) -> dict[str, int]:
         """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""
@@ -381,12 +432,18 @@ class Graph:
             env[c.name] = evaluate(c.expr, env)
         return env
 
-    def scalar_ranges(self) -> dict[str, tuple[int, int]]:
-        return {
-            s.name: (s.domain.low, s.domain.high)
-            for s in self.scalars.values()
-            if s.domain is not None and s.domain.size
-        }
+    def same_structure(self, env: dict[str, int]) -> bool:
+        """Whether ``env`` elaborates to this graph's tasks (see ``structure``)."""
+        return structure_holds(self.structure, env)
+
+    def scalar_ranges(self, env: dict[str, int] | None = None) -> dict[str, tuple[int, int]]:
+        """(lo, hi) of each ranged runtime scalar, at this graph's point or at ``env``."""
+        out = {}
+        for s in self.scalars.values():
+            domain = s.domain if env is None else s.domain_at(env)
+            if domain is not None and domain.size:
+                out[s.name] = (domain.low, domain.high)
+        return out
 
     def task(self, name: str) -> Task:
         return self._by_name()[name]
@@ -416,11 +473,14 @@ class Graph:
             out[t.name] = frozenset(acc)
         return out
 
-    def admissible_points(self, limit: int = 4096) -> Iterator[dict[str, int]]:
-        """Environments (parameters and constants) of every admissible parameter point.
+    def admissible_points(self, limit: int = 4096, any_structure: bool = False) -> Iterator[dict[str, int]]:
+        """Environments (parameters and constants) of every admissible parameter point of
+        this graph's structure class (of every class with ``any_structure``).
 
         A point is admissible when each ranged parameter lies in its domain and every
         layer ``assert`` holds there: asserts narrow the domains, they do not fail them.
+        A point whose layer ``if``s or layer loop bounds take other values than here has
+        other tasks: it belongs to another elaboration of the layer (``structure``).
 
         When the product exceeds ``limit``, each domain is thinned to its extremes and a
         spread of inner values; checks that rely on this say so in their docs.
@@ -437,7 +497,9 @@ class Graph:
             point.update({p.name: v for p, v in zip(ranged, combo, strict=True)})
             try:
                 env = self.env_at(point)
-                if all(evaluate(a.cond, env) for a in self.assertions):
+                if all(evaluate(a.cond, env) for a in self.assertions) and (
+                    any_structure or self.same_structure(env)
+                ):
                     yield env
             except EvalError:
                 continue

@@ -5,7 +5,7 @@ layer hc_linear_atomic(T = 512, HC_DIM = 16384, MIX = 32, SPLITS = 4, K_CHUNK = 
   output post: f32[T, MIX]
   scratch mixes: f32[T, MIX]
 
-  task seed on aiv { mixes[:, :] = zeros(f32, [T, MIX]) }
+  task seed on aiv after prev(linear) { mixes[:, :] = zeros(f32, [T, MIX]) }
   task linear spmd(T / 16 * SPLITS) on aic early_resolve after seed {  # dslc: ignore[N201] the pre-fix form, measured on purpose
     let t0 = block / SPLITS * 16
     let s = block % SPLITS

@@ -20,7 +20,9 @@ from runtime.files import Snapshot, WriteError, write_text
 
 def add_parser(sub, common) -> None:
     p = sub.add_parser(
-        "fix", parents=[common], help="apply the rewrites the lint can prove safe (D101, N201)"
+        "fix",
+        parents=[common],
+        help="apply the rewrites the lint can prove safe (D101, D113, D117, N201, N202)",
     )
     p.add_argument("paths", nargs="+", metavar="FILE")
     p.add_argument(

@@ -32,6 +32,7 @@ from dsl import __version__
 from dsl.codes import CODES
 from dsl.driver.api import RequestRefused, compile_layer, target_code
 from dsl.driver.config import load_config
+from dsl.driver.report import one_per_site
 from dsl.driver.session import UsageError, lint_file
 from dsl.frontend import read_source
 from lowering.codegen.numpy.emit import content_hash, render_numpy
@@ -189,7 +190,8 @@ def lint_before_run(session) -> int | None:
     if session.args.no_lint or session.args.replay:
         return None
     cfg = load_config()
-    errors = [d for d in lint_file(session, Path(session.args.file), cfg) if d.severity is Severity.ERROR]
+    findings = one_per_site(lint_file(session, Path(session.args.file), cfg))  # as dslc check counts them
+    errors = [d for d in findings if d.severity is Severity.ERROR]
     if not errors:
         return None
     session.emit(errors)

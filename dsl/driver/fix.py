@@ -3,6 +3,10 @@
 - **D101** (a waiter not ordered after its local notifier): add ``after <notifier>`` to the
   waiting task's header. Adding an edge only removes schedules, so it cannot break a layer
   that was correct; the rule proved the edge is missing.
+- **D117** (a waiter of a later round overtaking an earlier round's notifier), **D113**'s
+  Set writers of two unordered rounds and **N202**'s zero seed of the next round that can
+  overtake this round's adds: add ``after prev(<task>)`` -- an edge across rounds, which also
+  only removes schedules.
 - **N201** (FP atomic accumulation): ``dst[R] += E atomic`` in ``task t spmd(G)`` becomes
   ``dst[R] = reduce_sum s in range(S) { ...; return E }`` on ``spmd(G / S)`` when the proof
   holds at the current parameters: the blocks that add into one region form groups of S
@@ -27,7 +31,8 @@ from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
 from lowering.symbolic import EvalError
 
-FIXABLE = ("D101", "N201")
+FIXABLE = ("D101", "D113", "D117", "N201", "N202")
+_ADD_AFTER = ("D101", "D113", "D117", "N202")  # the findings whose data say which `after` to add
 
 
 @dataclass(frozen=True)
@@ -76,15 +81,32 @@ def _task_at(module: ast.Module, task: Task) -> ast.TaskDef | None:
 
 
 def _relative(name: str, scope_of: str) -> str:
+    if name.startswith("prev(") and name.endswith(")"):
+        return f"prev({_relative(name[5:-1], scope_of)})"
     prefix = scope_of.rpartition(".")[0]
     return name[len(prefix) + 1 :] if prefix and name.startswith(prefix + ".") else name
 
 
 def _after_edit(src: _Text, tdef: ast.TaskDef, target: str) -> Edit:
+    if tdef.after:  # extend the existing `after` list
+        last = tdef.after[-1].span
+        end = src.offset(last.end_line, last.end_col)
+        return Edit(end, end, f", {target}")
     start = src.offset(tdef.span.line, tdef.span.col)
     m = re.compile(r"task\s+" + re.escape(tdef.name) + r"(\s*\[[^\]\n]*\])?").match(src.text, start)
     end = m.end() if m else start + len("task ") + len(tdef.name)
+    brace = src.text.find("{", end)  # the body: the attributes come before it
+    if brace > 0 and "\n" not in src.text[end:brace]:
+        return Edit(brace, brace, f"after {target} ")
     return Edit(end, end, f" after {target}")
+
+
+def _merged(first: Edit, second: Edit) -> Edit:
+    """Two `after` insertions at one place (``after a `` / ``, a`` / `` after a``) as one list."""
+    target = second.text.strip().removeprefix("after ").removeprefix(", ").strip()
+    if first.text.endswith(" ") and first.text.startswith("after "):
+        return Edit(first.start, first.end, f"{first.text.rstrip()}, {target} ")
+    return Edit(first.start, first.end, f"{first.text}, {target}")
 
 
 def _int_eval(e, env: dict[str, int]) -> int:
@@ -229,15 +251,19 @@ def plan(
         if d.code not in FIXABLE or d.span.file != file:
             continue
         data = dict(d.data)
-        if d.code == "D101" and "task" in data and "add_after" in data:
+        if d.code in _ADD_AFTER and "task" in data and "add_after" in data:
             graph_task = by_name.get(data["task"])
             tdef = _task_at(module, graph_task[1]) if graph_task else None
             if tdef is None:
-                notes.append(f"{d.span}: D101 not fixed: task {data['task']} not found in the source")
+                notes.append(f"{d.span}: {d.code} not fixed: task {data['task']} not found in the source")
                 continue
             e = _after_edit(src, tdef, _relative(data["add_after"], data["task"]))
             if not any(x.start == e.start and x.text == e.text for x in edits.values()):
-                edits[(e.start, len(edits))] = e
+                same = next((k for k, x in edits.items() if x.start == e.start), None)
+                if same is not None:  # a second target for the same task: one `after` list
+                    edits[same] = _merged(edits[same], e)
+                else:
+                    edits[(e.start, len(edits))] = e
         elif d.code == "N201":
             found = next(
                 (

@@ -14,11 +14,11 @@ from pathlib import Path
 from dsl.codes import diag
 from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, lint_pypto_file
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
+from dsl.driver.coverage import lint_source
 from dsl.driver.report import FORMATS
 from dsl.frontend import compile_text, read_source
 from dsl.render import SourceCache, render
-from lowering.checks import all_rules, run_rules
-from lowering.checks.rule import CheckContext
+from lowering.checks import all_rules
 from lowering.checks.suppressions import apply_suppressions
 from lowering.ir import Graph
 from lowering.source import CompileError, Diagnostic, Severity, Span
@@ -109,14 +109,15 @@ def lint_file(session: Session, path: Path, cfg: LintConfig) -> list[Diagnostic]
     """Front-end errors, or lint findings after suppressions and selection."""
     if path.suffix == PY_SUFFIX:
         return lint_pypto_file(session, path, cfg)
+    codes = {c for c in all_rules() if cfg.enabled(c, str(path))}
     try:
-        graphs = session.compile(path)
+        text = read_source(path)
+        session.sources.add(str(path), text)
+        findings, graphs = lint_source(
+            text, str(path), session.overrides, session.args.layer, codes, cfg.preset
+        )
     except CompileError as err:
         return err.diagnostics
-    findings: list[Diagnostic] = []
-    for graph in graphs:
-        codes = {c for c in all_rules() if cfg.enabled(c, str(path))}
-        findings.extend(run_rules(graph, CheckContext(graph, preset=cfg.preset), codes))
     # several root layers of one file can yield the same finding: report it once
     findings = list({(d.code, d.span, d.message): d for d in findings}.values())
     text = "\n".join(session.sources.lines(str(path)) or [])

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from lowering import body as ir
 from lowering.ir import Graph, Task
+from lowering.symbolic import BLOCK, DYNAMIC, Const, Expr, free_symbols
 
 
 @dataclass(frozen=True)
@@ -37,3 +38,100 @@ def summary(graph: Graph, task: Task) -> BodySummary:
             BodySummary(frozenset(loads), frozenset(stores), frozenset(calls)),
         )
     return found[1]
+
+
+def ops_called(stmts) -> set[str]:
+    """The ops of every call in ``stmts`` (nested statements included)."""
+    return {
+        v.op
+        for s in ir.nested_stmts(stmts)
+        for top in ir.stmt_values(s)
+        for v in ir.nested_values(top)
+        if isinstance(v, ir.CallV)
+    }
+
+
+def is_zero(value) -> bool:
+    """``0``, ``0.0``, ``zeros(...)`` or ``full(..., 0)`` (either zero sign)."""
+    if isinstance(value, ir.IntV):
+        return value.expr == Const(0)
+    if isinstance(value, ir.FloatV):
+        return value.value == 0.0
+    if isinstance(value, ir.CallV):
+        if value.op == "zeros":
+            return True
+        if value.op == "full" and len(value.args) == 3:
+            return is_zero(value.args[2])
+    return False
+
+
+def zero_stores(task: Task) -> list[ir.StoreS]:
+    """The plain stores of ``task`` whose value is an exact zero (a seed)."""
+    return [
+        s
+        for s in ir.nested_stmts(task.body)
+        if isinstance(s, ir.StoreS) and s.mode == "write" and is_zero(s.value)
+    ]
+
+
+class BlockUniform:
+    """Which data-dependent conditions of a task every block of it evaluates alike.
+
+    A condition that reads data (``if read(mode[0, 0]) > 0``) is uncountable, but when every
+    value it is computed from is the same for every block of the grid -- parameters, runtime
+    scalars, ``rank``, loop indices, and elements of tensors no task of the graph writes (layer
+    inputs) at indices that do not depend on ``block`` -- all blocks take the same branch.
+    """
+
+    def __init__(self, graph: Graph, task: Task):
+        self.graph = graph
+        self.defs: dict[str, list] = {}
+        self.conds: dict[tuple[int, int], ir.Value] = {}
+        for s in ir.nested_stmts(task.body):
+            if isinstance(s, ir.LetS | ir.AssignS):
+                self.defs.setdefault(s.name, []).append(s.value)
+            elif isinstance(s, ir.IfS):
+                self.conds[(s.span.line, s.span.col)] = s.cond
+        self.written = {a.tensor for t in graph.tasks for a in t.accesses if a.writes}
+        self._memo: dict[str, bool] = {}
+
+    def expr(self, e: Expr) -> bool:
+        for sym in free_symbols(e):
+            if sym.kind == BLOCK:
+                return False
+            if sym.kind == DYNAMIC and not self._name(sym.name):
+                return False
+        return True
+
+    def _name(self, name: str) -> bool:
+        if name not in self._memo:
+            self._memo[name] = False  # a cycle is not uniform
+            if name.startswith("data@"):
+                line, col = name[5:].split(":")
+                value = self.conds.get((int(line), int(col)))
+                self._memo[name] = value is not None and self.value(value)
+            else:
+                values = self.defs.get(name, [])
+                self._memo[name] = len(values) == 1 and self.value(values[0])
+        return self._memo[name]
+
+    def value(self, v) -> bool:
+        if isinstance(v, ir.IntV):
+            return self.expr(v.expr)
+        if isinstance(v, ir.FloatV | ir.DtypeV):
+            return True
+        if isinstance(v, ir.ListV):
+            return all(self.expr(i) for i in v.items)
+        if isinstance(v, ir.LocalV):
+            return self._name(v.name)
+        if isinstance(v, ir.LoadV):
+            if not v.local and (v.tensor in self.written or self.graph.tensors[v.tensor].kind != "input"):
+                return False
+            if v.local and not self._name(v.tensor):
+                return False
+            return all(self.expr(e) for r in v.region for e in (r.start, r.stop, r.step))
+        if isinstance(v, ir.BinV):
+            return self.value(v.a) and self.value(v.b)
+        if isinstance(v, ir.CallV):
+            return all(self.value(a) for a in v.args) and all(self.value(a) for _n, a in v.attrs)
+        return False

@@ -26,6 +26,7 @@ from lowering.symbolic import (
     Expr,
     Sym,
     binop,
+    evaluate,
     free_symbols,
     from_poly,
     poly,
@@ -50,6 +51,21 @@ def _floordiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _cdiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return -np.floor_divide(-a, b)
+
+
+def _lowest(values) -> np.ndarray:
+    """Element-wise minimum of arrays that broadcast (a bound per request next to a scalar)."""
+    out = values[0]
+    for v in values[1:]:
+        out = np.minimum(out, v)
+    return out
+
+
+def _highest(values) -> np.ndarray:
+    out = values[0]
+    for v in values[1:]:
+        out = np.maximum(out, v)
+    return out
 
 
 def vbounds(expr: Expr, env: Mapping[str, Bound | Interval]) -> tuple[np.ndarray, np.ndarray]:
@@ -77,13 +93,13 @@ def vbounds(expr: Expr, env: Mapping[str, Bound | Interval]) -> tuple[np.ndarray
         return alo - bhi, ahi - blo
     if op == "*":
         c = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
-        return np.minimum.reduce(c), np.maximum.reduce(c)
+        return _lowest(c), _highest(c)
     if op in ("//", "cdiv"):
         if np.any((blo <= 0) & (bhi >= 0)):
             raise EvalError("divisor may be zero")
         f = _floordiv if op == "//" else _cdiv
         c = [f(x, y) for x in (alo, ahi) for y in (blo, bhi)]
-        return np.minimum.reduce(c), np.maximum.reduce(c)
+        return _lowest(c), _highest(c)
     if op == "%":
         if np.any((blo <= 0) & (bhi >= 0)):
             raise EvalError("divisor may be zero")
@@ -361,33 +377,157 @@ def _spread(domain: Domain, n: int) -> np.ndarray:
     return domain.lo + idx * domain.step
 
 
-def scalar_space(graph: Graph, env: Mapping[str, int], limit: int = MAX_POINTS) -> ScalarSpace:
-    """The requests at one parameter point, with the host guards evaluated on them."""
-    ranged = [s for s in graph.scalars.values() if s.domain is not None]
+def scalar_space(
+    graph: Graph,
+    env: Mapping[str, int],
+    limit: int = MAX_POINTS,
+    only: Iterable[str] | None = None,
+    alone: bool = False,
+) -> ScalarSpace:
+    """The requests at one parameter point, with the host guards evaluated on them.
+
+    ``only`` (the runtime scalars one question depends on) projects the space onto them, exactly:
+    the other scalars a guard couples to them are enumerated too unless every guard that names
+    one of them is monotone in it in the same direction (``num_tokens <= T``, ``(start_pos +
+    num_tokens) / 4 <= CAP``), when the most permissive end of its range admits whatever any value
+    does; guards on unrelated scalars only decide whether anything is admitted at all. Projected
+    spaces are far smaller than the product of every range, so they are rarely thinned."""
+    ranged = {s.name: s for s in graph.scalars.values() if s.domain is not None}
     unbounded = frozenset(s.name for s in graph.scalars.values() if s.domain is None)
+    point = dict(env)
+    syms = [frozenset(x.name for x in free_symbols(g.cond) if x.name in ranged) for g in graph.guards]
+    fixed: dict[str, int] = {}
+    outside: dict[int, bool] = {}  # guard index -> whether its own scalars admit anything
+    if only is None:
+        keep = list(ranged)
+    else:
+        component = set(only) & set(ranged)
+        grown = True
+        while grown:
+            grown = False
+            for names in syms:
+                if names & component and not names <= component:
+                    component |= names
+                    grown = True
+        inner = [i for i, names in enumerate(syms) if not names or names & component]
+        keep = []
+        for name in (n for n in ranged if n in component):
+            end = (
+                None
+                if name in set(only)
+                else _permissive_end(graph, [graph.guards[i].cond for i in inner], name, point)
+            )
+            if end is None:
+                keep.append(name)
+            else:
+                domain = ranged[name].domain_at(point)
+                fixed[name] = domain.low if end == "lo" else domain.high  # type: ignore[union-attr]
+        rest = [i for i in range(len(graph.guards)) if i not in inner]
+        if rest and not alone:  # ``alone``: the caller asks about these guards only
+            others = frozenset().union(*(syms[i] for i in rest))
+            ok = bool(scalar_space(graph, env, limit, others, alone=True).accepted.any())
+            outside = {i: ok for i in rest}
+        else:
+            outside = {i: True for i in rest}
+    kept = [ranged[n].domain_at(point) for n in keep]
     total = 1
-    for s in ranged:
-        total *= max(s.domain.size, 1)  # type: ignore[union-attr]
+    for d in kept:
+        total *= max(d.size, 1)  # type: ignore[union-attr]
     thinned = total > limit
     # a range is never listed whole: when the requests are too many, each domain is thinned
     # to evenly spaced values (ends included) computed from its bounds (``Domain.spread``)
-    per = max(2, int(limit ** (1 / len(ranged)))) if thinned else limit
-    domains = [_spread(s.domain, per) for s in ranged]  # type: ignore[arg-type]
+    per = max(2, int(limit ** (1 / len(kept)))) if thinned else limit
+    domains = [_spread(d, per) for d in kept]  # type: ignore[arg-type]
     if domains:
         grids = np.meshgrid(*[np.asarray(d, dtype=np.int64) for d in domains], indexing="ij")
-        values = {s.name: g.ravel() for s, g in zip(ranged, grids, strict=True)}
+        values = {n: g.ravel() for n, g in zip(keep, grids, strict=True)}
         size = int(grids[0].size)
     else:
         values, size = {}, 1
-    space = ScalarSpace(tuple(s.name for s in ranged), values, size, thinned, unbounded=unbounded)
-    full_env: dict[str, Bound] = {**env, **values}
-    for g in graph.guards:
+    space = ScalarSpace(tuple(keep), values, size, thinned, unbounded=unbounded)
+    full_env: dict[str, Bound] = {**env, **fixed, **values}
+    for i, g in enumerate(graph.guards):
+        if i in outside:
+            space.guards.append(np.full(size, outside[i], dtype=bool))
+            continue
         try:
             lo, hi = vbounds(g.cond, full_env)
             space.guards.append(np.broadcast_to(lo.astype(bool), (size,)).copy())
         except EvalError:
             space.guards.append(np.ones(size, dtype=bool))  # a guard on an unranged scalar
     return space
+
+
+def _permissive_end(graph: Graph, conds: Sequence[Expr], name: str, env: Mapping[str, int]) -> str | None:
+    """``"lo"``/``"hi"``: the end of ``name``'s range at which every condition holds whenever it
+    holds for some value (each is monotone in ``name`` the same way); None when unknown."""
+    end = "any"
+    for c in conds:
+        e = _cond_end(c, name, env)
+        if e is None or (e != "any" and end not in ("any", e)):
+            return None
+        if e != "any":
+            end = e
+    return "lo" if end == "any" else end
+
+
+def _cond_end(c: Expr, name: str, env: Mapping[str, int]) -> str | None:
+    if isinstance(c, Bin) and c.op in ("and", "or"):
+        a, b = _cond_end(c.a, name, env), _cond_end(c.b, name, env)
+        if a is None or b is None:
+            return None
+        return b if a == "any" else a if b in ("any", a) else None
+    if isinstance(c, Bin) and c.op in ("<", "<=", ">", ">="):
+        d = _monotone(binop("-", c.a, c.b), name, env)
+        if d is None:
+            return None
+        if c.op in (">", ">="):
+            d = -d
+        return "any" if d == 0 else "lo" if d > 0 else "hi"
+    return "any" if _monotone(c, name, env) == 0 else None
+
+
+def _monotone(e: Expr, name: str, env: Mapping[str, int]) -> int | None:
+    """+1 / -1: ``e`` never decreases / never increases as ``name`` grows (0: independent)."""
+    if isinstance(e, Const):
+        return 0
+    if isinstance(e, Sym):
+        return 1 if e.name == name else 0
+    if not isinstance(e, Bin):
+        return None
+    a, b = _monotone(e.a, name, env), _monotone(e.b, name, env)
+    if a is None or b is None:
+        return None
+    if e.op in ("+", "min", "max"):
+        return _combine(a, b)
+    if e.op == "-":
+        return _combine(a, -b)
+    if e.op in ("*", "//", "cdiv"):
+        if b == 0:
+            k = _sign(e.b, env)
+            return None if k is None else a * k
+        if a == 0 and e.op == "*":
+            k = _sign(e.a, env)
+            return None if k is None else b * k
+        return None
+    return 0 if a == 0 and b == 0 else None
+
+
+def _combine(a: int, b: int) -> int | None:
+    if a == 0:
+        return b
+    if b == 0 or a == b:
+        return a
+    return None
+
+
+def _sign(e: Expr, env: Mapping[str, int]) -> int | None:
+    """The sign of an expression free of runtime scalars, at this parameter point."""
+    try:
+        v = evaluate(e, env)
+    except EvalError:
+        return None
+    return (v > 0) - (v < 0)
 
 
 def derived_values(graph: Graph, name: str, space: ScalarSpace, env: Mapping[str, int]) -> np.ndarray | None:
@@ -482,3 +622,33 @@ def requests_text(space: ScalarSpace, mask: np.ndarray, limit: int = 3) -> str:
     for name, vals in list(space.values.items())[:limit]:
         parts.append(f"{name} in {ranges_text(np.unique(vals[mask]).tolist())}")
     return "; ".join(parts) or "every request"
+
+
+# ---------------------------------------------------------------- relational guards
+
+_UPPER = {"<": -1, "<=": 0}  # a < b  <=>  a - b <= -1
+
+
+def implies_at_most(conds: Iterable[Condition], a: Expr, b: Expr) -> bool:
+    """Whether some enclosing condition proves ``a <= b`` by itself: ``if t0 + r < n`` proves
+    that the region ``x[t0 + r : t0 + r + 1]`` ends within ``n`` whatever ``t0``, ``r`` and
+    ``n`` are (the two differences differ by a constant). Interval bounds lose this relation
+    when a condition couples two indices with a runtime scalar."""
+    target = poly(binop("-", a, b))
+    if target is None:
+        return False
+    for c in conds:
+        e = c.expr
+        if not isinstance(e, Bin) or e.op not in _FLIP:
+            continue
+        lhs, rhs, op = (e.a, e.b, e.op) if e.op in _UPPER else (e.b, e.a, _FLIP[e.op])
+        known = poly(binop("-", lhs, rhs))  # known <= _UPPER[op]
+        if known is None:
+            continue
+        rest = dict(target)
+        for k, v in known.items():
+            rest[k] = rest.get(k, 0) - v
+        rest = {k: v for k, v in rest.items() if v}
+        if all(k == () for k in rest) and rest.get((), 0) + _UPPER[op] <= 0:
+            return True
+    return False

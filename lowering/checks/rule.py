@@ -1,10 +1,14 @@
 """What a lint rule is: one module, one code, its docs in the module docstring.
 
 A rule module defines ``CODE``, ``NAME`` (what it catches, snake_case), ``FAMILY``,
-``SEVERITY``, ``SUMMARY`` and ``check(graph, ctx)`` yielding diagnostics. Its docstring is
+``SEVERITY``, ``SUMMARY`` and ``check(graph, ctx)`` yielding diagnostics, and may set
+``POINTS = "all"`` when ``check`` itself visits every admissible parameter point of the
+graph's structure class (the default, ``"point"``: it judges the graph at its own point, and
+the lint driver runs it again at the probe points, ``lowering.checks.points.probe_points``). Its docstring is
 the docs page ``dslc explain CODE`` prints, under fixed headings:
 
-    ## What it catches / ## Why it breaks on the device / ## Example / ## Use instead
+    ## What it catches / ## Why it breaks on the device / ## Example / ## Use instead /
+    ## Parameter and round coverage (which admissible points and which rounds it judges)
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ from lowering.source import Diagnostic, Severity, Span
 from runtime.device import EARLY_QUEUE_CAPACITY
 from runtime.device import PRESETS as DEVICES
 
-DOC_HEADINGS = ("## What it catches", "## Why it breaks on the device", "## Example", "## Use instead")
+DOC_HEADINGS = (
+    "## What it catches",
+    "## Why it breaks on the device",
+    "## Example",
+    "## Use instead",
+    "## Parameter and round coverage",
+)
 
 # Cores per rank of each device preset (AIC, AIV): the simulator's numbers (runtime.device).
 PRESETS = {name: (d.aic, d.aiv) for name, d in DEVICES.items()}
@@ -35,6 +45,7 @@ class Rule:
     summary: str
     docs: str
     check: Callable[[Graph, CheckContext], Iterable[Diagnostic]]
+    points: str = "point"  # "all": check visits every admissible point itself
 
     @staticmethod
     def from_module(module: ModuleType) -> Rule:
@@ -50,6 +61,7 @@ class Rule:
             module.SUMMARY,
             docs,
             module.check,
+            getattr(module, "POINTS", "point"),
         )
 
 

@@ -15,17 +15,19 @@ keep their symbolic valid extent, for the capacity rule that evaluates them per 
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from lowering import body as ir
-from lowering.checks.bodies import summary
+from lowering.checks.bodies import ops_called, summary
 from lowering.checks.extents import named_value, narrow
 from lowering.ir import Condition, Graph, Loop, Task
 from lowering.source import Span
 from lowering.symbolic import Const, EvalError, Expr, binop, bounds, free_symbols
 
 MAX_REPEATS = 255  # mrgsort repeats per instruction (pto-isa TMrgSort)
+MAX_UNROLL = 16  # iterations of a body loop that merges a sorted row, followed one by one
 _WIDE = 1 << 62  # the range of an integer read from data
 
 
@@ -194,13 +196,39 @@ class Interpreter:
             else:
                 self.env.pop(s.var, None)  # data-dependent bounds: the index stays unknown
             self.loops.append(loop)
+            carried = dict(self.vars)
             try:
                 self.block(s.body)
             finally:
                 self.loops.pop()
                 self.env = saved
+            self._unroll_merges(s, loop, carried)
         elif isinstance(s, ir.IfS):
             self._if(s)
+
+    def _unroll_merges(self, s: ir.ForS, loop: Loop, carried: dict) -> None:
+        """A loop whose body merges a sorted row (``for st in range(2) { s = mrgsort(s, 64) }``)
+        applies its stages once per iteration: run the iterations one by one (a known, small
+        trip count) for the sort chain, as the unrolled form would be. The facts about stores
+        were recorded by the pass over the whole loop; these passes add only sort events."""
+        if not any(op.startswith("mrgsort") for op in ops_called(s.body)):
+            return
+        lo, hi = self.exact(s.start), self.exact(s.stop)
+        step = self.exact(s.step)
+        if lo is None or hi is None or step is None or step < 1 or len(range(lo, hi, step)) > MAX_UNROLL:
+            return
+        saved_env, after, stores = dict(self.env), dict(self.vars), len(self.facts.stores)
+        self.vars = dict(carried)
+        self.loops.append(loop)
+        try:
+            for v in range(lo, hi, step):
+                self.env[s.var] = v
+                self.block(s.body)
+        finally:
+            self.loops.pop()
+            self.env = saved_env
+            del self.facts.stores[stores:]
+        self.vars = {**after, **{k: v for k, v in self.vars.items() if k in after}}
 
     def _int_local(self, s: ir.LetS | ir.AssignS) -> None:
         """An integer local (``valid = pl.min(CAP, n)``) ranges over its value's bounds, so a
@@ -556,13 +584,39 @@ def mentions(e: Expr | None) -> set[str]:
     return {s.name for s in free_symbols(e)} if e is not None else set()
 
 
-def space_at(ctx, point: Mapping[str, int]):
-    """The request space at ``point`` (cached on the check context)."""
+# Request spaces kept per check context: the rules visit parameter points one after another, and a
+# space can hold millions of requests, so keeping one per point (64 of them for prefill_csa's T)
+# costs gigabytes for no hits.
+_SPACES_KEPT = 8
+
+
+def space_at(ctx, point: Mapping[str, int], only=None):
+    """The request space at ``point`` (cached on the check context); ``only``: projected onto
+    those runtime scalars (see ``extents.scalar_space``)."""
     from lowering.checks.extents import scalar_space
 
-    key = ("scalar_space", tuple(sorted(point.items())))
+    names = None if only is None else frozenset(only)
+    key = (tuple(sorted(point.items())), names)
+    spaces = ctx.cache.setdefault("scalar_space", OrderedDict())
+    if key in spaces:
+        spaces.move_to_end(key)
+        return spaces[key]
+    space = spaces[key] = scalar_space(ctx.graph, point, only=names)
+    if len(spaces) > _SPACES_KEPT:
+        spaces.popitem(last=False)
+    return space
+
+
+def scalar_intervals(ctx, point: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """Per runtime scalar, the (lo, hi) over the accepted requests, each from its own projection
+    (exact, and cheap: one range at a time)."""
+    key = ("scalar_intervals", tuple(sorted(point.items())))
     if key not in ctx.cache:
-        ctx.cache[key] = scalar_space(ctx.graph, point)
+        out: dict[str, tuple[int, int]] = {}
+        for s in ctx.graph.scalars.values():
+            if s.domain is not None:
+                out.update(space_at(ctx, point, (s.name,)).intervals())
+        ctx.cache[key] = out
     return ctx.cache[key]
 
 
@@ -570,8 +624,7 @@ def facts_at(ctx, point: Mapping[str, int]) -> dict[str, TaskFacts]:
     """:func:`analyse` at ``point``, with runtime scalars bounded by the accepted requests."""
     key = ("validity", tuple(sorted(point.items())))
     if key not in ctx.cache:
-        space = space_at(ctx, point)
-        ctx.cache[key] = analyse(ctx.graph, point, space.intervals())
+        ctx.cache[key] = analyse(ctx.graph, point, scalar_intervals(ctx, point))
     return ctx.cache[key]
 
 
@@ -598,6 +651,5 @@ def facts_for(ctx, point: Mapping[str, int], kind: str) -> dict[str, TaskFacts]:
             ops = _SEED_OPS[kind]
             seeds = {t.name for t in graph.tasks if summary(graph, t).calls & ops}
             only = ctx.cache[("validity.only", kind)] = closure(graph, seeds)
-        space = space_at(ctx, point)
-        ctx.cache[key] = analyse(graph, point, space.intervals(), only)
+        ctx.cache[key] = analyse(graph, point, scalar_intervals(ctx, point), only)
     return ctx.cache[key]

@@ -43,7 +43,9 @@ def stages_for(candidates: int) -> int:
 def _max_over_points(graph: Graph, task: Task, expr, loops) -> tuple[int, dict]:
     best, where = None, {}
     for point in graph.admissible_points():
-        env = task_env(point, evaluate(task.grid, point), evaluate(graph.ranks, point), graph.scalar_ranges())
+        env = task_env(
+            point, evaluate(task.grid, point), evaluate(graph.ranks, point), graph.scalar_ranges(point)
+        )
         scoped = loop_env(loops, env)
         if scoped is None:
             continue

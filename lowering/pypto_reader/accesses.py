@@ -137,7 +137,7 @@ class AccessMixin:
         self.accesses.append(
             Access(
                 t.root, mode, root, self.dtype(t), self.loop_tuple(), self.cond_tuple(), self.span(node),
-                self.next_order(), peer, opaque,
+                self.next_order(), peer, opaque=opaque,
             )
         )  # fmt: skip
         return len(self.accesses) - 1

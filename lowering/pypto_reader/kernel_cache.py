@@ -443,7 +443,8 @@ class _Summaries:
             a.span,
             a.order,
             self.e(a.peer),
-            a.opaque,
+            name=a.name,
+            opaque=a.opaque,
         )
 
     def signal(self, x: SignalOp) -> SignalOp:

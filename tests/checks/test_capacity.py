@@ -22,6 +22,16 @@ def test_c401_bad_error_warning_and_note():
     assert "(line 44)" in dead.message
 
 
+def test_c401_names_the_point_it_counted_at():
+    bad = RULES / "C401" / "bad_point.dsl"
+    (at_64,) = lint(bad, codes={"C401"})
+    assert (at_64.code, at_64.span.line, at_64.span.col) == ("C401", 17, 36)
+    assert "for 1891 admitted requests (e.g. start_pos=964, num_tokens=64) at T=64:" in at_64.message
+    (at_128,) = lint(bad, overrides={"T": 128}, codes={"C401"})  # the compiled point first, counted there
+    assert "for 7875 admitted requests (e.g. start_pos=900, num_tokens=128) at T=128:" in at_128.message
+    assert lint(RULES / "C401" / "good_point.dsl") == []
+
+
 def test_c402_bad_flags_runtime_dependent_overflows():
     diags = lint(RULES / "C402" / "bad.dsl", codes={"C402"})
     assert triples(diags) == [("C402", 12, 7), ("C402", 23, 24)]
@@ -32,6 +42,15 @@ def test_c402_bad_flags_runtime_dependent_overflows():
     assert "start_pos in 1009..1023; num_tokens in 2..16" in write.message
     assert "this read of 'x' dimension 0 (extent rows) reaches index 15 of extent 15" in read.message
     assert "rows in 1..15" in read.message
+
+
+def test_c402_a_guard_on_block_and_loop_indices_against_a_runtime_extent():
+    # `if block * 16 + r < num_tokens` over x[block * 16 + r] (extent num_tokens): proven in bounds
+    assert lint(RULES / "C402" / "good_scalar_index.dsl") == []
+    (d,) = lint(RULES / "C402" / "bad_scalar_index.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("C402", 11, 44)
+    assert "reaches index 63 of extent 63 for 60 admitted requests" in d.message
+    assert "(num_tokens in 1..15, 17..31, 33..47, 49..63) at T=64" in d.message
 
 
 def test_c403_bad_flags_nested_pipeline_and_wide_vector_tile():

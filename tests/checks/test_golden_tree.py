@@ -234,16 +234,24 @@ def test_reduction_keywords_stay_usable_as_names():
 @pytest.mark.parametrize(
     "declaration",
     [
-        '{"y": {"splits": 4}}',
         '{"y": {"splits": "SPLITS"}}',
         '{"y": {"splits": "SPLITS", "chunks_per_split": 1, "order": "ascending", "dtype": "f32"}}',
         '{"y": {"splits": 1, "chunks_per_split": "SPLITS"}}',  # a flat fold, however it is split
-        '{"y": {"splits": "K // 128"}}',
+        '{"y": {"splits": "K // 128 * SPLITS // 4"}}',
     ],
 )
 def test_matching_declarations_are_silent(tmp_path, declaration):
     src = layer_with_golden(tmp_path, f"REDUCTION_TREES = {declaration}\n")
     assert n203(src) == []
+
+
+@pytest.mark.parametrize("declaration", ['{"y": {"splits": 4}}', '{"y": {"splits": "K // 128"}}'])
+def test_a_count_that_matches_only_the_default_is_reported_at_the_other_values(tmp_path, declaration):
+    # SPLITS in {2, 4, 8}: a golden that states 4 splits is right at the default only
+    src = layer_with_golden(tmp_path, f"REDUCTION_TREES = {declaration}\n")
+    found = n203(src)
+    assert [(d.code, d.span.line) for d in found] == [("N203", 8)]
+    assert found[0].message.endswith("(at SPLITS=2)")
 
 
 @pytest.mark.parametrize(
@@ -273,8 +281,10 @@ def test_differing_declarations_warn(tmp_path, declaration, words):
 
 def test_a_literal_count_does_not_follow_set_but_a_parameter_name_does(tmp_path):
     fixed = layer_with_golden(tmp_path, 'REDUCTION_TREES = {"y": {"splits": 4}}\n')
-    assert n203(fixed) == []
-    assert triples(n203(fixed, {"SPLITS": 8})) == [("N203", 8, 26)]
+    everywhere = n203(fixed)  # every admissible value, not only the default
+    assert len(everywhere) == 1 and everywhere[0].message.endswith("(at SPLITS=2)")
+    at_8 = n203(fixed, {"SPLITS": 8})
+    assert triples(at_8) == [("N203", 8, 26)] and "(at " not in at_8[0].message
     (tmp_path / "g.py").write_text('REDUCTION_TREES = {"y": {"splits": "SPLITS"}}\n')
     assert n203(fixed, {"SPLITS": 8}) == []
 

@@ -19,6 +19,23 @@ def test_d101_flags_waiter_without_notifier_edge():
     assert d.hint == "add `after push` to task wait"
 
 
+def test_a_retire_on_the_own_rank_after_the_wait_is_no_notifier_peers_need():
+    assert lint(RULES / "D101" / "good_retire.dsl") == []
+    # retiring the peer's cell instead: D101 stays quiet, D103 sees the credits undone (verify: deadlock)
+    (d,) = lint(RULES / "D103" / "bad_retire.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("D103", 19, 45)
+    assert "the notifiers deposit 0 per epoch into that cell" in d.message
+
+
+def test_d101_exempts_a_sync_start_cohort_that_notifies_before_it_waits():
+    # without sync_start a block can be parked behind a spinning sibling (verify: deadlock)
+    (d,) = lint(RULES / "D101" / "bad_cohort.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("D101", 17, 45)
+    assert "both notifies and waits on arrived" in d.message
+    # the cohort is placed on idle cores at once: no sibling is parked (verify: complete)
+    assert lint(RULES / "D101" / "good_cohort.dsl") == []
+
+
 # ---------------------------------------------------------------- D106-D109
 def test_d106_names_the_missing_notifier():
     (d,) = mine(RULES / "D106" / "bad.dsl")
@@ -64,3 +81,18 @@ def test_d109_names_both_spinners_and_the_fix():
     assert "wait and meta are unordered blocking waiters on AIV cores" in d.message
     assert "needs push, which can be staged into the pending slot of a core on which meta spins" in d.message
     assert d.hint.startswith("add `after meta` to task wait")
+
+
+def test_d117_a_waiter_of_a_later_round_overtaking_its_own_earlier_instance():
+    (d,) = lint(RULES / "D117" / "bad.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("D117", 13, 3)
+    assert d.message.startswith("meta of round r + 1 can start before its own instance of round r has run")
+    assert "the threshold `epoch` counts every round's notifies on done" in d.message
+    assert d.hint.startswith("add `after prev(meta)` to task meta")
+    assert lint(RULES / "D117" / "good.dsl") == []
+    # the notifier is another task, with a producer of its own
+    (d2,) = lint(RULES / "D117" / "bad_2.dsl")
+    assert (d2.code, d2.span.line, d2.span.col) == ("D117", 15, 3)
+    assert d2.message.startswith("wait of round r + 1 can start before push of round r has run")
+    assert d2.hint.startswith("add `after prev(push)` to task wait")
+    assert lint(RULES / "D117" / "good_2.dsl") == []

@@ -24,12 +24,47 @@ def test_n201_flags_fp32_split_k_atomics():
     assert "sum splits 0..3 in ascending order in a reduce task `after partial`" in d.hint
 
 
+def test_n201_two_adds_onto_an_exact_zero_are_a_note_that_says_why():
+    (d,) = lint(RULES / "N201" / "note_two_adds.dsl")
+    assert (d.code, d.span.line, d.span.col, d.severity.value) == ("N201", 14, 5, "note")
+    assert "exactly two unordered f32 atomic adds (blocks 0, 1) land in y[0:32, 0:16]" in d.message
+    assert "(0 + a) + b equals (0 + b) + a bit for bit" in d.message
+    assert "a third writer into these elements" in d.message
+    # the third unordered writer: an error again
+    (bad,) = lint(RULES / "N201" / "bad_three_adds.dsl")
+    assert (bad.code, bad.span.line, bad.span.col, bad.severity.value) == ("N201", 12, 5, "error")
+    assert "3 unordered writers (blocks 0..2)" in bad.message
+
+
+@pytest.mark.parametrize(
+    "seed, other",
+    [
+        ("y[:, :] = full(f32, [T, N], 1.0)", ""),  # not a zero
+        ("y[:, :] = zeros(f32, [T, N])", "  task early on aiv after seed { y[:, :] += bias[:, :] atomic }\n"),
+        (
+            "y[:, :] = zeros(f32, [T, N])",
+            "  task late on aiv { y[0, 0] = 1.0 }\n",
+        ),  # a write not before the seed
+    ],
+)
+def test_n201_two_adds_stay_an_error_without_an_exact_zero_first(tmp_path, seed, other):
+    src = tmp_path / "two.dsl"
+    src.write_text(
+        "layer two(T = 32, K = 1024, N = 16) {\n  input x: f32[T, K]\n  input w: f32[N, K]\n"
+        f"  input bias: f32[T, N]\n  output y: f32[T, N]\n  task seed on aiv {{ {seed} }}\n{other}"
+        "  task partial spmd(2) on aic after seed {\n    let k0 = block * (K / 2)\n"
+        "    y[:, :] += matmul(x[:, k0 : k0 + K / 2], w[:, k0 : k0 + K / 2], b_trans) atomic\n  }\n}\n"
+    )
+    found = [d for d in lint(src, codes={"N201"})]
+    assert [(d.code, d.severity.value) for d in found] == [("N201", "error")]
+
+
 def test_n201_exempts_integer_atomics_and_ordered_writers(tmp_path):
     src = tmp_path / "ordered.dsl"
     src.write_text(
         "layer o(T = 16, D = 8) {\n  input x: f32[T, D]\n  input c: i32[T, D]\n"
         "  output y: f32[T, D]\n  output n: i32[T, D]\n"
-        "  task zero on aiv { y[:, :] = zeros(f32, [T, D])\n    n[:, :] = zeros(i32, [T, D]) }\n"
+        "  task zero on aiv after prev(b), prev(c) { y[:, :] = zeros(f32, [T, D])\n    n[:, :] = zeros(i32, [T, D]) }\n"
         "  task a on aiv { y[:, :] += x[:, :] atomic }\n"  # one writer per element: deterministic
         "  task b on aiv after a { y[:, :] += x[:, :] atomic }\n"  # ordered after a
         "  task c spmd(4) on aiv { n[:, :] += c[:, :] atomic }\n"  # integer: exact
@@ -108,3 +143,28 @@ def test_n201_flags_float_remote_atomics_from_every_rank(tmp_path):
     diags = lint(src, codes={"N201", "N202"})
     assert triples(diags) == [("N201", 6, 41)]
     assert "4 unordered writers (ranks 0..3)" in diags[0].message
+
+
+def test_n202_a_next_round_seed_not_ordered_after_this_round_adds():
+    (d,) = lint(RULES / "N202" / "bad_rounds.dsl")
+    assert (d.code, d.span.line, d.span.col, d.severity.value) == ("N202", 9, 22, "error")
+    assert d.message.startswith(
+        "zero seeds counts[0:8, 0:1] for the adds of count, but nothing orders it after those of the "
+        "previous round: round r + 1's seed can land while round r's adds still do"
+    )
+    assert d.hint == "add `after prev(count)` to task zero"
+    assert lint(RULES / "N202" / "good_rounds.dsl") == []
+
+
+def test_n202_names_the_last_adders_of_the_previous_round(tmp_path):
+    # the bias add follows the split-K adds (its RMW reads them): ordering after it is enough
+    src = (
+        (RULES / "N201" / "note_two_adds.dsl")
+        .read_text(encoding="utf-8")
+        .replace(" after prev(add_bias)", "")
+    )
+    path = tmp_path / "two.dsl"
+    path.write_text(src, encoding="utf-8")
+    (d,) = [d for d in lint(path) if d.code == "N202"]
+    assert "for the adds of partial and add_bias" in d.message
+    assert d.hint == "add `after prev(add_bias)` to task seed"

@@ -77,6 +77,17 @@ def test_r502_good_fixture_is_clean_and_the_language_cannot_alias():
     assert run_rules(plain, CheckContext(plain), {"R502"}) == []
 
 
+def test_r502_flags_a_call_that_binds_one_tensor_twice_and_r501_leaves_it():
+    (d,) = lint(RULES / "R502" / "bad_call.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("R502", 10, 22)
+    assert d.message.startswith(
+        "WAR through two names of buffer `buf`: the call on line 16 binds it as `c.src`"
+    )
+    assert "c.high writes buf[32:64, 0:16] and c.low reads it" in d.message
+    assert d.hint == "bind distinct tensors in the call, or add `after c.low` to task c.high"
+    assert lint(RULES / "R502" / "good_call.dsl") == []
+
+
 def test_r503_flags_pure_out_read_back_and_unchained_manual_dep_read():
     diags = lint(RULES / "R503" / "bad.dsl")
     assert triples(diags) == [("R503", 12, 27), ("R503", 18, 20)]

@@ -37,3 +37,11 @@ def test_s302_bad_flags_isa_and_order_violations():
 def test_broken_chain_is_reported_once_by_s302_not_again_by_s301():
     diags = lint(RULES / "S302" / "bad.dsl")
     assert {d.code for d in diags} == {"S302"}
+
+
+def test_s302_follows_merge_stages_through_a_body_loop():
+    (d,) = lint(RULES / "S302" / "bad_loop.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("S302", 11, 26)
+    assert "mrgsort(block_len=64) follows sort32+mrgsort(64), whose sorted runs are 128 records" in d.message
+    assert d.hint == "use mrgsort(block_len=256)"
+    assert lint(RULES / "S302" / "good_loop.dsl") == []

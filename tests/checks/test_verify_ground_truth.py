@@ -60,6 +60,13 @@ def nonzero_counts(layer, inputs: list[dict]) -> None:
         per["counts"] = np.arange(1, layer.params["E"] + 1, dtype=np.int32).reshape(-1, 1)
 
 
+def alternating_modes(layer, inputs: list[dict]) -> None:
+    """Mode flags 1, 0, 1, ... : every other block (or every block, for one flag) takes the branch."""
+    for per in inputs:
+        mode = per["mode"]
+        per["mode"] = np.asarray([[1 - i % 2] for i in range(mode.shape[0])], dtype=mode.dtype)
+
+
 @dataclass(frozen=True)
 class Case:
     fixture: str  # under tests/fixtures
@@ -92,6 +99,17 @@ CASES = [
         why=FIFO,
     ),
     Case("rules/D101/good.dsl", "complete", EP2N2),
+    # a layer `if`: the lint reports the branch OVERLAP = 1 selects
+    Case("rules/D101/bad_branch.dsl", "deadlock", {"OVERLAP": 1}),
+    Case("rules/D101/bad_branch.dsl", "complete", rounds=2),  # the default branch is fine
+    Case("rules/D101/good_branch.dsl", "complete", {"OVERLAP": 1}, rounds=2),
+    Case("rules/D101/good_branch.dsl", "complete", rounds=2),
+    # a grid that notifies before it waits: parked siblings deadlock it, a sync_start cohort cannot
+    Case("rules/D101/bad_cohort.dsl", "deadlock", EP2),
+    Case("rules/D101/good_cohort.dsl", "complete", EP2, clusters=2),
+    # a retire of consumed credits: on the own rank after the wait it is safe, on the peer it undoes them
+    Case("rules/D101/good_retire.dsl", "complete", EP2, rounds=2),
+    Case("rules/D103/bad_retire.dsl", "deadlock", EP2, rounds=2),
     Case("rules/D106/bad.dsl", "deadlock", EP2),
     Case("rules/D106/bad_2.dsl", "deadlock", EP2),
     Case("rules/D106/good.dsl", "complete", EP2),
@@ -108,6 +126,11 @@ CASES = [
         heavy=True,
     ),
     Case("rules/D109/good.dsl", "complete", EP2N2, scalars={"moe_epoch": 1}),
+    # rounds that overlap: a later round's waiter overtakes the earlier round's notifier
+    Case("rules/D117/bad.dsl", "deadlock", EP2, rounds=3),
+    Case("rules/D117/good.dsl", "complete", EP2, rounds=3),
+    Case("rules/D117/bad_2.dsl", "deadlock", EP2, rounds=3),
+    Case("rules/D117/good_2.dsl", "complete", EP2, rounds=3),
     # speculation
     Case(
         "rules/D102/bad.dsl",
@@ -162,6 +185,9 @@ CASES = [
     Case("rules/D113/good_clear.dsl", "complete", EP2N2, rounds=2),
     Case("rules/D113/good_retire.dsl", "complete", EP2N2),
     Case("rules/D113/good_window.dsl", "complete", EP2N2, rounds=2),
+    # a Set flag whose writers of two rounds are unordered (bad) or chained with after prev (good)
+    Case("rules/D113/bad_set_rounds.dsl", "deadlock", EP2, rounds=2),
+    Case("rules/D113/good_set_rounds.dsl", "complete", EP2, rounds=3),
     Case(
         "rules/D114/bad.dsl",
         "unreachable",
@@ -173,6 +199,9 @@ CASES = [
     Case("rules/D114/bad_2.dsl", "nondeterminism", EP2),
     Case("rules/D114/bad_3.dsl", "nondeterminism", EP2N2),
     Case("rules/D114/good.dsl", "complete", EP2N2),
+    # a block that stores to its own rank needs no notify; one that stores to a peer does
+    Case("rules/D114/bad_self.dsl", "nondeterminism", EP2),
+    Case("rules/D114/good_self.dsl", "complete", EP2, rounds=2),
     Case(
         "rules/D115/bad.dsl",
         "unreachable",
@@ -190,11 +219,30 @@ CASES = [
     ),
     Case("rules/D115/good.dsl", "complete", EP2),
     Case("rules/D115/good_2.dsl", "complete", {"EP": 2, "BLOCKS": 2}),
+    # a data condition: read by every block alike (good) or per block (bad)
+    Case("rules/D115/bad_uniform.dsl", "deadlock", {"BLOCKS": 2}, inputs=alternating_modes),
+    Case("rules/D115/good_uniform.dsl", "complete", {"BLOCKS": 2}, inputs=alternating_modes),
+    # root/leaf: every rank paced (good), the leaves paced by nothing (bad)
+    Case("rules/D115/good_root_leaf.dsl", "complete", EP2, rounds=2),
+    Case("rules/D115/bad_root_leaf.dsl", "nondeterminism", EP2, rounds=2),
     Case("rules/D116/bad.dsl", "deadlock", {"EP": 2, "CHUNKS": 2}, rounds=2),
     Case("rules/D116/good.dsl", "complete", {"EP": 2, "CHUNKS": 2}),
     # numerics: FP32 atomics race only where two AIC cores run the split blocks at once
     Case("rules/N201/bad.dsl", "nondeterminism", {"SPLITS": 4}, clusters=2),
     Case("rules/N201/good.dsl", "complete", {"SPLITS": 4}, clusters=2),
+    Case("rules/N201/bad_split.dsl", "nondeterminism", {"SPLITS": 4}, clusters=2),  # reported at SPLITS=4
+    Case("rules/N201/bad_split.dsl", "complete", clusters=2),  # one block at the default
+    Case("rules/N201/good_split.dsl", "complete", {"SPLITS": 4}, clusters=2),
+    Case("rules/N201/note_two_adds.dsl", "complete", clusters=2),  # the note: two adds onto zero commute
+    Case("rules/N201/note_two_adds.dsl", "complete", rounds=3, clusters=2),  # seed after prev(add_bias)
+    Case("rules/N201/bad_three_adds.dsl", "nondeterminism", clusters=2),
+    # races: overlapping block writes at another admissible stride
+    Case("rules/R505/bad_stride.dsl", "nondeterminism", {"STRIDE": 8}),
+    Case("rules/R505/bad_stride.dsl", "complete"),
+    Case("rules/R505/good_stride.dsl", "complete", {"STRIDE": 8}),
+    # aliasing through a call that binds one tensor twice
+    Case("rules/R502/bad_call.dsl", "nondeterminism"),
+    Case("rules/R502/good_call.dsl", "complete", rounds=2),
     Case(
         "rules/N202/bad.dsl",
         "unreachable",
@@ -204,6 +252,10 @@ CASES = [
         why="tensors start at zero, and a zeroing after the adds wipes them in every schedule alike",
     ),
     Case("rules/N202/good.dsl", "complete", clusters=2),
+    # a seed of the next round that nothing orders after this round's adds
+    Case("rules/N202/bad_rounds.dsl", "nondeterminism", rounds=2),
+    Case("rules/N202/good_rounds.dsl", "complete", rounds=3),
+    Case("rules/N202/good.dsl", "complete", rounds=2, clusters=2),
     Case(
         "rules/N203/bad.dsl",
         "unreachable",

@@ -62,15 +62,15 @@ def pin_rules(monkeypatch, codes: frozenset[str] = frozenset({"D101"})) -> None:
     """Run only these rules in ``dslc check``: the tests are about the CLI, and rules added
     later must not change their expected output. Selection, suppression and reporting still
     run as usual on what the rules find."""
-    import dsl.driver.session
+    import dsl.driver.coverage
 
-    real = dsl.driver.session.run_rules
+    real = dsl.driver.coverage.run_rules
 
     def pinned(graph, ctx, selected=None):
         chosen = set(codes) if selected is None else set(codes) & set(selected)
         return real(graph, ctx, chosen)
 
-    monkeypatch.setattr(dsl.driver.session, "run_rules", pinned)
+    monkeypatch.setattr(dsl.driver.coverage, "run_rules", pinned)
 
 
 def workspace(tmp_path: Path, monkeypatch, pyproject: str = "") -> Path:

@@ -286,10 +286,10 @@ def test_fail_on_warning_and_note(tmp_path, monkeypatch, capsys):
 
 
 def test_fail_on_note_counts_notes(good, monkeypatch, capsys):
-    import dsl.driver.session
+    import dsl.driver.coverage
 
     note = Diagnostic("D101", "just so you know", Span(str(good), 24, 3), Severity.NOTE)
-    monkeypatch.setattr(dsl.driver.session, "run_rules", lambda graph, ctx, codes=None: [note])
+    monkeypatch.setattr(dsl.driver.coverage, "run_rules", lambda graph, ctx, codes=None: [note])
     assert run(capsys, "check", good).rc == 0
     assert run(capsys, "check", good, "--fail-on", "warning").rc == 0
     r = run(capsys, "check", good, "--fail-on", "note")
@@ -324,12 +324,12 @@ def test_usage_errors_exit_2_with_e104_and_no_traceback(bad, capsys, argv, messa
 
 
 def test_internal_error_in_a_rule_exits_2_without_traceback(good, monkeypatch, capsys):
-    import dsl.driver.session
+    import dsl.driver.coverage
 
     def boom(graph, ctx, codes=None):
         raise RuntimeError("rule exploded")
 
-    monkeypatch.setattr(dsl.driver.session, "run_rules", boom)
+    monkeypatch.setattr(dsl.driver.coverage, "run_rules", boom)
     r = run(capsys, "check", good, internal_ok=True)
     assert r.rc == 2
     assert r.err == (

@@ -163,11 +163,12 @@ def test_the_simulator_memory_limit_is_configurable(tmp_path, capsys, monkeypatc
 
 
 def test_run_lints_first_and_no_lint_skips_it(capsys):
-    """A layer with a lint error used to run `ok`; the handshake fixture has a D101."""
+    """A layer with lint errors used to run `ok`; the handshake fixture has a D101 and, across
+    rounds, a D117."""
     layer = ROOT / "tests" / "fixtures" / "run" / "handshake_pre.dsl"
     code, out, err = run(capsys, "run", str(layer))
-    assert code == 1 and ": D101 " in out and "running" not in out
-    assert "not run: the lint found 1 error(s); fix them, or run anyway with --no-lint" in err
+    assert code == 1 and ": D101 " in out and ": D117 " in out and "running" not in out
+    assert "not run: the lint found 2 error(s); fix them, or run anyway with --no-lint" in err
     code, out, _ = run(capsys, "run", str(layer), "--no-lint", "--no-validate")
     assert code == 0 and out.startswith("running ")
 

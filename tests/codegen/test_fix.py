@@ -35,7 +35,8 @@ def test_fix_adds_the_missing_handshake_edge(tmp_path, capsys):
     out = capsys.readouterr().out
     assert (
         "-  task wait on aiv early_resolve {" in out
-        and "+  task wait after push on aiv early_resolve {" in out
+        # D101's edge and D117's edge across rounds, in one `after` list
+        and "+  task wait on aiv early_resolve after push, prev(push) {" in out
     )
     assert path.read_text() == before
     assert main(["fix", "--write", str(path)]) == 0
@@ -66,7 +67,7 @@ def test_unprovable_atomic_is_left_with_a_reason():
     src = (
         (RUN / "hc_linear_atomic.dsl")
         .read_text()
-        .replace("task seed on aiv { mixes[:, :] = zeros(f32, [T, MIX]) }", "")
+        .replace("task seed on aiv after prev(linear) { mixes[:, :] = zeros(f32, [T, MIX]) }", "")
     )
     src = src.replace(" after seed", "")
     text, notes = fix_text(src, "x.dsl")
@@ -80,3 +81,14 @@ def test_write_is_atomic_and_keeps_the_file_on_errors(tmp_path):
     assert main(["fix", "--write", str(path)]) == 2
     assert path.read_text() == "layer a( {"
     assert [p.name for p in tmp_path.iterdir()] == ["bad.dsl"]
+
+
+def test_fix_orders_the_next_round_seed_after_this_round_adds(tmp_path):
+    rules = RUN.parent / "rules" / "N202"
+    path = tmp_path / "hist.dsl"
+    shutil.copy(rules / "bad_rounds.dsl", path)
+    assert _codes(path, ("N202",)) == ["N202"]
+    assert main(["fix", "--write", str(path)]) == 0
+    assert _codes(path, ("N202",)) == []
+    body = path.read_text().splitlines()[4:]
+    assert body == (rules / "good_rounds.dsl").read_text().splitlines()[3:]

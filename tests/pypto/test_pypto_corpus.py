@@ -56,7 +56,12 @@ def test_split_k_atomic_sites_are_n201(rel):
     assert [d.message for d in found if d.code == "P004"] == []
     sites = {(d.span.line, d.span.col) for d in found if d.code == "N201"}
     assert len(sites) == SPLIT_K_SITES[rel], sorted(sites)
-    assert all("with an atomic add" in d.message for d in found)
+    # a site where exactly two adds land on an exact zero is N201's note (issue 12): it says why
+    # the order cannot show today and what would make it show
+    assert all(
+        "with an atomic add" in d.message or "exactly two unordered f32 atomic adds" in d.message
+        for d in found
+    )
 
 
 # every rule on the smaller files (the large ones are bench/bench_corpus.py's)

@@ -46,6 +46,13 @@ so neither the guard nor the capacity can drift from it:
 
     const PREFILL_SPARSE_PAD = derived(WIN + emitted(cmp_indices))     # 640 at mtp
     guard WIN + emitted(cmp_indices) <= PREFILL_SPARSE_PAD
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, the compiled point first (the
+points are thinned to extremes and a spread beyond 4,096); per point every admitted request,
+exactly up to 2M combinations of the runtime scalars, sampled beyond (the message says so).
+Rounds: not round-dependent: one request at a time.
 """
 
 from __future__ import annotations
@@ -57,6 +64,7 @@ import numpy as np
 
 from lowering.checks.capacity.emission import constants, cuts, emissions
 from lowering.checks.extents import derived_values, named_value, point_text, ranges_text, veval
+from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import space_at
 from lowering.ir import Graph, Guard
@@ -68,13 +76,14 @@ NAME = "capacity_not_derived_from_producer"
 FAMILY = "capacity"
 SEVERITY = "error"
 SUMMARY = "a capacity or host guard is not derived from what the producer emits"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     if not any(t.ops & {"valid", "fillpad"} for t in graph.tasks):
         return  # no producer declares what it emits
     reported: set[tuple] = set()
-    for point in graph.admissible_points():
+    for point in own_point_first(graph):
         for d in _at(graph, ctx, point):
             key = (d.span, d.severity)
             if key not in reported:

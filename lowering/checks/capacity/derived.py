@@ -90,8 +90,7 @@ def derive_capacities(
     key = _key(ranged)
     if key(current) not in {key(p) for p in points}:
         points.append(current)
-    intervals = graph.scalar_ranges()
-    facts = {key(p): analyse(graph, p, intervals) for p in points}
+    facts = {key(p): analyse(graph, p, graph.scalar_ranges(p)) for p in points}
     named = [*graph.params, *graph.consts]
     positive = frozenset(n for n in named if all(p.get(n, 0) > 0 for p in points))
 
@@ -204,7 +203,7 @@ def _derive(graph: Graph, p: PendingConst, expr: Expr, env: Mapping[str, int]) -
             f"derived(...) depends on runtime scalar {unbounded[0]!r}, which has no range (`in lo..hi`)"
         )
     if space.thinned:  # too many requests to enumerate: the interval bound (sound, guards ignored)
-        ranges = graph.scalar_ranges()
+        ranges = graph.scalar_ranges(env)
         _, hi = vbounds(expr, {**env, **ranges})
         return int(hi)
     accepted = space.accepted

@@ -51,6 +51,12 @@ the trap: each stage is a full copy of the loop body's tiles, and nesting multip
     for nb in range(N / 128) {                             # double-buffer only the inner loop
       for kb in pipeline(K / 512, stages = 2) { ... }      # 2 x 192 KiB = 384 KiB of Mat
     }
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned to the extremes and a
+spread beyond 256 points.
+Rounds: not round-dependent.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ from dataclasses import dataclass
 from lowering import body as ir
 from lowering.checks.extents import point_text, points_text
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import space_at
+from lowering.checks.validity import scalar_intervals
 from lowering.ir import DTYPE_BYTES, Graph, Task
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import EvalError, bounds
@@ -71,6 +77,7 @@ NAME = "on_chip_footprint_exceeded"
 FAMILY = "capacity"
 SEVERITY = "error"
 SUMMARY = "a task's on-chip tiles (times pipeline stages) exceed the core's UB/L1/L0C"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 CAPACITY = {"Vec": 196608, "Mat": 524288, "Acc": 131072}
 MEMORY = {"Vec": "UB", "Mat": "L1", "Acc": "L0C"}
@@ -298,7 +305,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     uses: dict[str, tuple[set[str], set[str]]] = {}  # per task, the same at every point
     memo: dict[str, tuple[tuple, tuple, tuple[dict, dict]]] = {}
     for point in graph.admissible_points(limit=MAX_POINTS):
-        scalars = space_at(ctx, point).intervals()
+        scalars = scalar_intervals(ctx, point)
         for task in graph.tasks:
             try:
                 blocks = int(bounds(task.grid, point)[1])

@@ -36,6 +36,14 @@ ordered the waiter "after most of the expert grid but not all".
 rounds): the push tasks have no producer, so they are queued before the waiter and always get
 slots first, and the waiter's threshold counts every push's notify, so it cannot release early.
 The unjoined order becomes a hang when the pushes are released with (or after) the waiter.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

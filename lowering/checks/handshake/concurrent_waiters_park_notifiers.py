@@ -36,6 +36,15 @@ pypto-lib #1208/#1213, after the dispatch handshake itself had been fixed.
 (``wait@r0 -> push@r1 -> meta@r1 -> meta@r0``): a round's meta and wait park what the other
 needs. In one round it cannot: meta is queued with the push grid and gets a slot before the
 wait, which only becomes ready after the pushes.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points); the notifiers a wait needs are gathered over
+every admissible point.
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -22,18 +22,25 @@ _UNITS = {"aic": frozenset({"aic"}), "aiv": frozenset({"aiv"}), "mix": frozenset
 
 
 def needed_notifiers(graph: Graph, waiter: Task, wait: SignalOp, env: dict[str, int]) -> set[str]:
-    """Tasks whose notifies can feed the cells ``wait`` spins on (all notifiers if unsure)."""
+    """Tasks whose notifies can feed the cells ``wait`` spins on (all notifiers if unsure).
+
+    Only credits feed a wait: a notify that adds a negative value (the retire of consumed
+    credits, ``notify got[q] @ rank += -N``) or a zero-write clear takes a cell down, and no
+    wait needs it to run. Set notifies other than clears may raise a cell and count."""
     candidates = notifiers_of(graph, wait.signal)
     try:
         cells = {cell for (rank, cell) in waited_cells(graph, waiter, wait, env) if rank == 0}
         needed = set()
         for task, op in candidates:
+            if _is_clear(op):
+                continue
             counts = notify_counts(graph, task, op, env)
-            if any(dst == 0 and cell in cells for (_src, dst, cell) in counts):
+            credit = op.op == "set" or any(v > 0 for v in counts.values())
+            if credit and any(dst == 0 and cell in cells for (_src, dst, cell) in counts):
                 needed.add(task.name)
         return needed
     except NotCountable:
-        return {task.name for task, _ in candidates}
+        return {task.name for task, op in candidates if not _is_clear(op)}
 
 
 def waiters(graph: Graph) -> list[Task]:
@@ -107,10 +114,12 @@ def need(graph: Graph, ctx: CheckContext, waiter: Task) -> set[str]:
 
 
 def self_exempt(task: Task, signal: str) -> bool:
-    """A single-block task whose notifies on ``signal`` all come before its first wait (R1)."""
+    """Its notifies on ``signal`` all come before its first wait, and no block of it can be
+    parked behind a spinning sibling: a single block, or a ``sync_start`` cohort, which the
+    runtime places on idle cores all at once (R1)."""
     notifies = [s.order for s in task.notifies if s.signal == signal]
     waits = [s.order for s in task.waits if s.signal == signal]
-    return task.blocks == 1 and bool(notifies) and max(notifies) < min(waits)
+    return (task.blocks == 1 or task.sync_start) and bool(notifies) and max(notifies) < min(waits)
 
 
 def shares_cores(a: Task, b: Task) -> bool:

@@ -34,6 +34,14 @@ front of them needs: the comment in the MoE code that made every wait `deps=[pus
 ``dslc verify`` finds a schedule-dependent result in ``bad.dsl`` at EP 2: the unanchored
 handshake can notify before the push grid has stored, and the readers it releases see the
 window half written. ``good.dsl`` verifies complete.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

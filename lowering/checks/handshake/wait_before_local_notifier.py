@@ -6,7 +6,11 @@ A task that spins in ``wait sig[i] >= e`` while some task that notifies ``sig`` 
 of its ancestors in the local graph (explicit ``after`` or an inferred edge). Every rank
 runs the same graph, so the notifier a peer is waiting for is, on that peer, the task of the
 same name: its ordering is checked here, on the local graph (seed-bugs.md §2.5, rule R1).
-A single-block task that notifies before it waits is exempt.
+Only credits are needed: a notify that adds a negative value -- the retire of consumed
+credits on one's own rank after the wait, ``notify got[q] @ rank += -N`` -- or a zero-write
+clear takes a cell down, and no wait needs it to run. A task that notifies before it waits is exempt when no block of it can be parked behind a
+spinning sibling: a single block, or a ``sync_start`` grid (the runtime places every block
+of the cohort on an idle core at once; a cohort larger than the device is O602).
 
 ## Why it breaks on the device
 
@@ -38,6 +42,14 @@ producer: both are ready when submitted and enter the FIFO AIV queue in program 
 push block takes a slot before the waiter, and verify proves ``bad.dsl`` deadlock-free at EP 2
 (N_LOCAL 2, 2 rounds). The finding stands - one common producer, or a queue race the runtime
 model does not have, is enough to hang it.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round: the order within a round (a later round overtaking an earlier one is D117).
 """
 
 from __future__ import annotations
@@ -45,9 +57,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks import describe
-from lowering.checks.handshake.need import same_epoch_notifiers
+from lowering.checks.handshake.need import same_epoch_notifiers, self_exempt
 from lowering.checks.rule import CheckContext, finding
-from lowering.ir import Graph, Task
+from lowering.ir import Graph
 from lowering.source import Diagnostic
 
 CODE = "D101"
@@ -55,12 +67,6 @@ NAME = "wait_before_local_notifier"
 FAMILY = "handshake"
 SEVERITY = "error"
 SUMMARY = "a blocking wait is not ordered after the local notifier its peers need"
-
-
-def _self_exempt(task: Task, signal: str) -> bool:
-    notifies = [s.order for s in task.notifies if s.signal == signal]
-    waits = [s.order for s in task.waits if s.signal == signal]
-    return task.blocks == 1 and bool(notifies) and max(notifies) < min(waits)
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
@@ -73,7 +79,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     continue
                 notifier = graph.task(name)
                 if name == waiter.name:
-                    if _self_exempt(waiter, wait.signal):
+                    if self_exempt(waiter, wait.signal):
                         continue
                     reported.add(name)
                     yield finding(

@@ -30,6 +30,12 @@ see: suppress the finding and say who notifies.
       for peer in range(EP) { if peer != rank { notify ready[rank] @ peer += 1 } }
       for src in range(EP) { if src != rank { wait ready[src] >= epoch } }
     }
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, grouped by the values the waits'
+cells and the notifiers depend on, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ NAME = "wait_without_notifier"
 FAMILY = "handshake"
 SEVERITY = "warning"
 SUMMARY = "a blocking wait on a signal or cell that no task of the graph notifies"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _cell_text(signal: str, cell: tuple[int, ...]) -> str:

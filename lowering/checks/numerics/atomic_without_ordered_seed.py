@@ -17,6 +17,13 @@ orchestration path, is a performance matter, not a correctness one, pypto-lib #8
 Only writes whose region is known exactly count as a seed; an atomic whose target depends
 on data must be covered over the whole extent it may hit.
 
+**Across rounds.** A seed ordered before this round's adds must also be ordered after the
+previous round's: a plain write takes no edge on the previous writer and the runtime adds none
+between rounds, so round r + 1's zeroing can land while round r's adds still do. The finding
+sits on the seed and names the adds it can overtake; the hint is `after prev(t)` for the last of
+them (docs/language.md, "Ordering rounds"), which orders the others too
+(`tests/fixtures/rules/N202/bad_rounds.dsl`, `good_rounds.dsl`).
+
 ## Why it breaks on the device
 
 An atomic add is a read-modify-write of whatever the buffer holds. Without a seed, the
@@ -42,6 +49,17 @@ task precisely so that the atomics' own edge orders it (#823, #829).
 Tensors start at zero in the simulator, so the histogram nothing zeroes sums correctly, and
 the zeroing that runs after the adds wipes them in every schedule alike: ``dslc verify`` proves
 ``bad.dsl`` deterministic (2 clusters). The finding is about memory a previous user left.
+``bad_rounds.dsl`` gives two schedules with different counts at 2 rounds; ``good_rounds.dsl``
+(and ``good.dsl``, whose zeroing is `after prev(count)`) verify complete at 3.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: the adds of one round against its seeds, and each seed against the previous round's
+adds (what the tensor edges carried over and `after prev(...)` order, `lowering.checks.rounds`).
 """
 
 from __future__ import annotations
@@ -50,6 +68,7 @@ from collections.abc import Iterator
 
 from lowering.checks.access_instances import Hit, Region, distinct, hits, region_text
 from lowering.checks.index import BoxIndex, accesses_of
+from lowering.checks.rounds import ordered_before
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Access, Graph, Task
 from lowering.source import Diagnostic
@@ -140,6 +159,51 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 if missing:
                     yield _finding(graph, ctx, task, a, h, missing[0], writes)
                     break
+    yield from _next_round_seeds(graph, ctx, cache)
+
+
+def _next_round_seeds(graph: Graph, ctx: CheckContext, cache: dict) -> Iterator[Diagnostic]:
+    """A seed of round r + 1 that nothing orders after round r's adds into what it zeroes
+    (a pure write takes no edge on the previous writer; the runtime adds none between rounds)."""
+    reported: set = set()
+    for tensor, (_writes, seed_hits, _index) in cache.items():
+        adders = [(t, a) for t, a in accesses_of(graph, tensor) if a.mode == "atomic" and a.peer is None]
+        for seed_task, s in seed_hits:
+            if s.access.span in reported:
+                continue
+            earlier = ordered_before(graph, ctx, seed_task.name)
+            late = [
+                task
+                for task, a in adders
+                if earlier.first_gap(task.name) == 1  # round r's adds may still land
+                and (task.name == seed_task.name or ctx.reach.before(seed_task.name, task.name))
+                and any(_meets(s.region, h.region) for h in distinct(hits(graph, task, a), key=_block))
+            ]
+            if late:
+                reported.add(s.access.span)
+                yield _round_finding(ctx, seed_task, s, list({t.name: t for t in late}.values()))
+
+
+def _meets(a: Region, b: Region) -> bool:
+    return all(min(x[1], y[1]) > max(x[0], y[0]) for x, y in zip(a, b, strict=True))
+
+
+def _round_finding(ctx: CheckContext, seed_task: Task, s: Hit, late: list[Task]) -> Diagnostic:
+    where = s.access.tensor + region_text(s.region)
+    adders = " and ".join(t.name for t in late)
+    # ordering the seed after the last adders orders it after the others too
+    last = [t.name for t in late if not any(t.name in ctx.ancestors[o.name] for o in late if o is not t)]
+    return finding(
+        CODE,
+        SEVERITY,
+        s.access.span,
+        f"{seed_task.name} seeds {where} for the adds of {adders}, but nothing orders it after "
+        f"those of the previous round: round r + 1's seed can land while round r's adds still do (a "
+        f"plain write takes no edge on the previous writer, and the runtime adds none between "
+        f"rounds), so round r loses the sums it wiped or round r + 1 keeps round r's late adds",
+        fix=f"add `after {', '.join(f'prev({n})' for n in last)}` to task {seed_task.name}",
+        data=(("task", seed_task.name), ("add_after", f"prev({last[0]})")) if len(last) == 1 else (),
+    )
 
 
 def _finding(

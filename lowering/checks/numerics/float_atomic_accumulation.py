@@ -12,6 +12,15 @@ and associative), and so are signal counters (seed-bugs.md §4.4, R4).
 Executions whose target depends on data (a scatter through `read(...)`) are taken to hit
 the whole extent of that dimension, and the message says "up to".
 
+**Two adds onto an exact zero are a note, not an error.** When exactly two unordered adds
+are the first to land in some elements, onto an exact zero (a `zeros(...)` or `full(..., 0)`
+store ordered before both, or a PyPTO `init_value=0` buffer) that no other write can replace
+in between, and every other add into them is ordered after both, the result is the same bit
+for bit in either order: (0 + a) + b and (0 + b) + a both round a + b once. The note says
+why it is safe today and what makes it unsafe: a third unordered writer, an add ordered
+between the seed and the two, or a seed that is not exactly zero
+(`tests/fixtures/rules/N201/note_two_adds.dsl`, `bad_three_adds.dsl`).
+
 ## Why it breaks on the device
 
 A hardware atomic add applies the adds in the order the blocks finish: ((0 + p_a) + p_b)
@@ -39,6 +48,15 @@ single run fails its tolerance, so tests do not see it.
       for s in range(1, LINEAR_OK) { total = total + mixes_partials[s * T + t0 : s * T + t0 + 16, :] }
       mixes_raw[t0 : t0 + 16, :] = total                        # ascending split order, every run
     }
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round: adds of two rounds are ordered by the tensor map (an atomic add is a
+read-modify-write).
 """
 
 from __future__ import annotations
@@ -53,7 +71,10 @@ from lowering.checks.access_instances import (
     hits_ordered,
     intersection_text,
     overlapping_pairs,
+    regions_meet,
 )
+from lowering.checks.bodies import zero_stores
+from lowering.checks.index import accesses_of
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import FLOAT_DTYPES, Access, Graph, Task
 from lowering.source import Diagnostic
@@ -94,7 +115,80 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             worst = max(mine, key=lambda i: len(partners.get(i, ())), default=None)
             if worst is None or not partners.get(worst):
                 continue
-            yield _finding(graph, task, a, all_hits[worst], [all_hits[j] for j in sorted(partners[worst])])
+            others = [all_hits[j] for j in sorted(partners[worst])]
+            pairs = [(all_hits[i], all_hits[j]) for i in mine for j in partners.get(i, ())]
+            safe = all(len(partners[i]) == 1 for i in mine if i in partners) and all(
+                len(partners[j]) == 1 for i in mine for j in partners.get(i, ())
+            )
+            if safe and all(_two_adds_on_zero(graph, ctx, sites, x, y) for x, y in pairs):
+                yield _two_writers_note(graph, task, a, all_hits[worst], others[0])
+                continue
+            yield _finding(graph, task, a, all_hits[worst], others)
+
+
+def _two_adds_on_zero(graph: Graph, ctx: CheckContext, sites, x: Hit, y: Hit) -> bool:
+    """Whether the unordered adds ``x`` and ``y`` are the first two into the elements they share,
+    onto an exact zero written by a seed ordered before both, and every other add into those
+    elements is ordered after both: then (0 + a) + b == (0 + b) + a, and the rest adds in order."""
+    if not (x.exact and y.exact and not x.maybe and not y.maybe) or x.rank != y.rank:
+        return False
+    tensor = graph.tensors[x.access.tensor]
+    if tensor.kind not in ("output", "scratch"):
+        return False  # an inout starts from the caller's values: (c + a) + b is not (c + b) + a
+    both = tuple((max(p[0], q[0]), min(p[1], q[1]), 1) for p, q in zip(x.region, y.region, strict=True))
+    anc = ctx.ancestors
+    for task, a in sites:
+        for h in hits(graph, task, a):
+            if h.rank != x.rank or not regions_meet(h.region, both) or _writer(h) in (_writer(x), _writer(y)):
+                continue
+            if h.task in (x.task, y.task) or x.task not in anc[h.task] or y.task not in anc[h.task]:
+                return False
+    if tensor.init_value == 0 and not any(w.mode == "write" for _t, w in accesses_of(graph, tensor.name)):
+        return True  # zeroed when it is created (PyPTO init_value=0)
+    for seeder, w in accesses_of(graph, tensor.name):
+        if w.mode != "write" or not (seeder.name in anc[x.task] and seeder.name in anc[y.task]):
+            continue
+        if not any(s.span == w.span or _within(w.span, s.span) for s in zero_stores(seeder)):
+            continue
+        if any(h.exact and not h.maybe and _covers(h.region, both) for h in hits(graph, seeder, w)):
+            return _only_seed(graph, ctx, tensor.name, seeder, both)
+    return False
+
+
+def _only_seed(graph: Graph, ctx: CheckContext, tensor: str, seeder: Task, both) -> bool:
+    """Every other plain write into those elements is ordered before the seed."""
+    before_seed = ctx.ancestors[seeder.name]
+    for t, w in accesses_of(graph, tensor):
+        if w.mode == "write" and t.name != seeder.name and t.name not in before_seed:
+            if any(regions_meet(h.region, both) for h in hits(graph, t, w)):
+                return False
+    return True
+
+
+def _within(inner, outer) -> bool:
+    return (outer.line, outer.col) <= (inner.line, inner.col) and (inner.end_line, inner.end_col) <= (
+        outer.end_line,
+        outer.end_col,
+    )
+
+
+def _covers(outer, inner) -> bool:
+    return all(o[2] == 1 and o[0] <= i[0] and i[1] <= o[1] for o, i in zip(outer, inner, strict=True))
+
+
+def _two_writers_note(graph: Graph, task: Task, a: Access, h: Hit, other: Hit) -> Diagnostic:
+    where = a.tensor + intersection_text(h.region, other.region)
+    return finding(
+        CODE,
+        "note",
+        a.span,
+        f"{task.name} ({describe.grid(task)}): exactly two unordered {graph.tensors[a.tensor].dtype} atomic adds "
+        f"({_who([h, other])}) land in {where}, onto an exact zero seed ordered before both: (0 + a) + b "
+        f"equals (0 + b) + a bit for bit, so today the result does not depend on which finishes first; a "
+        f"third writer into these elements, an add ordered between the seed and them, or a seed that is "
+        f"not an exact zero makes the sum order-dependent",
+        fix=f"keep it to two writers, or write per-split partials and sum them in a reduce task `after {task.name}`",
+    )
 
 
 def _finding(graph: Graph, task: Task, a: Access, h: Hit, others: list[Hit]) -> Diagnostic:

@@ -77,6 +77,15 @@ right under `--set`.
 ``dslc verify`` proves the kernels deterministic and their outputs within the golden's
 tolerances in every schedule: the finding is about the bits the tolerances hide, not a
 schedule-dependent result.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points); counts in the golden are evaluated at each
+point.
+Rounds: not round-dependent.
 """
 
 from __future__ import annotations

@@ -30,6 +30,14 @@ picked token 0. The bug needs extreme inputs, so it never shows in tests with ra
 
 The sentinel is wrong only for data below it: with the fixture's inputs ``dslc verify``
 finds every schedule gives the same result. The finding is about data, not schedules.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: not round-dependent.
 """
 
 from __future__ import annotations

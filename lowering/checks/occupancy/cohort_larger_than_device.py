@@ -22,6 +22,11 @@ on a2a3), and grids derived from a parameter fail only at its large values.
 ## Use instead
 
     task hc_pre_fused spmd(24) on mix sync_start { ... }   # and stride the work over `block`
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ NAME = "cohort_larger_than_device"
 FAMILY = "occupancy"
 SEVERITY = "error"
 SUMMARY = "a sync_start grid is larger than the cores of its shape on the device"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:

@@ -27,6 +27,11 @@ occupancy.
 
     task hc_pre_fused spmd(24) on mix sync_start early_resolve { ...; barrier; ... }
     # or, at partial occupancy: barrier soft
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ NAME = "hard_barrier_without_full_occupancy"
 FAMILY = "occupancy"
 SEVERITY = "error"
 SUMMARY = "a hard barrier in a task that is not a sync_start cohort of exactly the device's cores"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def unit(task: Task) -> str:

@@ -34,6 +34,14 @@ rank 0 waits for rank 1's chunk 0, which waits behind rank 1's chunk 1, which wa
     task exchange spmd(CHUNKS) on aiv sync_start after publish {       # one grid, all blocks co-resident
       for src in range(EP) { if src != rank { wait ready[block, src] >= epoch } }
     }
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -28,9 +28,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from lowering.body import CallV, FloatV, IntV, RemoteStoreS, nested_stmts
+from lowering.body import RemoteStoreS, nested_stmts
 from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
+from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable, run
 from lowering.ir import Access, Graph, SignalOp, Task
@@ -56,14 +57,7 @@ def _key(env: dict[str, int]) -> tuple:
 
 def points(graph: Graph, limit: int = POINT_LIMIT) -> Iterator[dict[str, int]]:
     """The default point first, then every other admissible point."""
-    default = graph.env()
-    yield default
-    seen = {_key(default)}
-    for env in graph.admissible_points(limit=limit):
-        k = _key(env)
-        if k not in seen:
-            seen.add(k)
-            yield env
+    return own_point_first(graph, limit)
 
 
 def point_label(graph: Graph, env: dict[str, int]) -> str:
@@ -292,10 +286,13 @@ def analyse_wait(
         for d in by_cell.get((rank, cell), ()):
             net += d.value
             credits += max(d.value, 0)
-            where = rel.get((d.task, d.op.order))
-            if where is None:
-                where = relation(ctx, d.task, d.op.order, task.name, wait.order)
-                rel[(d.task, d.op.order)] = where
+            if d.src != rank:
+                where = "unordered"  # a peer's execution: nothing local orders it after this wait
+            else:
+                where = rel.get((d.task, d.op.order))
+                if where is None:
+                    where = relation(ctx, d.task, d.op.order, task.name, wait.order)
+                    rel[(d.task, d.op.order)] = where
             if where != "after":
                 prefix += d.value
                 contributors.setdefault(d.task, []).append(d)
@@ -383,17 +380,3 @@ def remote_store_of(task: Task, access: Access) -> RemoteStoreS | None:
         if isinstance(s, RemoteStoreS) and s.tensor == access.tensor and contains(s.span, access.span):
             return s
     return None
-
-
-def is_zero(value) -> bool:
-    """``0``, ``0.0``, ``zeros(...)`` or ``full(..., 0)``."""
-    if isinstance(value, IntV):
-        return value.expr == Const(0)
-    if isinstance(value, FloatV):
-        return value.value == 0.0
-    if isinstance(value, CallV):
-        if value.op == "zeros":
-            return True
-        if value.op == "full" and len(value.args) == 3:
-            return is_zero(value.args[2])
-    return False

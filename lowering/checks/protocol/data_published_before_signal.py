@@ -14,7 +14,9 @@ dslc accepts two ways (seed-bugs.md §8.1, rule R11):
 - **a copy in the same block**: the store is a plain copy of a tensor region
   (``remote_store win[..] @ p = x[..]``, lowered to a single-shot put that completes before
   the next statement), the notify comes after it in program order, and every block that
-  stores also notifies.
+  stores into a peer's window also notifies. A block whose store goes to its own rank
+  (``@ block`` with ``block == rank``) needs no notify when the local reader descends from the
+  storing task: the task edges publish it (``if block != rank { notify ... @ block }``).
 
 It reports the other cases: a ``remote_store`` of a computed value (a local tile, an op
 result, a scalar such as a route index) or an atomic ``+=`` remote store followed by a notify in the same task (TSTORE does not drain
@@ -55,6 +57,14 @@ In the simulator a store lands when the kernel executes it, so a tile still in f
 its notify goes out (``bad.dsl``) cannot be observed and ``dslc verify`` proves it race-free;
 ``bad_2.dsl`` and ``bad_3.dsl``, whose notify is not ordered after other tasks' or blocks'
 stores, give counterexamples (a reader sees the window before the rows land).
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -67,7 +77,7 @@ from lowering.body import LoadV, ScalarType
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.signals import executors
+from lowering.checks.signals import executors, run
 from lowering.ir import Access, Graph, SignalOp, Task
 from lowering.source import Diagnostic
 from lowering.symbolic import RANK, EvalError, Sym, evaluate
@@ -103,7 +113,7 @@ def _boxes(graph: Graph, task: Task, access: Access, env: dict) -> Iterator[tupl
     """(rank, peer or None when it depends on data, index box) of every instance of ``access``."""
     dims = graph.tensors[access.tensor].dims
     for n, (scoped, rank, _block) in enumerate(
-        counting.run(graph, task, access.loops, access.conds, env, lenient=True)
+        run(graph, task, access.loops, access.conds, env, lenient=True)
     ):
         if n >= _MAX_BOXES:
             raise Uncountable("too many instances")
@@ -158,15 +168,33 @@ def _what_is_stored(task: Task, store: Access) -> str:
     return "remote-stores a computed tile into"
 
 
-def _uncovered_block(graph: Graph, task: Task, store: Access, notify: SignalOp, env: dict) -> int | None:
-    """A block that may run ``store`` but never runs ``notify`` (rank 0 and its peers alike)."""
+def _uncovered_block(
+    graph: Graph, task: Task, store: Access, notify: SignalOp, env: dict, local_ordered: bool
+) -> int | None:
+    """A block that may run ``store`` into a peer's window but never runs ``notify`` (rank 0
+    and its peers alike). A store whose peer is the storing rank itself needs no notify when
+    ``local_ordered`` (the local reader descends from the storing task)."""
     try:
-        storing = executors(graph, task, store.loops, store.conds, env, lenient=True)
+        storing = _storing_blocks(graph, task, store, env, local_ordered)
         notifying = executors(graph, task, notify.loops, notify.conds, env)
     except Uncountable:
         return None
     missing = sorted(storing - notifying)
     return missing[0][1] if missing else None
+
+
+def _storing_blocks(graph: Graph, task: Task, store: Access, env: dict, local_ordered: bool) -> set:
+    if not local_ordered or store.peer is None:
+        return executors(graph, task, store.loops, store.conds, env, lenient=True)
+    out = set()
+    for scoped, rank, block in run(graph, task, store.loops, store.conds, env, lenient=True):
+        try:
+            if evaluate(store.peer, scoped) == rank:
+                continue  # into its own window: the task edges publish it
+        except EvalError:
+            pass
+        out.add((rank, block))
+    return out
 
 
 def _verdict(
@@ -176,6 +204,7 @@ def _verdict(
     store: Access,
     feeders: list[tuple[Task, SignalOp]],
     env: dict,
+    consumer: Task,
 ) -> _Verdict:
     best = _Verdict(UNORDERED, *feeders[0])
     anc = ctx.ancestors
@@ -188,7 +217,9 @@ def _verdict(
             v = _Verdict(NOTIFY_FIRST, notifier, notify)
         elif not _is_copy(writer, store):
             v = _Verdict(UNDRAINED, notifier, notify)
-        elif (b := _uncovered_block(graph, writer, store, notify, env)) is not None:
+        elif (
+            b := _uncovered_block(graph, writer, store, notify, env, writer.name in anc[consumer.name])
+        ) is not None:
             v = _Verdict(UNCOVERED, notifier, notify, b)
         else:
             return _Verdict(OK)
@@ -271,11 +302,11 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             if reach.before(t.name, consumer.name):
                 yield from ((t, w) for w in t.waits)
 
-    def published(writer: Task, store: Access, live: Iterable[tuple[Task, SignalOp]]) -> bool:
+    def published(writer: Task, store: Access, live: Iterable[tuple[Task, SignalOp]], consumer: Task) -> bool:
         """Some guarding wait is fed by a notify ordered after the store (the common case)."""
         for wait_task, wait in live:
             fed = feeders_of(wait_task, wait)
-            if fed and _verdict(graph, ctx, writer, store, fed, env).status == OK:
+            if fed and _verdict(graph, ctx, writer, store, fed, env, consumer).status == OK:
                 return True
         return False
 
@@ -297,7 +328,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     or consumer.name in anc[writer.name]
                 ):
                     continue
-                if published(writer, store, filter(is_live, nearest_guards(consumer))):
+                if published(writer, store, filter(is_live, nearest_guards(consumer)), consumer):
                     continue  # a verdict of OK wins over every other guard
                 if guards is None:
                     guards = [(consumer, w) for w in consumer.waits]
@@ -312,7 +343,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     fed = feeders_of(wait_task, wait)
                     if not fed:
                         continue  # nothing notifies that wait: D106
-                    v = _verdict(graph, ctx, writer, store, fed, env)
+                    v = _verdict(graph, ctx, writer, store, fed, env, consumer)
                     if best is None or _RANK[v.status] < _RANK[best[0].status]:
                         best = (v, wait_task, wait)
                 if best is None:

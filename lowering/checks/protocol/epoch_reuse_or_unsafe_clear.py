@@ -48,6 +48,17 @@ a credit that a wait still needs -- early release or a hang, depending on the or
 with ``epoch`` strictly monotonic over every reuse of the window, or retire the credits by a
 commutative atomic subtraction after the wait (``notify data_arrived[src] @ rank += -N_LOCAL``);
 clear with a zero-write only after a wait that has seen the full count.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points); the thresholds at every admissible point
+(thinned beyond 256).
+Rounds: every round: epoch reuse shows from round 2 on; Set writers of two rounds are compared
+as far apart as the task ring holds rounds (`lowering.checks.rounds`, at most 16 apart); a
+clear is judged within one round (see above).
 """
 
 from __future__ import annotations
@@ -55,9 +66,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.body import StoreS, nested_stmts
+from lowering.checks.bodies import is_zero
 from lowering.checks.index import graph_index, waits_on
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Unchecked, Uncountable
+from lowering.checks.rounds import ordered_before
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, SignalOp, Task
 from lowering.source import Diagnostic
@@ -94,6 +107,11 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     None,
                 )
                 if hit is None:
+                    backwards = _flag_goes_back(graph, ctx, wait, cells, env)
+                    if backwards is not None:
+                        reported.add(wait.span)
+                        yield _backwards_finding(graph, task, wait, env, *backwards)
+                        break
                     continue
                 reported.add(wait.span)
                 cell = counting.cell_text(wait.signal, hit.cell)
@@ -125,6 +143,46 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     fix=fix,
                 )
                 break
+
+
+def _flag_goes_back(graph: Graph, ctx: CheckContext, wait: SignalOp, cells, env) -> tuple | None:
+    """A flag whose Set value grows with the epoch, written by Set notifies of two rounds that
+    nothing orders: (earlier writer, later writer, rounds apart, cell)."""
+    try:
+        sets = counting.set_writes(graph, ctx, wait.signal, env)
+    except Uncountable:
+        return None
+    for c in cells:
+        if not (c.flag and c.flag_grows):
+            continue
+        writers = sorted({w.task for w in sets if (w.dst, w.cell) == (c.rank, c.cell) and not w.clear})
+        for later in writers:
+            earlier = ordered_before(graph, ctx, later)
+            for first in writers:
+                k = earlier.first_gap(first)
+                if k is not None:
+                    return first, later, k, c
+    return None
+
+
+def _backwards_finding(graph: Graph, task: Task, wait: SignalOp, env, first: str, later: str, k: int, c):
+    cell = counting.cell_text(wait.signal, c.cell)
+    epoch = counting.epoch_text(graph, c)
+    apart = "the next round's" if k == 1 else f"round r + {k}'s"
+    who = first if first == later else f"{first} and {later}"
+    return finding(
+        CODE,
+        SEVERITY,
+        wait.span,
+        f"{task.name} waits until {cell} on rank {c.rank} >= {counting.expr_text(wait.expected)}, a flag that "
+        f"the Set notifies of {who} raise to `{epoch}`, but nothing orders {first} of round r "
+        f"before {apart} {later}{counting.point_label(graph, env)}: round r's Set can land after the later "
+        f"round's and take the flag back, and a wait for the later epoch that has not seen it yet hangs",
+        fix=f"add `after prev({first})` to task {later} (each round's Set after the previous round's), or use "
+        f"an AtomicAdd counter (`+= 1`, expect `{epoch} * count`)",
+        related=((graph.task(later).header_span, f"the Set writer ({later})"),),
+        data=(("task", later), ("add_after", f"prev({first})")),
+    )
 
 
 # ------------------------------------------------------------------ 2. unsafe clears
@@ -211,7 +269,7 @@ def _window_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     for task in graph.tasks:
         for stmt in nested_stmts(task.body):
-            if not isinstance(stmt, StoreS) or stmt.mode != "write" or not counting.is_zero(stmt.value):
+            if not isinstance(stmt, StoreS) or stmt.mode != "write" or not is_zero(stmt.value):
                 continue
             if stmt.span in reported:
                 continue

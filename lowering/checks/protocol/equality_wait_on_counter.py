@@ -25,6 +25,14 @@ runtime-model.md §1.9).
 ## Use instead
 
     for src in range(EP) { if src != rank { wait data_arrived[src] >= epoch * N_LOCAL } }
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: every round: a counter only AtomicAdd writes is past an `==` threshold from round 2 on.
 """
 
 from __future__ import annotations

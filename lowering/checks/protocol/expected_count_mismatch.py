@@ -49,6 +49,14 @@ threshold that matches epoch 1 but not epoch 2 breaks from the second round on.
     for src in range(EP) { if src != rank { wait data_arrived[src] >= epoch * N_LOCAL } }
 
 or, better, notify once per peer after the grid join and wait for ``epoch`` (see D105).
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, the compiled point first, thinned
+beyond 256 points.
+Rounds: every round: the threshold is checked at epochs 1 and 2 against one round's deposits
+plus the epochs before (`prefix + (e - 1) * net`); instances of two rounds in flight together
+are D113's and D117's.
 """
 
 from __future__ import annotations
@@ -67,6 +75,7 @@ NAME = "expected_count_mismatch"
 FAMILY = "protocol"
 SEVERITY = "error"
 SUMMARY = "a wait's threshold is not epoch x the notifies its cell receives per epoch"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _deferred_to_d113(c: CellCount) -> bool:

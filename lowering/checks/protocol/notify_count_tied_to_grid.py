@@ -37,6 +37,14 @@ signal traffic that one notify per peer does not (#968 stalled on notify volume)
       for p in range(EP) { if p != rank { notify combine_arrived[rank] @ p += 1 } }
       for src in range(EP) { if src != rank { wait combine_arrived[src] >= epoch } }
     }
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round (the per-epoch count).
 """
 
 from __future__ import annotations

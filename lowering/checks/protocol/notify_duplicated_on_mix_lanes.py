@@ -34,6 +34,14 @@ diagnoses it (D7 "a double notify from lane duplication").
 
 The simulator runs a MIX block's kernel once, so the duplicated notify fires once: ``dslc
 verify`` cannot see the early release and proves ``bad.dsl`` correct at EP 2.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

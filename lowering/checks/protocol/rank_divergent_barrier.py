@@ -5,13 +5,17 @@
 Synchronisation whose execution count differs between the participants that must all
 take part (seed-bugs.md §8.1, rule R13), counted exactly at every admissible parameter point:
 
-- a ``wait``: the number of waits a task performs on a signal differs between ranks --
-  ``if rank == 0 { wait ... }``, a loop whose trip count depends on ``rank``. The usual
-  ``for src in range(EP) { if src != rank { wait ... } }`` runs EP - 1 waits on every rank
-  and is fine; so are branches that give every rank the same number of waits;
+- a ``wait``: some ranks wait for nothing in the whole round while others wait --
+  ``if rank == 0 { wait ... }`` with no wait on the other ranks. Ranks need not run the same
+  waits: the usual ``for src in range(EP) { if src != rank { wait ... } }`` runs EP - 1 waits
+  on every rank, and a root that waits for its leaves while each leaf waits for the root's
+  release paces every rank once per round; both are fine (whether the thresholds are
+  reachable is D103's question);
 - a ``barrier`` (an in-kernel syncall across the blocks of the task): the number of
   barriers a block passes differs between ranks, between blocks (a condition on
-  ``block``), or depends on data (a block that reads a different value skips it).
+  ``block``), or depends on data that blocks may see differently. A condition on data every
+  block reads alike -- an element of a layer input (no task writes it) at an index that does
+  not depend on ``block`` -- sends all blocks the same way and is fine.
 
 ## Why it breaks on the device
 
@@ -43,6 +47,12 @@ proves ``bad.dsl`` and ``bad_3.dsl`` deadlock-free at EP 2: in ``bad.dsl`` the u
 nothing while counters are monotonic (the harm is a rank running ahead into windows it
 reuses), and the barrier of ``bad_3.dsl`` spans the blocks of one grid on one rank, which all
 take the same branch.
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, the compiled point first, thinned
+beyond 256 points.
+Rounds: one round (each round must pace every rank).
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from lowering.checks.bodies import BlockUniform
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
@@ -61,6 +72,7 @@ NAME = "rank_divergent_barrier"
 FAMILY = "protocol"
 SEVERITY = "error"
 SUMMARY = "a barrier or a wait that only some ranks (or blocks) reach"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _ranks(values: list[int]) -> str:
@@ -90,17 +102,29 @@ def _conds_text(op) -> str:
     return "; ".join([f"under `{c}`" for c in conds] + [f"in loop {lp}" for lp in loops]) or "unconditionally"
 
 
+def _uniform(uniform: BlockUniform, op) -> bool:
+    """Whether every block of the task evaluates the conditions and loop bounds of ``op`` alike."""
+    exprs = [c.expr for c in op.conds] + [e for lp in op.loops for e in (lp.start, lp.stop, lp.step)]
+    return all(uniform.expr(e) for e in exprs)
+
+
 def _barriers(graph: Graph, task: Task, env: dict, where: str) -> Iterator[Diagnostic]:
     nranks = counting.evaluate_or_raise(graph.ranks, env, "ranks")
     blocks = counting.evaluate_or_raise(task.grid, env, "grid")
     total: Counter = Counter()
     per_op: dict[int, Counter] = {}
+    uniform = None
     for op in task.barriers:
         try:
-            c = Counter(
-                (r, b)
-                for _s, r, b in counting.run(graph, task, op.loops, op.conds, env, ignore_predicate=True)
-            )
+            try:
+                runs = list(counting.run(graph, task, op.loops, op.conds, env, ignore_predicate=True))
+            except Uncountable:
+                uniform = uniform or BlockUniform(graph, task)
+                if not _uniform(uniform, op):
+                    raise
+                # every block evaluates the data alike: each takes the same branch and trip count
+                runs = list(counting.run(graph, task, op.loops, op.conds, env, lenient=True))
+            c = Counter((r, b) for _s, r, b in runs)
         except Uncountable as err:
             yield finding(
                 CODE,
@@ -147,44 +171,50 @@ def _barriers(graph: Graph, task: Task, env: dict, where: str) -> Iterator[Diagn
     )
 
 
-def _waits(graph: Graph, task: Task, env: dict, where: str) -> Iterator[Diagnostic]:
+def _unpaced(graph: Graph, env: dict, where: str) -> Iterator[Diagnostic]:
+    """Waits that only some ranks perform, when other ranks wait nowhere in the round.
+
+    The ranks need not run the same waits: a root that waits for its leaves and leaves that
+    wait for the root's release are all paced once per round. What breaks is a rank that
+    waits for nothing at all while its peers do."""
     nranks = counting.evaluate_or_raise(graph.ranks, env, "ranks")
-    signals = sorted({w.signal for w in task.waits})
-    for signal in signals:
-        ops = [w for w in task.waits if w.signal == signal]
-        try:
-            per_op = {
-                w.order: Counter(r for _s, r, _b in counting.run(graph, task, w.loops, w.conds, env))
-                for w in ops
-            }
-        except Uncountable:
-            continue  # D103 reports data-dependent waits
-        total = Counter()
-        for c in per_op.values():
-            total.update(c)
-        if len({total[r] for r in range(nranks)}) <= 1:
-            continue
-        op = next((w for w in ops if len({per_op[w.order][r] for r in range(nranks)}) > 1), ops[0])
-        per_rank = {r: total[r] for r in range(nranks)}
-        yield finding(
-            CODE,
-            SEVERITY,
-            op.span,
-            f"{task.name} waits on {signal} a different number of times per rank ({_split(per_rank)}; this wait "
-            f"runs {_conds_text(op)}){where}: the ranks that skip their side of the exchange leave the others spinning on "
-            f"credits that never come, or run rounds ahead and overwrite windows their peers still read",
-            fix="give every rank the same waits: skip only the self peer (`if src != rank`)",
-        )
+    total: Counter = Counter()
+    ops = []  # (task, signal, op, per-rank counts)
+    for task in graph.tasks:
+        for signal in sorted({w.signal for w in task.waits}):
+            for w in (w for w in task.waits if w.signal == signal):
+                try:
+                    per_rank = Counter(r for _s, r, _b in counting.run(graph, task, w.loops, w.conds, env))
+                except Uncountable:
+                    return  # a wait count that depends on data: D103 reports those
+                total.update(per_rank)
+                ops.append((task, signal, w, per_rank))
+    unpaced = [r for r in range(nranks) if total[r] == 0]
+    if not unpaced or len(unpaced) == nranks:
+        return
+    task, signal, op, per_rank = next((o for o in ops if any(o[3][r] for r in range(nranks))), ops[0])
+    counts = {r: sum(c[r] for t, sig, _w, c in ops if t is task and sig == signal) for r in range(nranks)}
+    yield finding(
+        CODE,
+        SEVERITY,
+        op.span,
+        f"{task.name} waits on {signal} a different number of times per rank ({_split(counts)}; this wait "
+        f"runs {_conds_text(op)}){where}, and rank{'s' if len(unpaced) > 1 else ''} {_ranks(unpaced)} "
+        f"wait{'' if len(unpaced) > 1 else 's'} for nothing in the whole round: the ranks that skip their side "
+        f"of the exchange are never paced, leave the others spinning on credits that never come, or run rounds "
+        f"ahead and overwrite windows their peers still read",
+        fix="give every rank a wait per round: the same waits (skip only the self peer, `if src != rank`), or a "
+        "wait of its own (leaves wait for the root's release)",
+    )
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     for env in counting.points(graph):
         where = counting.point_label(graph, env)
-        for task in graph.tasks:
-            found = list(_barriers(graph, task, env, where)) if task.barriers else []
-            found += list(_waits(graph, task, env, where)) if task.waits else []
-            for d in found:
-                if d.span not in reported:
-                    reported.add(d.span)
-                    yield d
+        found = [d for task in graph.tasks if task.barriers for d in _barriers(graph, task, env, where)]
+        found += list(_unpaced(graph, env, where))
+        for d in found:
+            if d.span not in reported:
+                reported.add(d.span)
+                yield d

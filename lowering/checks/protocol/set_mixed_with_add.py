@@ -24,6 +24,14 @@ releases early). pypto's protocol rule is never to mix the two on the same cells
 
     task meta on aiv { ...; notify ready[rank] @ dst += 1 }         # one op on the counter
     # (and wait for the new per-epoch count), or give the flag its own signal
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -2,14 +2,20 @@
 
 ## What it catches
 
-Two differently named tensors that name the same bytes (PyPTO `reshape`/`view` of one
-buffer, recorded in the IR as `Tensor.view_of` and `view_offset`), accessed by two tasks
-that no edge orders, where the byte ranges overlap and at least one access writes.
+Two names for the same bytes, accessed by two tasks that no edge orders, where the bytes
+overlap and at least one access writes. Two sources of such names:
 
-The language itself has no views: every declared tensor is its own buffer and a reshape is
-written as index arithmetic on one name, so a layer written in dslc cannot alias. The rule
-exists for graphs read from PyPTO, where two `reshape` views of one buffer are a known trap
-(pypto-lib "traps" list; seed-bugs.md §8.3 R16).
+- **a call that binds one tensor twice** (``call c = fold(src = buf, dst = buf)``): the called
+  layer reads ``src`` and writes ``dst`` as if they were two buffers. Its accesses carry the
+  name they were written with (``c.src``, ``c.dst``); a conflict between two of them is this
+  rule's, not R501's;
+- **views of one buffer in a graph read from PyPTO** (``reshape``/``view``, recorded in the IR as
+  ``Tensor.view_of`` and ``view_offset``), a known trap (pypto-lib "traps" list; seed-bugs.md
+  §8.3 R16).
+
+The language has no view declaration, on purpose: a reshape is written as index arithmetic
+on one name (``kv[t * H + h, :]``), which every rule and edge sees as that one buffer, so the
+only way a layer written in dslc gives one buffer two names is a call binding it twice.
 
 ## Why it breaks on the device
 
@@ -31,6 +37,14 @@ checker's) does not see the alias at all.
 
 Access the buffer through one name, or order the tasks explicitly (`writeback` after
 `gather`); in PyPTO, `deps=[gather_tid]` on the writeback.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -39,6 +53,7 @@ import heapq
 from collections.abc import Iterator
 
 from lowering.checks.access_instances import Hit, distinct, hits, local_tensor
+from lowering.checks.races.conflicts import call_alias, conflicts, grouped, instances_text
 from lowering.checks.rule import CheckContext, finding
 from lowering.edges import base_buffer, task_footprints_cached
 from lowering.ir import Access, Graph, Task, Tensor
@@ -87,6 +102,35 @@ def _overlap(graph: Graph, t1: Task, a: Access, t2: Task, b: Access, offsets: di
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    yield from _call_aliases(graph, ctx)
+    yield from _views(graph, ctx)
+
+
+def _call_aliases(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    """Conflicts between two names a call binds to one tensor."""
+    if not graph.aliases:
+        return
+    for group in grouped(conflicts(graph, ctx)):
+        c = group[0]
+        alias = call_alias(graph, c)
+        if alias is None:
+            continue
+        kind = {"war": "WAR", "raw": "RAW", "waw": "WAW"}[c.kind]
+        names = " and ".join(f"`{n}`" for n in (c.a.name, c.b.name))
+        yield finding(
+            CODE,
+            SEVERITY,
+            c.b.span,
+            f"{kind} through two names of buffer `{c.tensor}`: the call on line {alias.span.line} binds it as "
+            f"{names}, {c.second.name} {'writes' if c.b.writes else 'reads'} {c.where} and {c.first.name} "
+            f"{'writes' if c.a.writes else 'reads'} it, and nothing orders the two tasks; the called layer treats "
+            f"them as two tensors, and the runtime never adds a WAR edge{instances_text(group)}",
+            fix=f"bind distinct tensors in the call, or add `after {c.first.base}` to task {c.second.base}",
+            related=((c.a.span, f"the access of {c.first.name}"), (alias.span, "the call")),
+        )
+
+
+def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     groups: dict[str, dict[str, int]] = {}
     for name, tensor in graph.tensors.items():
         if local_tensor(tensor):

@@ -31,7 +31,7 @@ from lowering.checks.access_instances import (
 from lowering.checks.index import accesses_of
 from lowering.checks.rule import CheckContext
 from lowering.edges import OUTPUT_EXISTING, argument_tags
-from lowering.ir import Access, Graph, Task
+from lowering.ir import Access, Alias, Graph, Task
 from lowering.symbolic import EvalError, bounds
 
 #: Candidate pairs of tasks examined in one graph (the 50k-task lint benchmark needs ~43,000),
@@ -61,6 +61,17 @@ class Conflict:
     cause: str
     where: str  # elements both touch (one instance)
     reader: Task | None = None  # waw: a later task that reads the contested elements back
+
+
+def call_alias(graph: Graph, c: Conflict) -> Alias | None:
+    """The call that binds ``c.tensor`` under the two names the conflicting accesses use (R502
+    reports those, not R501 or R503)."""
+    if not c.a.name or not c.b.name or c.a.name == c.b.name:
+        return None
+    for alias in graph.aliases:
+        if alias.tensor == c.tensor and c.a.name in alias.names and c.b.name in alias.names:
+            return alias
+    return None
 
 
 def conflicts(graph: Graph, ctx: CheckContext) -> list[Conflict]:

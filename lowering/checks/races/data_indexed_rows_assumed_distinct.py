@@ -35,6 +35,14 @@ Keep the write and state the input contract where the layer is written, with the
     state[r : r + 1, :] = rows[...]   # dslc: ignore[R506] slot_mapping comes from an injective page table
 
 or, when the rows do not need to come from data, index the write by `block`.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -35,6 +35,14 @@ run; pypto now rejects such kernels, so the layer would not compile there either
 The simulator has one store path: a block's tile and scalar stores land in program order, so
 ``dslc verify`` proves ``tests/fixtures/seed/mixed_store_paths_pre.dsl`` deterministic. The
 finding is about the device's separate store pipes, which the runtime model does not have.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -43,6 +43,14 @@ reading `recv_meta_local` before the cumsum wrote it.
 
 or run the writers in a `range` layer loop, or chain them with `after`. For manual_dep:
 `task gather ... after cumsum`.
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ from lowering.checks.races.conflicts import (
     OUT,
     Conflict,
     after_fix,
+    call_alias,
     conflicts,
     grouped,
     instances_text,
@@ -77,7 +86,7 @@ def _mine(c: Conflict) -> bool:
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
-    for group in grouped([c for c in conflicts(graph, ctx) if _mine(c)]):
+    for group in grouped([c for c in conflicts(graph, ctx) if _mine(c) and call_alias(graph, c) is None]):
         c = group[0]
         t1, t2 = c.first.name, c.second.name
         if c.cause == MANUAL_DEP:

@@ -42,6 +42,14 @@ early-dispatch state, so it can pass on the simulator and fail on the device.
       for s in range(1, 4) { acc = acc + partial[s : s + 1, :] }
       total[0:1, :] = acc
     }
+
+## Parameter and round coverage
+
+Parameters: the compiled point, and again at the probe points of every structure class (`dslc
+check`, docs/lint.md "Coverage": one point per setting of the parameter-only conditions and
+`min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
+when that is fewer than the admissible points).
+Rounds: one round.
 """
 
 from __future__ import annotations

@@ -30,6 +30,11 @@ truncated row.
 
     s = mrgsort(s, 64)                      # runs of 128 records (256 columns)
     s = mrgsort(s, 256)                     # runs of 512 records (1024 columns)
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: not round-dependent.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ NAME = "mrgsort_block_len_invalid"
 FAMILY = "sort"
 SEVERITY = "error"
 SUMMARY = "an mrgsort block_len breaks the ISA constraints or is not the previous run length"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:

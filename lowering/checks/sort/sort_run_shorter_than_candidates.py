@@ -40,6 +40,11 @@ wrong for T > 1024). No comparator on short test chunks sees it.
     s = mrgsort(s, 256)
     if INDEXER_SCORE_CAP > 512 { s = mrgsort(s, 1024) }        # runs of 2048 records
     # or unconditionally: three stages sort the whole 2048-record row
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: not round-dependent.
 """
 
 from __future__ import annotations
@@ -58,6 +63,7 @@ NAME = "sort_run_shorter_than_candidates"
 FAMILY = "sort"
 SEVERITY = "error"
 SUMMARY = "a sort32/mrgsort chain's sorted run is shorter than the candidates that can be finite"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _bad(ev) -> bool:

@@ -31,6 +31,11 @@ candidates against a capacity of 64, a number that grows with EP while CI ran EP
 ``dslc verify`` proves ``bad.dsl`` deadlock-free at EP 2 (1-2 rounds): in the runtime model a
 candidate that does not fit the early queue waits for normal readiness, so overflow costs the
 speculation, not progress.
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ NAME = "early_queue_overflow"
 FAMILY = "speculation"
 SEVERITY = "warning"
 SUMMARY = "a flagged producer publishes more early-dispatch candidate blocks than the early queue holds"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def candidates(graph: Graph, ctx: CheckContext, producer: Task) -> list[Task]:

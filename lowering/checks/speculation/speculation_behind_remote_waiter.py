@@ -37,6 +37,11 @@ combine gated the 128 blocks of ``shared_routed`` on 48 AIV cores behind ``combi
 EP 2 on one cluster: the gated blocks hold cores, but the handshake notifies before it waits and never
 needs a core after its cone is staged. The finding is a core budget at the device's size (64
 gated blocks on 48 AIV cores); the hang needs a notifier that still wants one of those cores.
+
+## Parameter and round coverage
+
+Parameters: every admissible point of each structure class, thinned beyond 4,096.
+Rounds: one round.
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ NAME = "speculation_behind_remote_waiter"
 FAMILY = "speculation"
 SEVERITY = "warning"
 SUMMARY = "early_resolve lets more work be gated behind a cross-rank waiter than the device has cores"
+POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 Overflow = tuple[dict[str, int], str, int]  # (point, resource, gated blocks)
 
