@@ -39,7 +39,8 @@ def _dslc(*args: str) -> subprocess.CompletedProcess:
 def test_the_lint_runs_before_the_simulation_and_is_printed_once():
     proc = _dslc("run", str(RUN / "handshake_pre.dsl"), "--launcher", "mpi", "--procs", "2")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.count("D101") == 1 and "not run: the lint found 1 error(s)" in proc.stderr
+    assert proc.stdout.count(": D101 ") == 1 and proc.stdout.count(": D117 ") == 1  # printed once
+    assert "not run: the lint found 2 error(s)" in proc.stderr
     assert "running" not in proc.stdout  # no process was started
     proc = run_job(
         [sys.executable, "-m", "dsl.driver.cli", "run", str(RUN / "handshake_pre.dsl"), "--launcher", "mpi"],
