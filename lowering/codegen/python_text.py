@@ -8,6 +8,9 @@
   bracket allows it. A trailing comma is added only where it cannot change the meaning (call
   arguments, lists, tuples, dicts, subscripts of two or more items); never to a parenthesised
   expression or a one-item subscript, where it would make a tuple.
+- ``check_block_nesting`` and ``compile_python``: generated Python that CPython would refuse
+  is a located TargetLimit before it is written, and a module that still does not compile is a
+  GeneratedCodeError (a dslc bug), never a file on disk.
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from lowering import body as ir_body
+from lowering.codegen.common import GeneratedCodeError, TargetLimit
 from lowering.symbolic import Bin, Const, Expr, Sym
 
 LINE_LENGTH = 110
@@ -246,3 +251,48 @@ def wrap_lines(text: str, width: int = LINE_LENGTH) -> str:
         fits = len(line) <= width or row not in splittable or depth.get(row, 0) != 0
         out.extend([line] if fits else wrap_line(line, width))
     return "\n".join(out)
+
+
+# ---------------------------------------------------------------- generated Python
+
+#: CPython refuses a function with more than 20 statically nested blocks (loops, ``with``,
+#: ``try``): "too many statically nested blocks" (``CO_MAXBLOCKS``).
+PYTHON_MAX_BLOCKS = 20
+
+
+def check_block_nesting(
+    stmts: tuple, base: int, target: str, where: str, hidden_loops=None, limit: int = PYTHON_MAX_BLOCKS
+) -> None:
+    """Refuse, as a TargetLimit at the loop, a body whose generated Python would nest more than
+    ``limit`` blocks in one function. ``base`` blocks enclose the body in the target (``where``
+    says which); each ``for`` of the body is one more; ``hidden_loops(stmt)`` counts loops a
+    target writes for one statement (a ``pl.gather_row`` loop, say)."""
+    work = [(s, base) for s in reversed(stmts)]
+    while work:
+        s, depth = work.pop()
+        here = depth + 1 if isinstance(s, ir_body.ForS) else depth + (hidden_loops(s) if hidden_loops else 0)
+        if here > limit:
+            loops = here - base
+            raise TargetLimit(
+                f"the {target} target cannot nest this deep: {loops} nested loop(s) here{where} make "
+                f"{here} nested Python blocks, and CPython compiles at most {limit} in one function",
+                s.span,
+                target,
+            )
+        if isinstance(s, ir_body.ForS):
+            work.extend((c, here) for c in reversed(s.body))
+        elif isinstance(s, ir_body.IfS):
+            work.extend((c, depth) for c in reversed(s.then + s.orelse))
+
+
+def compile_python(text: str, filename: str, target: str) -> None:
+    """``compile()`` a generated module before it is written or imported: dslc never hands over
+    Python that does not compile. Failing here is a dslc bug (the targets refuse what they cannot
+    express first, as a located TargetLimit), reported as an internal error."""
+    try:
+        compile(text, filename, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as err:
+        where = f" at line {err.lineno}" if isinstance(err, SyntaxError) and err.lineno else ""
+        raise GeneratedCodeError(
+            f"the {target} target generated Python that does not compile{where}: {type(err).__name__}: {err}"
+        ) from err

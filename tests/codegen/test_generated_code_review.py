@@ -13,7 +13,7 @@ import pytest
 
 import dsl
 from dsl.frontend import compile_file, compile_text
-from lowering.codegen.common import mangle
+from lowering.codegen.names import mangle
 from lowering.codegen.numpy.emit import render_numpy
 from lowering.codegen.pypto.emit import render_pypto
 from lowering.source import CompileError

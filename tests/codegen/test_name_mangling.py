@@ -1,4 +1,4 @@
-"""Name mangling (``lowering.codegen.common.mangle``, docs/naming.md): injective in every target,
+"""Name mangling (``lowering.codegen.names.mangle``, docs/naming.md): injective in every target,
 so two source names never share a generated name -- the reproducers of issue 14 included."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import dsl
 from dsl.frontend import compile_text
-from lowering.codegen.common import UnsafeName, helper_name, mangle
+from lowering.codegen.names import UnsafeName, helper_name, mangle
 from lowering.codegen.numpy.emit import render_numpy
 from lowering.codegen.pypto.emit import render_pypto
 from lowering.codegen.pypto.text import RESERVED, py_name

@@ -1,5 +1,5 @@
 """What a target cannot express is a located E110 naming the limit, and no target ever hands
-over Python that does not compile (``lowering.codegen.common.compile_python``)."""
+over Python that does not compile (``lowering.codegen.python_text.compile_python``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from dsl.driver.cli import main
 from dsl.frontend import compile_text
-from lowering.codegen import common
+from lowering.codegen import python_text
 from lowering.codegen.common import GeneratedCodeError, TargetLimit
 from lowering.codegen.numpy.emit import render_numpy
 from lowering.codegen.pypto.emit import render_pypto
@@ -76,7 +76,7 @@ def test_dslc_run_refuses_what_the_numpy_target_cannot_nest(tmp_path, capsys, mo
 def test_generated_python_that_does_not_compile_is_never_returned(monkeypatch):
     """The last guard: were a template to emit broken Python, rendering fails (a dslc bug)."""
     (graph,) = compile_text(nested(1), "n.dsl")
-    real = common.compile_python
+    real = python_text.compile_python
 
     def broken(text, filename, target):
         return real(text + "\ndef (:\n", filename, target)

@@ -4,7 +4,7 @@
 flags, predicate, explicit deps), edges with their reasons (kind, tensor, producer region,
 anchor), signal ops (cell, peer, op, value, comparison, expected, loops, conditions),
 barriers and atomic accesses. Names are compared after the emitter's renaming (``a.b`` ->
-``a__b_``, ``lowering.codegen.common.mangle``): a source graph is renamed, a graph read back from
+``a__b_``, ``lowering.codegen.names.mangle``): a source graph is renamed, a graph read back from
 emitted code (``emitted=True``) already carries the emitted names. Symbolic values are compared
 after normalisation (``nranks`` is the layer's rank count).
 """

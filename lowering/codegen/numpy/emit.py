@@ -6,7 +6,7 @@ to the simulator, a plain read-modify-write ``+=`` yields between its read and i
 so the module is specific to one parameter point; it is byte-identical for the same input.
 
 Nothing from the source reaches the output as code except names, mangled injectively
-(``lowering.codegen.common.mangle``, docs/naming.md) behind a prefix per kind -- ``t_`` for a
+(``lowering.codegen.names.mangle``, docs/naming.md) behind a prefix per kind -- ``t_`` for a
 tensor, ``v_`` for a local or loop variable (an integer ``let`` included: it is written once and
 named at its uses, ``NamedInts``), ``s_`` for a runtime scalar, ``task_`` for the kernel of a
 task -- so two source names never share a variable; tensor and task names otherwise appear
@@ -23,20 +23,10 @@ from __future__ import annotations
 import re
 
 from lowering import body as ir
-from lowering.codegen.common import (
-    EMITTED,
-    IDENTIFIER,
-    NamedInts,
-    UnsafeName,
-    check_block_nesting,
-    checked_name,
-    compile_python,
-    generator_hash,
-    mangle,
-    template_environment,
-)
+from lowering.codegen.common import generator_hash, template_environment
+from lowering.codegen.names import EMITTED, IDENTIFIER, NamedInts, UnsafeName, checked_name, mangle
 from lowering.codegen.numpy.host import guard_context
-from lowering.codegen.python_text import int_text, wrap_lines
+from lowering.codegen.python_text import check_block_nesting, compile_python, int_text, wrap_lines
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
     BLOCK,

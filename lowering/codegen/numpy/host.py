@@ -11,7 +11,7 @@ literals; guard texts, messages and derived names appear only as ``repr`` litera
 
 from __future__ import annotations
 
-from lowering.codegen.common import UnsafeName, checked_name
+from lowering.codegen.names import UnsafeName, checked_name
 from lowering.ir import Graph
 from lowering.symbolic import SCALAR, Bin, Const, Expr, Sym, free_symbols, substitute
 

@@ -17,7 +17,7 @@ linters' "unused" spelling, ``_<name>_unused``, instead of carrying a ``# noqa``
 from __future__ import annotations
 
 from lowering import body as ir
-from lowering.codegen.common import NamedInts, helper_name
+from lowering.codegen.names import NamedInts, helper_name
 from lowering.codegen.pypto.text import (
     RESERVED,
     Cat,

@@ -19,7 +19,7 @@ clean at line length 110.
 from __future__ import annotations
 
 from lowering import body as ir
-from lowering.codegen.common import check_block_nesting, compile_python, generator_hash, template_environment
+from lowering.codegen.common import generator_hash, template_environment
 from lowering.codegen.pypto.body import BodyWriter, body_units
 from lowering.codegen.pypto.host import HostParts
 from lowering.codegen.pypto.loops import ArrayDep, groups, templates
@@ -40,6 +40,7 @@ from lowering.codegen.pypto.text import (
     symbol_namer,
 )
 from lowering.codegen.pypto.values import dtype_name
+from lowering.codegen.python_text import check_block_nesting, compile_python
 from lowering.ir import Graph, Task, Tensor
 from lowering.symbolic import NRANKS, RANK, SCALAR, Bin, Const, Expr, free_symbols
 

@@ -9,7 +9,7 @@ with its derived scalars named again, before it builds the ``TensorSpec`` list.
 
 from __future__ import annotations
 
-from lowering.codegen.common import helper_name
+from lowering.codegen.names import helper_name
 from lowering.codegen.pypto.text import (
     EMITTED,
     IDENTIFIER,

@@ -15,7 +15,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lowering.codegen.common import EMITTED, IDENTIFIER, TargetLimit, UnsafeName, mangle
+from lowering.codegen.common import TargetLimit
+from lowering.codegen.names import EMITTED, IDENTIFIER, UnsafeName, mangle
 from lowering.codegen.python_text import INDENT, LINE_LENGTH
 from lowering.codegen.python_text import int_text as python_int_text
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Expr, Sym
@@ -44,7 +45,7 @@ class UnsupportedForPyPTO(TargetLimit):
 
 
 def py_name(name: str, reserved: frozenset[str] = RESERVED) -> str:
-    """The Python identifier of a DSL name (``lowering.codegen.common.mangle``, injective):
+    """The Python identifier of a DSL name (``lowering.codegen.names.mangle``, injective):
     ``dispatch.x`` -> ``dispatch__x_``, a reserved ``in`` -> ``in_``, ``hc_pre`` unchanged."""
     try:
         return mangle(name, reserved)
