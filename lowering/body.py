@@ -136,7 +136,7 @@ class LetS:
     """``let name = value``. With ``inlined``, an integer let (``let t0 = block * T_TILE``)
     whose uses the IR holds as the expression itself, so that regions stay analysable: the
     statement only keeps the author's name for the code generators, which write the binding
-    once and the name at each use (``lowering.codegen.common.NamedInts``). Checks may ignore it."""
+    once and the name at each use (``lowering.codegen.names.NamedInts``). Checks may ignore it."""
 
     name: str
     value: Value
