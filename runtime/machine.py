@@ -121,6 +121,25 @@ class TaskInst:
         return f"<TaskInst {self.spec.name} r{self.rank} round{self.round}>"
 
 
+#: The fields of a :class:`TaskInst` the engine changes as a run goes (its scheduling state),
+#: but ``complete_at``, which only reports and traces read: what a snapshot of an instance holds
+#: (``runtime.verify.snapshots`` for the explorer, ``runtime.mpi.snapshot`` with ``complete_at``).
+INST_STATE = (
+    "n_incomplete",
+    "n_unresolved",
+    "resolved",
+    "complete",
+    "ready",
+    "early",
+    "queued",
+    "pred_done",
+    "retired",
+    "next_block",
+    "finished",
+    "barrier_gen",
+)
+
+
 class Block:
     """One block of an SPMD grid once it has been placed in a slot."""
 

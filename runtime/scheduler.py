@@ -275,19 +275,33 @@ class Engine(DispatchMixin):
                 return
 
     def _rewake(self) -> bool:
-        """Before declaring a deadlock, wake spinners whose cell changed behind notify's back."""
+        """Wake the spinners whose cell holds after all (changed behind notify's back, or by
+        another MPI process); whether any woke."""
         woke = False
-        for key, lst in list(self.spinners.items()):
-            keep = [b for b in lst if not b.wait.satisfied()]
-            for b in lst:
-                if b.wait.satisfied():
-                    self._wake(b)
-                    woke = True
-            if keep:
-                self.spinners[key] = keep
-            else:
-                del self.spinners[key]
+        for cell in list(self.spinners):
+            held = self._take_held(cell)
+            if held:
+                at = self._wake_time(cell)
+                for b in held:
+                    b.state = WAKE
+                    self._push(at, b)
+                woke = True
         return woke
+
+    def _wake_time(self, cell: tuple[int, str, tuple[int, ...]]) -> int:
+        """When a spinner on ``cell`` found holding by :meth:`_rewake` resumes: now."""
+        return self.now
+
+    def _take_held(self, cell: tuple[int, str, tuple[int, ...]]) -> list[Block]:
+        """Remove from ``cell``'s spinners those whose wait holds (each checked once) and return them."""
+        held, keep = [], []
+        for b in self.spinners[cell]:
+            (held if b.wait.satisfied() else keep).append(b)
+        if keep:
+            self.spinners[cell] = keep
+        else:
+            del self.spinners[cell]
+        return held
 
     def _check_clock(self) -> None:
         """The polled deadline, where the alarm cannot be armed (see ``runtime.watchdog``)."""
@@ -421,18 +435,9 @@ class Engine(DispatchMixin):
             self.notify_log[cell] = log = set()
         log.add((si, src.inst.rank))
         self.sig_notifiers.setdefault(signal, set()).add(si)
-        lst = self.spinners.get(cell)
-        if lst:
-            keep = []
-            for b in lst:
-                if b.wait.satisfied():
-                    self._wake(b)
-                else:
-                    keep.append(b)
-            if keep:
-                self.spinners[cell] = keep
-            else:
-                del self.spinners[cell]
+        if cell in self.spinners:
+            for b in self._take_held(cell):
+                self._wake(b)
 
     def _finish(self, b: Block) -> None:
         self.last_finish = time.monotonic()

@@ -163,6 +163,31 @@ def block_records(eng: Engine) -> list[BlockRecord]:
     return out
 
 
+def check_run_arguments(
+    program: Program,
+    *,
+    ranks: int,
+    rounds: int,
+    cores: tuple[int, int] | str,
+    sched_threads: int | None,
+    policy: str,
+    scalars: dict[str, Any] | None,
+    round_scalars: tuple[str, ...],
+) -> tuple[int, int, dict[str, Any]]:
+    """The checks of :func:`simulate`'s (and ``simulate_mpi``'s) arguments, before anything is
+    allocated: ``(AIC cores per rank, scheduler threads, a copy of scalars)``."""
+    program.validate()
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
+    if ranks < 1 or rounds < 1:
+        raise ValueError("ranks and rounds must be >= 1")
+    n_aic, threads = _resolve_cores(cores, sched_threads)
+    check_cohorts(program, n_aic)
+    scalars = dict(scalars or {})
+    check_scalars(program, scalars, round_scalars)
+    return n_aic, threads, scalars
+
+
 def _progress(rounds: int, enabled: bool) -> tuple[Any, Callable[[int], None] | None]:
     if not enabled or not sys.stderr.isatty():
         return None, None
@@ -216,15 +241,16 @@ def simulate(
     same placements and the same deadlock; a list that does not fit the run raises
     :class:`runtime.decisions.ScheduleMismatch` (a ValueError).
     """
-    program.validate()
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
-    if ranks < 1 or rounds < 1:
-        raise ValueError("ranks and rounds must be >= 1")
-    n_aic, threads = _resolve_cores(cores, sched_threads)
-    check_cohorts(program, n_aic)
-    scalars = dict(scalars or {})
-    check_scalars(program, scalars, round_scalars)
+    n_aic, threads, scalars = check_run_arguments(
+        program,
+        ranks=ranks,
+        rounds=rounds,
+        cores=cores,
+        sched_threads=sched_threads,
+        policy=policy,
+        scalars=scalars,
+        round_scalars=round_scalars,
+    )
     mems = build_memory(program, inputs if inputs is not None else {}, ranks)
     bar, on_round = _progress(rounds, progress)
     eng = Engine(

@@ -24,7 +24,6 @@ from __future__ import annotations
 import functools
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -135,7 +134,3 @@ class Progress:
             f"round {min(self.rounds_done + 1, self.rounds)} of {self.rounds}, "
             f"simulated time {self.sim_time:,}, {self.steps:,} kernel steps"
         )
-
-
-def now() -> float:
-    return time.monotonic()

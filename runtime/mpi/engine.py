@@ -18,7 +18,6 @@ import heapq
 import time
 from typing import Any
 
-from runtime.machine import WAKE
 from runtime.mpi.context import CellReader, MpiBlockContext
 from runtime.mpi.control import POLL_SECONDS, Control
 from runtime.mpi.windows import Windows
@@ -72,7 +71,7 @@ class MpiEngine(Engine):
                 control.worked()
                 continue
             t0 = clock()
-            woke = self._poll_spinners()
+            woke = self._rewake()
             if not woke:
                 control.check_stop()
                 self._check_passive_clock()
@@ -98,28 +97,13 @@ class MpiEngine(Engine):
             self._settle()
             if clock() >= next_poll:
                 self.control.check_stop()
-                self._poll_spinners()
+                self._rewake()
                 next_poll = clock() + POLL_SECONDS
 
-    def _poll_spinners(self) -> bool:
-        """Wake the spinners whose cell now holds, at the time of the notify that made it hold."""
-        woke = False
-        for cell, blocks in list(self.spinners.items()):
-            keep = []
-            for b in blocks:
-                w = b.wait
-                if w.satisfied():
-                    rank, signal, key = cell
-                    b.state = WAKE
-                    self._push(max(self.now, self.windows.read_clock(signal, rank, key)), b)
-                    woke = True
-                else:
-                    keep.append(b)
-            if keep:
-                self.spinners[cell] = keep
-            else:
-                del self.spinners[cell]
-        return woke
+    def _wake_time(self, cell: tuple[int, str, tuple[int, ...]]) -> int:
+        """A spinner whose cell a peer changed resumes at the time of the notify that changed it."""
+        rank, signal, key = cell
+        return max(self.now, self.windows.read_clock(signal, rank, key))
 
     def _check_passive_clock(self) -> None:
         over = time.monotonic() - self.deadline

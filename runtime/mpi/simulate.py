@@ -32,10 +32,9 @@ from runtime.mpi.engine import MpiEngine
 from runtime.mpi.layout import RankLayout
 from runtime.mpi.snapshot import MergedRun, capture
 from runtime.mpi.windows import Windows
-from runtime.policies import POLICIES
 from runtime.program import OUTPUT_KINDS, Program
 from runtime.sim_errors import DeadlockError, SimulatorError
-from runtime.simulator import RunResult, _resolve_cores, block_records, check_cohorts, check_scalars
+from runtime.simulator import RunResult, block_records, check_run_arguments
 from runtime.trace import build_trace, write_trace
 
 OUTPUT_MODES = ("gather", "local", "none")
@@ -111,17 +110,18 @@ def simulate_mpi(
     with the diagnostic of the process where it happened.
     """
     MPI = load_mpi()
-    program.validate()
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; expected one of {POLICIES}")
-    if ranks < 1 or rounds < 1:
-        raise ValueError("ranks and rounds must be >= 1")
+    n_aic, threads, scalars = check_run_arguments(
+        program,
+        ranks=ranks,
+        rounds=rounds,
+        cores=cores,
+        sched_threads=sched_threads,
+        policy=policy,
+        scalars=scalars,
+        round_scalars=round_scalars,
+    )
     if outputs not in OUTPUT_MODES:
         raise ValueError(f"outputs must be one of {OUTPUT_MODES}, got {outputs!r}")
-    n_aic, threads = _resolve_cores(cores, sched_threads)
-    check_cohorts(program, n_aic)
-    scalars = dict(scalars or {})
-    check_scalars(program, scalars, round_scalars)
     comm = (comm if comm is not None else MPI.COMM_WORLD).Dup()
     layout = RankLayout(ranks, comm.Get_size())
     me = comm.Get_rank()

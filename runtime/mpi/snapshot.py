@@ -14,25 +14,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from runtime.machine import Block, RankState, TaskInst
+from runtime.machine import INST_STATE, Block, RankState, TaskInst
 from runtime.memory import Wait
 from runtime.program import Program
 
-_INST_FIELDS = (
-    "n_incomplete",
-    "n_unresolved",
-    "resolved",
-    "complete",
-    "ready",
-    "early",
-    "queued",
-    "pred_done",
-    "retired",
-    "next_block",
-    "finished",
-    "complete_at",
-    "barrier_gen",
-)
+_INST_FIELDS = (*INST_STATE, "complete_at")
 _BLOCK_FIELDS = (
     "slot0",
     "promoted",

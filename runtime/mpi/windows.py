@@ -367,8 +367,7 @@ class Windows:
             grids = np.ix_(*[np.arange(n, dtype=np.int64) * s for n, s in zip(shape, layout, strict=True)])
             offsets = (off + sum(grids, np.zeros((), np.int64))).ravel()
         values = np.broadcast_to(operand, shape).ravel()
-        proc = self.layout.owner(rank)
-        start = self.layout.slot(rank) * self.nbytes[name]
+        proc, start = self._place(name, rank)
         win = self.wins[name]
         nothing, old, seen, new = (np.zeros(1, bits) for _ in range(4))
         for off_i, v in zip(offsets.tolist(), values, strict=True):
@@ -392,8 +391,8 @@ class Windows:
         if hit is None:
             shape = tuple(self.specs[signal].shape)
             flat = int(np.ravel_multi_index(key, shape))
-            per = self.nbytes[signal] // 4
-            hit = (self.layout.owner(rank), self.layout.slot(rank) * per + flat)
+            proc, start = self._place(signal, rank)
+            hit = (proc, start // 4 + flat)
             self._cells[(signal, rank, key)] = hit
         return hit
 

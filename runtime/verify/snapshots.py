@@ -20,28 +20,15 @@ from collections import deque
 from operator import attrgetter
 from typing import Any
 
-from runtime.machine import BARRIER, DONE, RUN, SPIN, WAKE, Block, Core, TaskInst
+from runtime.machine import BARRIER, DONE, INST_STATE, RUN, SPIN, WAKE, Block, Core, TaskInst
 
-_INST_FIELDS = (
-    "n_incomplete",
-    "n_unresolved",
-    "resolved",
-    "complete",
-    "ready",
-    "early",
-    "queued",
-    "pred_done",
-    "retired",
-    "next_block",
-    "finished",
-    "barrier_gen",
-)
-_inst_get = attrgetter(*_INST_FIELDS)
-_COMPLETE = _INST_FIELDS.index("complete")
+_inst_get = attrgetter(*INST_STATE)
+_COMPLETE = INST_STATE.index("complete")
 
 
 def _set_inst(inst: TaskInst, f: tuple) -> None:
-    """Write the fields ``_inst_get`` read (one unpacking assignment, no loop)."""
+    """Write the fields ``_inst_get`` read, in the order of ``INST_STATE`` (one unpacking
+    assignment, no loop: restores are the explorer's hot path)."""
     (
         inst.n_incomplete,
         inst.n_unresolved,

@@ -407,6 +407,24 @@ def test_presets_and_progress_flag_without_tty():
         simulate(Program("p", (), (), ()), cores="a9")
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"policy": "lifo"}, "unknown policy 'lifo'; expected one of"),
+        ({"ranks": 0}, "ranks and rounds must be >= 1"),
+        ({"rounds": 0}, "ranks and rounds must be >= 1"),
+        ({"sched_threads": 0}, "sched_threads must be >= 1"),
+        ({"scalars": {"nope": 1}}, r"scalars \['nope'\] are not declared by program 'p'"),
+    ],
+)
+def test_bad_run_arguments_are_refused_before_anything_runs(kwargs, message):
+    ran = []
+    prog = Program("p", (), (), (TaskSpec("t", "aiv", 1, lambda ctx: ran.append(1)),))
+    with pytest.raises(ValueError, match=message):
+        simulate(prog, **kwargs)
+    assert not ran
+
+
 def test_importing_dslc_leaves_the_environment_alone():
     """A library import must not change the caller's process (it once set OPENBLAS_NUM_THREADS)."""
     import os
