@@ -117,7 +117,10 @@ class DomainForm:
     def at(self, env: dict[str, int]) -> Domain:
         if self.values is not None:
             return Domain(values=tuple(evaluate(v, env) for v in self.values))
-        return Domain(evaluate(self.lo, env), evaluate(self.hi, env), evaluate(self.step, env))
+        step = evaluate(self.step, env)
+        if step <= 0:  # E207 at the compiled point; elsewhere no range, like any EvalError
+            raise EvalError(f"a range step of {step}")
+        return Domain(evaluate(self.lo, env), evaluate(self.hi, env), step)
 
 
 @dataclass(frozen=True)

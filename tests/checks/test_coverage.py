@@ -84,6 +84,15 @@ def test_a_domain_past_sys_maxsize_orders_its_structure_classes_without_len(tmp_
     assert [d.code for d in findings] == ["R501"] and "(at N=" in findings[0].message
 
 
+def test_a_scalar_range_whose_step_is_zero_at_another_point_is_no_internal_error():
+    good = (RULES / "C402" / "good_scalar_index.dsl").read_text(encoding="utf-8")
+    assert "in 1..T\n" in good
+    # T in {32, 64}: the step is 32 at the compiled point and 0 at the probe T = 32
+    text = good.replace("in 1..T\n", "in 1..T step (T - 32)\n")
+    findings, graphs = lint_source(text, "zero_step.dsl", None, None, None, "a2a3")
+    assert findings == [] and len(graphs) == 1
+
+
 def _many(n: int, peeked_row: int) -> str:
     return (
         f"layer many(K = 0 in 0..{n - 1}, D = 16) {{\n"
