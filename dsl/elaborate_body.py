@@ -406,7 +406,7 @@ class BodyElaborator(ExprElaboration):
         self.result.accesses.append(
             Access(
                 tensor.name, mode, region, tensor.dtype, tuple(self.loops), tuple(self.conds), span,
-                self._next(), peer, name,
+                self._next(), peer, name=name,
             )
         )  # fmt: skip
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from lowering.body import Range, Stmt
 from lowering.source import Span
@@ -117,7 +117,10 @@ class DomainForm:
     def at(self, env: dict[str, int]) -> Domain:
         if self.values is not None:
             return Domain(values=tuple(evaluate(v, env) for v in self.values))
-        return Domain(evaluate(self.lo, env), evaluate(self.hi, env), evaluate(self.step, env))
+        step = evaluate(self.step, env)
+        if step <= 0:  # E207 at the compiled point; elsewhere no range, like any EvalError
+            raise EvalError(f"a range step of {step}")
+        return Domain(evaluate(self.lo, env), evaluate(self.hi, env), step)
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,9 @@ class Access:
     span: Span
     order: int  # program order inside the body
     peer: Expr | None = None  # remote_store destination rank
+    # Keyword-only from here on: a positional argument meant for one of these once landed in
+    # the other; each is named at every construction.
+    _: KW_ONLY
     name: str = ""  # the name a called layer's body used ("c.a"), when a call binds it to ``tensor``
     # A whole tensor taken for an access the reader cannot see into (an argument of a PyPTO
     # extern kernel or of an op it does not know, a store whose offsets it cannot evaluate):

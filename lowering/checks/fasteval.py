@@ -98,16 +98,21 @@ def _build(expr: Expr) -> Compiled:
         return lambda env: evaluate(expr, env)
 
 
-def compiled(expr: Expr) -> Compiled:
-    """A function of the environment equal to ``evaluate(expr, env)``."""
-    hit = _CACHE.get(id(expr))
+def _cached(cache: dict[int, tuple[Expr, Callable]], expr: Expr, build: Callable[[Expr], Callable]):
+    """``build(expr)``, kept in ``cache`` by identity (the entry holds ``expr`` so its id stays its own)."""
+    hit = cache.get(id(expr))
     if hit is not None and hit[0] is expr:
         return hit[1]
-    if len(_CACHE) >= _MAX_CACHE:
-        _CACHE.clear()
-    fn = _build(expr)
-    _CACHE[id(expr)] = (expr, fn)
+    if len(cache) >= _MAX_CACHE:
+        cache.clear()
+    fn = build(expr)
+    cache[id(expr)] = (expr, fn)
     return fn
+
+
+def compiled(expr: Expr) -> Compiled:
+    """A function of the environment equal to ``evaluate(expr, env)``."""
+    return _cached(_CACHE, expr, _build)
 
 
 # ---------------------------------------------------------------- bounds
@@ -164,11 +169,4 @@ def _build_bounds(expr: Expr) -> Callable[[Mapping[str, int | Interval]], Interv
 def compiled_bounds(expr: Expr) -> Callable[[Mapping[str, int | Interval]], Interval]:
     """A function of the environment equal to ``bounds(expr, env)`` (same value, same EvalError):
     for the few expressions of an access that are bounded at every block and iteration."""
-    hit = _BOUNDS_CACHE.get(id(expr))
-    if hit is not None and hit[0] is expr:
-        return hit[1]
-    if len(_BOUNDS_CACHE) >= _MAX_CACHE:
-        _BOUNDS_CACHE.clear()
-    fn = _build_bounds(expr)
-    _BOUNDS_CACHE[id(expr)] = (expr, fn)
-    return fn
+    return _cached(_BOUNDS_CACHE, expr, _build_bounds)

@@ -241,7 +241,7 @@ def _same_params(graph: Graph, a: dict[str, int], b: dict[str, int]) -> bool:
 def closeness(graph: Graph, own: dict[str, int]):
     """Sort key of points: fewest parameters that differ from ``own``, then nearest in domain order."""
     ranged = [p for p in graph.params.values() if p.domain is not None]
-    index = {p.name: {v: i for i, v in enumerate(p.domain)} for p in ranged if len(p.domain) <= 1 << 16}
+    index = {p.name: {v: i for i, v in enumerate(p.domain)} for p in ranged if p.domain.size <= 1 << 16}
 
     def key(env: dict[str, int]) -> tuple[int, int]:
         differ = 0

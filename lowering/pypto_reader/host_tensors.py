@@ -109,9 +109,8 @@ def construct(ev, name: str, args: list[Val], kwargs: dict[str, Val]) -> Val:
     if fn == "arange":
         bounds = [ev.static(a) for a in args]
         ints = all(isinstance(b, int) for b in bounds)
-        shape = None
-        if ints and 1 <= len(bounds) <= 3:
-            shape = (IntVal(Const(len(range(*bounds)))),)  # type: ignore[arg-type]
+        length = _arange_length(bounds) if ints else None
+        shape = (IntVal(Const(length)),) if length is not None else None
         return HostTensorVal(shape, given or ("int64" if ints else FLOAT_DEFAULT if bounds else None))
     if fn == "tensor":
         return HostTensorVal(None, given or (_scalar_dtype(ev, args[0]) if args else None))
@@ -194,6 +193,17 @@ def binary(ev, a: Val, b: Val) -> Val:
     if scalar == FLOAT_DEFAULT and t.dtype is not None and not _is_float(t.dtype):
         return HostTensorVal(t.shape, FLOAT_DEFAULT)
     return HostTensorVal(t.shape, t.dtype)
+
+
+def _arange_length(bounds: list[int]) -> int | None:
+    """How many values ``torch.arange(*bounds)`` holds; None for a zero step (torch refuses it)
+    or a wrong argument count. Computed, not by ``len(range())``, which overflows past 2**63."""
+    if not 1 <= len(bounds) <= 3:
+        return None
+    start, stop, step = (*([0] if len(bounds) == 1 else []), *bounds, 1)[:3]
+    if step == 0:
+        return None
+    return max(0, -((start - stop) // step))
 
 
 def _promote(a: str | None, b: str | None) -> str | None:

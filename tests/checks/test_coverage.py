@@ -62,6 +62,37 @@ def test_layer_loop_bounds_and_ifs_are_the_structure(tmp_path: Path):
     assert [(d.code, d.message.endswith("(at N=3)")) for d in findings] == [("R501", True)]
 
 
+HUGE = """
+layer huge(N = 2 in 1..100000000000000000000000, D = 16) {
+  input  x: f32[4, D]
+  output y: f32[4, D]
+  output z: f32[1, D]
+  if N > 10 {
+    task peek on aiv { z[0, :] = y[2, :] }
+  }
+  task copy on aiv { y[2, :] = x[2, :] }
+}
+"""
+
+
+def test_a_domain_past_sys_maxsize_orders_its_structure_classes_without_len(tmp_path: Path):
+    src = tmp_path / "huge.dsl"
+    src.write_text(HUGE)
+    # the classes are sorted by closeness to the compiled point, whose domain ``len()`` cannot size
+    findings, graphs = lint_source(HUGE, str(src), None, None, {"R501"}, "a2a3")
+    assert sorted(len(g.tasks) for g in graphs) == [1, 2]
+    assert [d.code for d in findings] == ["R501"] and "(at N=" in findings[0].message
+
+
+def test_a_scalar_range_whose_step_is_zero_at_another_point_is_no_internal_error():
+    good = (RULES / "C402" / "good_scalar_index.dsl").read_text(encoding="utf-8")
+    assert "in 1..T\n" in good
+    # T in {32, 64}: the step is 32 at the compiled point and 0 at the probe T = 32
+    text = good.replace("in 1..T\n", "in 1..T step (T - 32)\n")
+    findings, graphs = lint_source(text, "zero_step.dsl", None, None, None, "a2a3")
+    assert findings == [] and len(graphs) == 1
+
+
 def _many(n: int, peeked_row: int) -> str:
     return (
         f"layer many(K = 0 in 0..{n - 1}, D = 16) {{\n"

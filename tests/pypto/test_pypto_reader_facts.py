@@ -6,6 +6,7 @@ code, line and column, and each clean case would fail if the fact were lost.
 
 from __future__ import annotations
 
+import pytest
 from pyptoutil import PYPTO_FIXTURES
 
 from dsl.driver.cli_pypto import run_rules_safely
@@ -188,3 +189,25 @@ def test_an_epoch_passed_as_pl_const_is_an_integer_threshold():
         ("notify", "None"),
         ("wait", "1"),
     ]
+
+
+@pytest.mark.parametrize(
+    "made, length",
+    [
+        ("torch.arange(0, 10, 0, dtype=torch.int32)", None),  # torch refuses a zero step
+        ("torch.arange(2**70, dtype=torch.int32)", 2**70),  # past len(range())
+        ("torch.arange(10, 0, -3, dtype=torch.int32)", 4),
+    ],
+)
+def test_a_harness_arange_gives_its_length_or_none_never_a_reader_failure(tmp_path, made, length):
+    text = (READER / "torch_harness" / "model.py").read_text(encoding="utf-8")
+    g_line = '"g": torch.arange(rows * COLS, dtype=torch.int32).reshape(rows, COLS),'
+    assert g_line in text
+    model = tmp_path / "model.py"
+    model.write_text(text.replace(g_line, f'"g": {made},'), encoding="utf-8")
+    result = read_pypto(model)
+    assert [d.code for d in result.diagnostics if d.code != "P001"] == []
+    (g,) = result.graphs
+    assert g.tensors["g"].dtype == "i32"
+    if length is not None:
+        assert g.tensors["g"].dims == (length,)

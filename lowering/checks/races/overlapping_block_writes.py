@@ -15,10 +15,10 @@ since they are usually a scatter that is disjoint by construction, and so are th
 PyPTO file's reader takes as a whole tensor because it cannot see which elements a block
 touches: the arguments of an extern kernel (hand-written C++ whose blocks split the work in
 ways the reader cannot see) or of an op it does not know, and stores at offsets it cannot
-evaluate (each with a P001 note). A grid too large to list block by block (more blocks than
-the analysis budget, 60,000 executions) is examined on its first and last 64 blocks: the
-overlaps of neighbouring blocks, and of every block when the region does not depend on
-`block`, are found; a pattern that pairs only distant blocks is not.
+evaluate (each with a P001 note). A grid too large to list block by block (its blocks times
+the task's accesses past the analysis budget, 60,000 executions) is examined on its first
+and last 64 blocks: the overlaps of neighbouring blocks, and of every block when the region
+does not depend on `block`, are found; a pattern that pairs only distant blocks is not.
 
 ## Why it breaks on the device
 
