@@ -23,381 +23,107 @@ from asc.language.core.dtype import KnownTypes as KT
 from asc.runtime.compiler import CompileOptions, Compiler
 
 F32 = asl.float32
+I32 = asl.int32
 
 
-@asc.jit
-def exp(x: asl.GlobalAddress, z: asl.GlobalAddress):
-    pipe = asl.TPipe()
+# Plain Python, not @asc.jit: the JIT front end calls these while it traces a kernel, so each
+# emits its API calls inline, in place -- the translated C++ is what the kernel would give
+# with the calls written out.
+def gm(address):
+    """A GlobalTensor over kernel argument ``address``."""
+    tensor = asl.GlobalTensor()
+    tensor.set_global_buffer(address)
+    return tensor
+
+
+def vector_buffers(pipe, in_bytes: int, out_bytes: int, in_slots: int = 1, calc_bytes: int = 0):
+    """The VECIN and VECOUT queues (one buffer of ``in_slots`` slots each) and, when
+    ``calc_bytes``, the VECCALC buffer dslc gives an aiv kernel."""
     qin = asl.TQue(asl.TPosition.VECIN, 1)
     qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    pipe.init_buffer(qin, 1, 2048)
-    pipe.init_buffer(qout, 1, 2048)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg = asl.GlobalTensor()
-    zg.set_global_buffer(z)
-    out = qout.alloc_tensor(F32)
-    inp = qin.alloc_tensor(F32)
-    asl.data_copy(dst=inp, src=xg, count=512)
-    qin.enque(inp)
-    inp = qin.deque(F32)
-    asl.exp(dst=out, src=inp, count=512)
-    qin.free_tensor(inp)
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=zg, src=out, count=512)
-    qout.free_tensor(out)
+    calc = asl.TBuf(asl.TPosition.VECCALC) if calc_bytes else None
+    pipe.init_buffer(qin, in_slots, in_bytes)
+    pipe.init_buffer(qout, 1, out_bytes)
+    if calc_bytes:
+        pipe.init_buffer(calc, calc_bytes)
+    return qin, qout, calc
 
 
-@asc.jit
-def pad_div(x: asl.GlobalAddress, w: asl.GlobalAddress):
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 1, 256)
-    pipe.init_buffer(qout, 1, 256)
-    pipe.init_buffer(calc, 256)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    wg = asl.GlobalTensor()
-    wg.set_global_buffer(w)
-    out = qout.alloc_tensor(F32)
-    inp = qin.alloc_tensor(F32)
-    params = asl.DataCopyExtParams(block_count=8, block_len=16, src_stride=496, dst_stride=0, rsv=0)
+def load(qin, src, count: int, dtype=F32):
+    """A VECIN tile of ``count`` elements copied in from GM ``src``, ready to compute on."""
+    tile = qin.alloc_tensor(dtype)
+    asl.data_copy(dst=tile, src=src, count=count)
+    qin.enque(tile)
+    return qin.deque(dtype)
+
+
+def load_padded(qin, src, params, at: int = 0):
+    """As ``load``, from ``src[at]`` with DataCopyPad (``params``: DataCopyExtParams), no padding.
+    (The offset view is taken where dslc takes it, after the tile: the oracle numbers variables
+    by first use.)"""
+    tile = qin.alloc_tensor(F32)
     pad = asl.DataCopyPadExtParams(F32, is_pad=False, left_padding=0, right_padding=0, padding_value=0)
-    asl.data_copy_pad(dst=inp, src=xg[4], data_copy_params=params, pad_params=pad)
-    qin.enque(inp)
-    inp = qin.deque(F32)
-    three = calc.get_with_offset(64, 0, F32)
-    asl.duplicate(dst=three, scalar=3.0, count=64)
-    asl.div(dst=out, src0=inp, src1=three, count=64)
-    qin.free_tensor(inp)
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy_pad(dst=wg, src=out, data_copy_params=asl.DataCopyExtParams(8, 16, 0, 0, 0))
-    qout.free_tensor(out)
+    asl.data_copy_pad(dst=tile, src=src[at] if at else src, data_copy_params=params, pad_params=pad)
+    qin.enque(tile)
+    return qin.deque(F32)
 
 
-@asc.jit
-def scalar_ops(x: asl.GlobalAddress, y: asl.GlobalAddress, z: asl.GlobalAddress):
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 2, 2048)
-    pipe.init_buffer(qout, 1, 2048)
-    pipe.init_buffer(calc, 4096)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    yg = asl.GlobalTensor()
-    yg.set_global_buffer(y)
-    zg = asl.GlobalTensor()
-    zg.set_global_buffer(z)
-    out = qout.alloc_tensor(F32)
-    a = qin.alloc_tensor(F32)
-    asl.data_copy(dst=a, src=xg, count=512)
-    qin.enque(a)
-    a = qin.deque(F32)
-    b = qin.alloc_tensor(F32)
-    asl.data_copy(dst=b, src=yg, count=512)
-    qin.enque(b)
-    b = qin.deque(F32)
-    s = calc.get_with_offset(512, 0, F32)
-    asl.add(dst=s, src0=a, src1=b, count=512)
-    qin.free_tensor(a)
-    qin.free_tensor(b)
-    m = calc.get_with_offset(512, 2048, F32)
-    asl.maxs(dst=m, src=s, scalar=0.0, count=512)
-    p = calc.get_with_offset(512, 0, F32)
-    asl.muls(dst=p, src=m, scalar=2.0, count=512)
-    asl.adds(dst=out, src=p, scalar=-1.0, count=512)
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=zg, src=out, count=512)
-    qout.free_tensor(out)
+def store(qout, tile, dst, count: int = 0, params=None, dtype=F32, atomic: bool = False, at: int = 0):
+    """VECOUT ``tile`` copied out to GM ``dst[at]`` (DataCopy of ``count`` elements, or DataCopyPad
+    with ``params``), as an atomic add when ``atomic``; then freed."""
+    qout.enque(tile)
+    tile = qout.deque(dtype)
+    if atomic:
+        asl.set_atomic_add(dtype)
+    if at:
+        dst = dst[at]
+    if params is None:
+        asl.data_copy(dst=dst, src=tile, count=count)
+    else:
+        asl.data_copy_pad(dst=dst, src=tile, data_copy_params=params)
+    if atomic:
+        asl.set_atomic_none()
+    qout.free_tensor(tile)
 
 
-@asc.jit
-def row_sum(x: asl.GlobalAddress, s: asl.GlobalAddress):
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 1, 256)
-    pipe.init_buffer(qout, 1, 32)
-    pipe.init_buffer(calc, 288)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    sg = asl.GlobalTensor()
-    sg.set_global_buffer(s)
-    out = qout.alloc_tensor(F32)
-    inp = qin.alloc_tensor(F32)
-    asl.data_copy(dst=inp, src=xg, count=64)
-    qin.enque(inp)
-    inp = qin.deque(F32)
-    total = calc.get_with_offset(8, 0, F32)
-    work = calc.get_with_offset(64, 32, F32)
-    asl.reduce_sum(dst=total, src=inp, shared_tmp_buffer=work, count=64)
-    qin.free_tensor(inp)
-    asl.copy(dst=out, src=total, mask=8, repeat_time=1, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy_pad(dst=sg, src=out, data_copy_params=asl.DataCopyExtParams(1, 4, 0, 0, 0))
-    qout.free_tensor(out)
+def ub_copy(dst, src, mask: int, repeats: int = 1):
+    """A UB -> UB Copy of ``repeats`` contiguous 256-byte repeats, ``mask`` lanes each."""
+    asl.copy(dst=dst, src=src, mask=mask, repeat_time=repeats, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
 
 
-@asc.jit
-def row_max(x: asl.GlobalAddress, s: asl.GlobalAddress):
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 1, 256)
-    pipe.init_buffer(qout, 1, 32)
-    pipe.init_buffer(calc, 288)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    sg = asl.GlobalTensor()
-    sg.set_global_buffer(s)
-    out = qout.alloc_tensor(F32)
-    inp = qin.alloc_tensor(F32)
-    asl.data_copy(dst=inp, src=xg, count=64)
-    qin.enque(inp)
-    inp = qin.deque(F32)
-    best = calc.get_with_offset(8, 0, F32)
-    work = calc.get_with_offset(64, 32, F32)
-    asl.reduce_max(dst=best, src=inp, shared_tmp_buffer=work, count=64, cal_index=False)
-    qin.free_tensor(inp)
-    asl.copy(dst=out, src=best, mask=8, repeat_time=1, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy_pad(dst=sg, src=out, data_copy_params=asl.DataCopyExtParams(1, 4, 0, 0, 0))
-    qout.free_tensor(out)
-
-
-@asc.jit
-def row_expand(x: asl.GlobalAddress, v: asl.GlobalAddress, z: asl.GlobalAddress):
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    pipe.init_buffer(qin, 2, 256)
-    pipe.init_buffer(qout, 1, 256)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    vg = asl.GlobalTensor()
-    vg.set_global_buffer(v)
-    zg = asl.GlobalTensor()
-    zg.set_global_buffer(z)
-    out = qout.alloc_tensor(F32)
-    a = qin.alloc_tensor(F32)
-    asl.data_copy(dst=a, src=xg, count=64)
-    qin.enque(a)
-    a = qin.deque(F32)
-    b = qin.alloc_tensor(F32)
-    pad = asl.DataCopyPadExtParams(F32, is_pad=False, left_padding=0, right_padding=0, padding_value=0)
-    asl.data_copy_pad(dst=b, src=vg, data_copy_params=asl.DataCopyExtParams(1, 4, 0, 0, 0), pad_params=pad)
-    qin.enque(b)
-    b = qin.deque(F32)
-    asl.pipe_barrier(asl.PipeID.PIPE_ALL)
-    s = b.get_value(0)
-    asl.muls(dst=out, src=a, scalar=s, count=64)
-    qin.free_tensor(a)
-    qin.free_tensor(b)
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=zg, src=out, count=64)
-    qout.free_tensor(out)
-
-
-@asc.jit
-def cast(x: asl.GlobalAddress, y: asl.GlobalAddress):
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    pipe.init_buffer(qin, 1, 2048)
-    pipe.init_buffer(qout, 1, 1024)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    yg = asl.GlobalTensor()
-    yg.set_global_buffer(y)
-    out = qout.alloc_tensor(asl.float16)
-    inp = qin.alloc_tensor(F32)
-    asl.data_copy(dst=inp, src=xg, count=512)
-    qin.enque(inp)
-    inp = qin.deque(F32)
-    asl.cast(dst=out, src=inp, round_mode=asl.RoundMode.CAST_RINT, count=512)
-    qin.free_tensor(inp)
-    qout.enque(out)
-    out = qout.deque(asl.float16)
-    asl.data_copy(dst=yg, src=out, count=512)
-    qout.free_tensor(out)
-
-
-@asc.jit
-def atomic_copy(x: asl.GlobalAddress, a: asl.GlobalAddress):
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 1, 2048)
-    pipe.init_buffer(qout, 1, 2048)
-    pipe.init_buffer(calc, 2048)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    ag = asl.GlobalTensor()
-    ag.set_global_buffer(a)
-    e = calc.get_with_offset(512, 0, F32)
-    inp = qin.alloc_tensor(F32)
-    asl.data_copy(dst=inp, src=xg, count=512)
-    qin.enque(inp)
-    inp = qin.deque(F32)
-    asl.exp(dst=e, src=inp, count=512)
-    qin.free_tensor(inp)
-    out = qout.alloc_tensor(F32)
-    asl.copy(dst=out, src=e, mask=64, repeat_time=8, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.set_atomic_add(F32)
-    asl.data_copy(dst=ag, src=out, count=512)
-    asl.set_atomic_none()
-    qout.free_tensor(out)
-
-
-@asc.jit
-def sort(score: asl.GlobalAddress, idx: asl.GlobalAddress, val: asl.GlobalAddress):
-    """topk(row, 16, valid=200) over 256 columns: mask, Sort32, two MrgSort stages, GatherMask.
-    CreateVecIndex has no pyasc binding: the test drops it on both sides."""
-    pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 1, 1024)
-    pipe.init_buffer(qout, 1, 64)
-    pipe.init_buffer(calc, 8192)
-    sg = asl.GlobalTensor()
-    sg.set_global_buffer(score)
-    ig = asl.GlobalTensor()
-    ig.set_global_buffer(idx)
-    vg = asl.GlobalTensor()
-    vg.set_global_buffer(val)
-    best = calc.get_with_offset(32, 0, F32)
-    row = qin.alloc_tensor(F32)
-    asl.data_copy(dst=row, src=sg, count=256)
-    qin.enque(row)
-    row = qin.deque(F32)
-    masked = calc.get_with_offset(512, 128, F32)
-    asl.duplicate(masked, float("-inf"), 512)
-    asl.copy(dst=masked, src=row, mask=64, repeat_time=4, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    index = calc.get_with_offset(512, 2176, asl.int32)
-    lanes = calc.get_with_offset(512, 4224, F32)
-    mask = calc.get_with_offset(64, 6272, asl.uint8)
-    asl.cast(dst=lanes, src=index, round_mode=asl.RoundMode.CAST_NONE, count=512)
-    asl.compare_scalar(dst=mask, src0=lanes, src1_scalar=200.0, cmp_mode=asl.CMPMODE.LT, count=512)
-    asl.select(masked, mask, masked, float("-inf"), asl.SelMode.VSEL_TENSOR_SCALAR_MODE, 512)
-    qin.free_tensor(row)
-    payload = calc.get_with_offset(512, 2176, asl.int32)
-    records = calc.get_with_offset(1024, 4224, F32)
-    asl.sort32(dst=records, src0=masked, src1=payload.reinterpret_cast(asl.uint32), repeat_time=16)
-    merged = calc.get_with_offset(1024, 128, F32)
-    runs = asl.MrgSortSrcList(F32, records, records[64], records[128], records[192])
-    asl.mrg_sort(dst=merged, sort_list=runs, params=asl.MrgSort4Info([32, 32, 32, 32], False, 15, 4))
-    final = calc.get_with_offset(1024, 4224, F32)
-    runs2 = asl.MrgSortSrcList(F32, merged, merged[256], merged[512], merged[768])
-    asl.mrg_sort(dst=final, sort_list=runs2, params=asl.MrgSort4Info([128, 128, 128, 128], False, 15, 1))
-    asl.copy(dst=best, src=final, mask=32, repeat_time=1, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    params = asl.GatherMaskParams(
-        src0_block_stride=1, repeat_times=1, src0_repeat_stride=8, src1_repeat_stride=0
-    )
-    out = qout.alloc_tensor(F32)
-    picked = calc.get_with_offset(32, 128, F32)
-    asl.gather_mask(dst=picked, src0=best, src1_pattern=1, reduce_mode=False, mask=0, params=params)
-    asl.copy(dst=out, src=picked, mask=16, repeat_time=1, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=vg, src=out, count=16)
-    qout.free_tensor(out)
-    out2 = qout.alloc_tensor(asl.int32)
-    picked2 = calc.get_with_offset(32, 128, F32)
-    asl.gather_mask(dst=picked2, src0=best, src1_pattern=2, reduce_mode=False, mask=0, params=params)
-    as_int = picked2.reinterpret_cast(asl.int32)
-    asl.copy(dst=out2, src=as_int, mask=16, repeat_time=1, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    qout.enque(out2)
-    out2 = qout.deque(asl.int32)
-    asl.data_copy(dst=ig, src=out2, count=16)
-    qout.free_tensor(out2)
-
-
-@asc.jit
-def notify_wait(cell: asl.GlobalAddress, mine: asl.GlobalAddress):
-    """The notify kernel (an atomic add into the peer's cell), then the wait kernel's
-    cache-line refetch of the local cell (its spin loop's control flow is not compared)."""
-    pipe = asl.TPipe()
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    pipe.init_buffer(qout, 1, 32)
-    remote = asl.GlobalTensor()
-    remote.set_global_buffer(cell)
-    local = asl.GlobalTensor()
-    local.set_global_buffer(mine)
-    out = qout.alloc_tensor(asl.int32)
-    asl.pipe_barrier(asl.PipeID.PIPE_MTE3)
-    asl.duplicate(dst=out, scalar=1, count=8)
-    qout.enque(out)
-    out = qout.deque(asl.int32)
-    asl.set_atomic_add(asl.int32)
-    asl.data_copy_pad(dst=remote[1], src=out, data_copy_params=asl.DataCopyExtParams(1, 4, 0, 0, 0))
-    asl.set_atomic_none()
-    qout.free_tensor(out)
-    asl.data_cache_clean_and_invalid(
-        entire_type=asl.CacheLine.SINGLE_CACHE_LINE, dcci_dst=asl.DcciDst.CACHELINE_OUT, dst=local[0]
-    )
-
-
-@asc.jit
-def matmul(x: asl.GlobalAddress, w: asl.GlobalAddress, y: asl.GlobalAddress):
-    pipe = asl.TPipe()
+def cube_matmul(pipe, xg, wg, dst):
+    """The AIC program of a 16x64 by (64x16)^T f32 matmul into GM ``dst``: Nd2Nz both operands
+    into L1, LoadData into L0A/L0B, one Mmad, Fixpipe out; each step behind its hardware event."""
     l1a = asl.TBuf(asl.TPosition.A1)
     l1b = asl.TBuf(asl.TPosition.B1)
     l0a = asl.TBuf(asl.TPosition.A2)
     l0b = asl.TBuf(asl.TPosition.B2)
     l0c = asl.TBuf(asl.TPosition.CO1)
-    pipe.init_buffer(l1a, 4096)
-    pipe.init_buffer(l1b, 4096)
-    pipe.init_buffer(l0a, 4096)
-    pipe.init_buffer(l0b, 4096)
-    pipe.init_buffer(l0c, 1024)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    wg = asl.GlobalTensor()
-    wg.set_global_buffer(w)
-    yg = asl.GlobalTensor()
-    yg.set_global_buffer(y)
+    for buffer, nbytes in ((l1a, 4096), (l1b, 4096), (l0a, 4096), (l0b, 4096), (l0c, 1024)):
+        pipe.init_buffer(buffer, nbytes)
     acc = l0c.get_with_offset(256, 0, F32)
-    a1 = l1a.get_with_offset(1024, 0, F32)
-    asl.set_flag(asl.HardEvent.MTE1_MTE2, 0)
-    asl.wait_flag(asl.HardEvent.MTE1_MTE2, 0)
     nd2nz = asl.Nd2NzParams(
         nd_num=1, n_value=16, d_value=64, src_nd_matrix_stride=0, src_d_value=64,
         dst_nz_c0_stride=16, dst_nz_n_stride=1, dst_nz_matrix_stride=0,
     )  # fmt: skip
-    asl.data_copy(dst=a1, src=xg, intri_params=nd2nz)
-    asl.set_flag(asl.HardEvent.MTE2_MTE1, 0)
-    asl.wait_flag(asl.HardEvent.MTE2_MTE1, 0)
-    b1 = l1b.get_with_offset(1024, 0, F32)
-    asl.set_flag(asl.HardEvent.MTE1_MTE2, 0)
-    asl.wait_flag(asl.HardEvent.MTE1_MTE2, 0)
-    asl.data_copy(dst=b1, src=wg, intri_params=nd2nz)
-    asl.set_flag(asl.HardEvent.MTE2_MTE1, 0)
-    asl.wait_flag(asl.HardEvent.MTE2_MTE1, 0)
+    l1 = []
+    for buffer, src in ((l1a, xg), (l1b, wg)):
+        tile = buffer.get_with_offset(1024, 0, F32)
+        asl.set_flag(asl.HardEvent.MTE1_MTE2, 0)
+        asl.wait_flag(asl.HardEvent.MTE1_MTE2, 0)
+        asl.data_copy(dst=tile, src=src, intri_params=nd2nz)
+        asl.set_flag(asl.HardEvent.MTE2_MTE1, 0)
+        asl.wait_flag(asl.HardEvent.MTE2_MTE1, 0)
+        l1.append(tile)
     a2 = l0a.get_with_offset(1024, 0, F32)
     b2 = l0b.get_with_offset(1024, 0, F32)
     asl.set_flag(asl.HardEvent.M_MTE1, 0)
     asl.wait_flag(asl.HardEvent.M_MTE1, 0)
-    load = asl.LoadData2DParams(
+    load2d = asl.LoadData2DParams(
         start_index=0, repeat_times=8, src_stride=1, sid=0, dst_gap=0, if_transpose=False, addr_mode=0
     )
-    asl.load_data(dst=a2, src=a1, params=load)
-    asl.load_data(dst=b2, src=b1, params=load)
+    asl.load_data(dst=a2, src=l1[0], params=load2d)
+    asl.load_data(dst=b2, src=l1[1], params=load2d)
     asl.set_flag(asl.HardEvent.MTE1_M, 0)
     asl.wait_flag(asl.HardEvent.MTE1_M, 0)
     asl.set_flag(asl.HardEvent.FIX_M, 0)
@@ -407,29 +133,218 @@ def matmul(x: asl.GlobalAddress, w: asl.GlobalAddress, y: asl.GlobalAddress):
     asl.set_flag(asl.HardEvent.M_FIX, 0)
     asl.wait_flag(asl.HardEvent.M_FIX, 0)
     asl.fixpipe(
-        dst=yg, src=acc, params=asl.FixpipeParamsV220(n_size=16, m_size=16, src_stride=16, dst_stride=16)
+        dst=dst, src=acc, params=asl.FixpipeParamsV220(n_size=16, m_size=16, src_stride=16, dst_stride=16)
     )
+
+
+def row_reduce(x, s, op: str):
+    """A [1, 64] row reduced (``op``: ReduceSum or ReduceMax, with its work tile) into s[0, 0]."""
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 256, 32, calc_bytes=288)
+    xg = gm(x)
+    sg = gm(s)
+    out = qout.alloc_tensor(F32)
+    inp = load(qin, xg, 64)
+    result = calc.get_with_offset(8, 0, F32)
+    work = calc.get_with_offset(64, 32, F32)
+    if op == "sum":
+        asl.reduce_sum(dst=result, src=inp, shared_tmp_buffer=work, count=64)
+    else:
+        asl.reduce_max(dst=result, src=inp, shared_tmp_buffer=work, count=64, cal_index=False)
+    qin.free_tensor(inp)
+    ub_copy(out, result, 8)
+    store(qout, out, sg, params=asl.DataCopyExtParams(1, 4, 0, 0, 0))
+
+
+@asc.jit
+def exp(x: asl.GlobalAddress, z: asl.GlobalAddress):
+    pipe = asl.TPipe()
+    qin, qout, _ = vector_buffers(pipe, 2048, 2048)
+    xg = gm(x)
+    zg = gm(z)
+    out = qout.alloc_tensor(F32)
+    inp = load(qin, xg, 512)
+    asl.exp(dst=out, src=inp, count=512)
+    qin.free_tensor(inp)
+    store(qout, out, zg, 512)
+
+
+@asc.jit
+def pad_div(x: asl.GlobalAddress, w: asl.GlobalAddress):
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 256, 256, calc_bytes=256)
+    xg = gm(x)
+    wg = gm(w)
+    out = qout.alloc_tensor(F32)
+    params = asl.DataCopyExtParams(block_count=8, block_len=16, src_stride=496, dst_stride=0, rsv=0)
+    inp = load_padded(qin, xg, params, at=4)
+    three = calc.get_with_offset(64, 0, F32)
+    asl.duplicate(dst=three, scalar=3.0, count=64)
+    asl.div(dst=out, src0=inp, src1=three, count=64)
+    qin.free_tensor(inp)
+    store(qout, out, wg, params=asl.DataCopyExtParams(8, 16, 0, 0, 0))
+
+
+@asc.jit
+def scalar_ops(x: asl.GlobalAddress, y: asl.GlobalAddress, z: asl.GlobalAddress):
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 2048, 2048, in_slots=2, calc_bytes=4096)
+    xg = gm(x)
+    yg = gm(y)
+    zg = gm(z)
+    out = qout.alloc_tensor(F32)
+    a = load(qin, xg, 512)
+    b = load(qin, yg, 512)
+    s = calc.get_with_offset(512, 0, F32)
+    asl.add(dst=s, src0=a, src1=b, count=512)
+    qin.free_tensor(a)
+    qin.free_tensor(b)
+    m = calc.get_with_offset(512, 2048, F32)
+    asl.maxs(dst=m, src=s, scalar=0.0, count=512)
+    p = calc.get_with_offset(512, 0, F32)
+    asl.muls(dst=p, src=m, scalar=2.0, count=512)
+    asl.adds(dst=out, src=p, scalar=-1.0, count=512)
+    store(qout, out, zg, 512)
+
+
+@asc.jit
+def row_sum(x: asl.GlobalAddress, s: asl.GlobalAddress):
+    row_reduce(x, s, "sum")
+
+
+@asc.jit
+def row_max(x: asl.GlobalAddress, s: asl.GlobalAddress):
+    row_reduce(x, s, "max")
+
+
+@asc.jit
+def row_expand(x: asl.GlobalAddress, v: asl.GlobalAddress, z: asl.GlobalAddress):
+    pipe = asl.TPipe()
+    qin, qout, _ = vector_buffers(pipe, 256, 256, in_slots=2)
+    xg = gm(x)
+    vg = gm(v)
+    zg = gm(z)
+    out = qout.alloc_tensor(F32)
+    a = load(qin, xg, 64)
+    b = load_padded(qin, vg, asl.DataCopyExtParams(1, 4, 0, 0, 0))
+    asl.pipe_barrier(asl.PipeID.PIPE_ALL)
+    s = b.get_value(0)
+    asl.muls(dst=out, src=a, scalar=s, count=64)
+    qin.free_tensor(a)
+    qin.free_tensor(b)
+    store(qout, out, zg, 64)
+
+
+@asc.jit
+def cast(x: asl.GlobalAddress, y: asl.GlobalAddress):
+    pipe = asl.TPipe()
+    qin, qout, _ = vector_buffers(pipe, 2048, 1024)
+    xg = gm(x)
+    yg = gm(y)
+    out = qout.alloc_tensor(asl.float16)
+    inp = load(qin, xg, 512)
+    asl.cast(dst=out, src=inp, round_mode=asl.RoundMode.CAST_RINT, count=512)
+    qin.free_tensor(inp)
+    store(qout, out, yg, 512, dtype=asl.float16)
+
+
+@asc.jit
+def atomic_copy(x: asl.GlobalAddress, a: asl.GlobalAddress):
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 2048, 2048, calc_bytes=2048)
+    xg = gm(x)
+    ag = gm(a)
+    e = calc.get_with_offset(512, 0, F32)
+    inp = load(qin, xg, 512)
+    asl.exp(dst=e, src=inp, count=512)
+    qin.free_tensor(inp)
+    out = qout.alloc_tensor(F32)
+    ub_copy(out, e, 64, repeats=8)
+    store(qout, out, ag, 512, atomic=True)
+
+
+@asc.jit
+def sort(score: asl.GlobalAddress, idx: asl.GlobalAddress, val: asl.GlobalAddress):
+    """topk(row, 16, valid=200) over 256 columns: mask, Sort32, two MrgSort stages, GatherMask.
+    CreateVecIndex has no pyasc binding: the test drops it on both sides."""
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 1024, 64, calc_bytes=8192)
+    sg = gm(score)
+    ig = gm(idx)
+    vg = gm(val)
+    best = calc.get_with_offset(32, 0, F32)
+    row = load(qin, sg, 256)
+    masked = calc.get_with_offset(512, 128, F32)
+    asl.duplicate(masked, float("-inf"), 512)
+    ub_copy(masked, row, 64, repeats=4)
+    index = calc.get_with_offset(512, 2176, I32)
+    lanes = calc.get_with_offset(512, 4224, F32)
+    mask = calc.get_with_offset(64, 6272, asl.uint8)
+    asl.cast(dst=lanes, src=index, round_mode=asl.RoundMode.CAST_NONE, count=512)
+    asl.compare_scalar(dst=mask, src0=lanes, src1_scalar=200.0, cmp_mode=asl.CMPMODE.LT, count=512)
+    asl.select(masked, mask, masked, float("-inf"), asl.SelMode.VSEL_TENSOR_SCALAR_MODE, 512)
+    qin.free_tensor(row)
+    payload = calc.get_with_offset(512, 2176, I32)
+    records = calc.get_with_offset(1024, 4224, F32)
+    asl.sort32(dst=records, src0=masked, src1=payload.reinterpret_cast(asl.uint32), repeat_time=16)
+    merged = calc.get_with_offset(1024, 128, F32)
+    runs = asl.MrgSortSrcList(F32, records, records[64], records[128], records[192])
+    asl.mrg_sort(dst=merged, sort_list=runs, params=asl.MrgSort4Info([32, 32, 32, 32], False, 15, 4))
+    final = calc.get_with_offset(1024, 4224, F32)
+    runs2 = asl.MrgSortSrcList(F32, merged, merged[256], merged[512], merged[768])
+    asl.mrg_sort(dst=final, sort_list=runs2, params=asl.MrgSort4Info([128, 128, 128, 128], False, 15, 1))
+    ub_copy(best, final, 32)
+    params = asl.GatherMaskParams(
+        src0_block_stride=1, repeat_times=1, src0_repeat_stride=8, src1_repeat_stride=0
+    )
+    out = qout.alloc_tensor(F32)
+    picked = calc.get_with_offset(32, 128, F32)
+    asl.gather_mask(dst=picked, src0=best, src1_pattern=1, reduce_mode=False, mask=0, params=params)
+    ub_copy(out, picked, 16)
+    store(qout, out, vg, 16)
+    out2 = qout.alloc_tensor(I32)
+    picked2 = calc.get_with_offset(32, 128, F32)
+    asl.gather_mask(dst=picked2, src0=best, src1_pattern=2, reduce_mode=False, mask=0, params=params)
+    ub_copy(out2, picked2.reinterpret_cast(I32), 16)
+    store(qout, out2, ig, 16, dtype=I32)
+
+
+@asc.jit
+def notify_wait(cell: asl.GlobalAddress, mine: asl.GlobalAddress):
+    """The notify kernel (an atomic add into the peer's cell), then the wait kernel's
+    cache-line refetch of the local cell (its spin loop's control flow is not compared)."""
+    pipe = asl.TPipe()
+    qout = asl.TQue(asl.TPosition.VECOUT, 1)
+    pipe.init_buffer(qout, 1, 32)
+    remote = gm(cell)
+    local = gm(mine)
+    out = qout.alloc_tensor(I32)
+    asl.pipe_barrier(asl.PipeID.PIPE_MTE3)
+    asl.duplicate(dst=out, scalar=1, count=8)
+    store(qout, out, remote, params=asl.DataCopyExtParams(1, 4, 0, 0, 0), dtype=I32, atomic=True, at=1)
+    asl.data_cache_clean_and_invalid(
+        entire_type=asl.CacheLine.SINGLE_CACHE_LINE, dcci_dst=asl.DcciDst.CACHELINE_OUT, dst=local[0]
+    )
+
+
+@asc.jit
+def matmul(x: asl.GlobalAddress, w: asl.GlobalAddress, y: asl.GlobalAddress):
+    pipe = asl.TPipe()
+    xg = gm(x)
+    wg = gm(w)
+    yg = gm(y)
+    cube_matmul(pipe, xg, wg, yg)
 
 
 @asc.jit
 def unary(x: asl.GlobalAddress, z: asl.GlobalAddress):
     """relu(rsqrt(sqrt(abs(log(recip(x)))))): one count-mode call per op, ping-ponging two calc tiles."""
     pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 1, 2048)
-    pipe.init_buffer(qout, 1, 2048)
-    pipe.init_buffer(calc, 4096)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    zg = asl.GlobalTensor()
-    zg.set_global_buffer(z)
+    qin, qout, calc = vector_buffers(pipe, 2048, 2048, calc_bytes=4096)
+    xg = gm(x)
+    zg = gm(z)
     out = qout.alloc_tensor(F32)
-    inp = qin.alloc_tensor(F32)
-    asl.data_copy(dst=inp, src=xg, count=512)
-    qin.enque(inp)
-    inp = qin.deque(F32)
+    inp = load(qin, xg, 512)
     a = calc.get_with_offset(512, 0, F32)
     asl.reciprocal(dst=a, src=inp, count=512)
     qin.free_tensor(inp)
@@ -442,88 +357,48 @@ def unary(x: asl.GlobalAddress, z: asl.GlobalAddress):
     e = calc.get_with_offset(512, 0, F32)
     asl.rsqrt(dst=e, src=d, count=512)
     asl.relu(dst=out, src=e, count=512)
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=zg, src=out, count=512)
-    qout.free_tensor(out)
+    store(qout, out, zg, 512)
 
 
 @asc.jit
 def binary(x: asl.GlobalAddress, y: asl.GlobalAddress, z: asl.GlobalAddress):
     """minimum(maximum(x * y, x) - y, 2.0): Mul, Max, Sub, Mins; each GM operand loaded where used."""
     pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 2, 2048)
-    pipe.init_buffer(qout, 1, 2048)
-    pipe.init_buffer(calc, 4096)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    yg = asl.GlobalTensor()
-    yg.set_global_buffer(y)
-    zg = asl.GlobalTensor()
-    zg.set_global_buffer(z)
+    qin, qout, calc = vector_buffers(pipe, 2048, 2048, in_slots=2, calc_bytes=4096)
+    xg = gm(x)
+    yg = gm(y)
+    zg = gm(z)
     out = qout.alloc_tensor(F32)
-    x1 = qin.alloc_tensor(F32)
-    asl.data_copy(dst=x1, src=xg, count=512)
-    qin.enque(x1)
-    x1 = qin.deque(F32)
-    y1 = qin.alloc_tensor(F32)
-    asl.data_copy(dst=y1, src=yg, count=512)
-    qin.enque(y1)
-    y1 = qin.deque(F32)
+    x1 = load(qin, xg, 512)
+    y1 = load(qin, yg, 512)
     prod = calc.get_with_offset(512, 0, F32)
     asl.mul(dst=prod, src0=x1, src1=y1, count=512)
     qin.free_tensor(x1)
     qin.free_tensor(y1)
-    x2 = qin.alloc_tensor(F32)
-    asl.data_copy(dst=x2, src=xg, count=512)
-    qin.enque(x2)
-    x2 = qin.deque(F32)
+    x2 = load(qin, xg, 512)
     big = calc.get_with_offset(512, 2048, F32)
     asl.max(dst=big, src0=prod, src1=x2, count=512)
     qin.free_tensor(x2)
-    y2 = qin.alloc_tensor(F32)
-    asl.data_copy(dst=y2, src=yg, count=512)
-    qin.enque(y2)
-    y2 = qin.deque(F32)
+    y2 = load(qin, yg, 512)
     diff = calc.get_with_offset(512, 0, F32)
     asl.sub(dst=diff, src0=big, src1=y2, count=512)
     qin.free_tensor(y2)
     asl.mins(dst=out, src=diff, scalar=2.0, count=512)
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=zg, src=out, count=512)
-    qout.free_tensor(out)
+    store(qout, out, zg, 512)
 
 
 @asc.jit
 def gather(x: asl.GlobalAddress, i: asl.GlobalAddress, z: asl.GlobalAddress):
     """gather(x, idx) of one row: byte offsets (idx * 4 + the row's base), then Gather."""
     pipe = asl.TPipe()
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    calc = asl.TBuf(asl.TPosition.VECCALC)
-    pipe.init_buffer(qin, 2, 256)
-    pipe.init_buffer(qout, 1, 64)
-    pipe.init_buffer(calc, 128)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    ig = asl.GlobalTensor()
-    ig.set_global_buffer(i)
-    zg = asl.GlobalTensor()
-    zg.set_global_buffer(z)
+    qin, qout, calc = vector_buffers(pipe, 256, 64, in_slots=2, calc_bytes=128)
+    xg = gm(x)
+    ig = gm(i)
+    zg = gm(z)
     out = qout.alloc_tensor(F32)
-    row = qin.alloc_tensor(F32)
-    asl.data_copy(dst=row, src=xg, count=64)
-    qin.enque(row)
-    row = qin.deque(F32)
-    idx = qin.alloc_tensor(asl.int32)
-    asl.data_copy(dst=idx, src=ig, count=16)
-    qin.enque(idx)
-    idx = qin.deque(asl.int32)
-    offsets = calc.get_with_offset(16, 0, asl.int32)
+    row = load(qin, xg, 64)
+    idx = load(qin, ig, 16, dtype=I32)
+    offsets = calc.get_with_offset(16, 0, I32)
     picked = calc.get_with_offset(16, 64, F32)
     for r in range(1):
         asl.muls(offsets[r * 16], idx[r * 16], 4, 16)
@@ -533,11 +408,8 @@ def gather(x: asl.GlobalAddress, i: asl.GlobalAddress, z: asl.GlobalAddress):
         asl.gather(picked[r * 16], row, as_u32[r * 16], 0, 16)
     qin.free_tensor(row)
     qin.free_tensor(idx)
-    asl.copy(dst=out, src=picked, mask=16, repeat_time=1, repeat_params=asl.CopyRepeatParams(1, 1, 8, 8))
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=zg, src=out, count=16)
-    qout.free_tensor(out)
+    ub_copy(out, picked, 16)
+    store(qout, out, zg, 16)
 
 
 @asc.jit
@@ -546,66 +418,13 @@ def mix(x: asl.GlobalAddress, w: asl.GlobalAddress, z: asl.GlobalAddress, ws: as
     loads the slot, computes exp and stores, then flag 1 back. (The two programs are one
     straight sequence here: the comparison skips the `if ASCEND_IS_AIC/AIV` lines.)"""
     pipe = asl.TPipe()
-    l1a = asl.TBuf(asl.TPosition.A1)
-    l1b = asl.TBuf(asl.TPosition.B1)
-    l0a = asl.TBuf(asl.TPosition.A2)
-    l0b = asl.TBuf(asl.TPosition.B2)
-    l0c = asl.TBuf(asl.TPosition.CO1)
-    qin = asl.TQue(asl.TPosition.VECIN, 1)
-    qout = asl.TQue(asl.TPosition.VECOUT, 1)
-    pipe.init_buffer(l1a, 4096)
-    pipe.init_buffer(l1b, 4096)
-    pipe.init_buffer(l0a, 4096)
-    pipe.init_buffer(l0b, 4096)
-    pipe.init_buffer(l0c, 1024)
-    pipe.init_buffer(qin, 1, 1024)
-    pipe.init_buffer(qout, 1, 1024)
-    xg = asl.GlobalTensor()
-    xg.set_global_buffer(x)
-    wg = asl.GlobalTensor()
-    wg.set_global_buffer(w)
-    zg = asl.GlobalTensor()
-    zg.set_global_buffer(z)
-    wsg = asl.GlobalTensor()
-    wsg.set_global_buffer(ws)
+    qin, qout, _ = vector_buffers(pipe, 1024, 1024)
+    xg = gm(x)
+    wg = gm(w)
+    zg = gm(z)
+    wsg = gm(ws)
     # the AIC program
-    acc = l0c.get_with_offset(256, 0, F32)
-    a1 = l1a.get_with_offset(1024, 0, F32)
-    asl.set_flag(asl.HardEvent.MTE1_MTE2, 0)
-    asl.wait_flag(asl.HardEvent.MTE1_MTE2, 0)
-    nd2nz = asl.Nd2NzParams(
-        nd_num=1, n_value=16, d_value=64, src_nd_matrix_stride=0, src_d_value=64,
-        dst_nz_c0_stride=16, dst_nz_n_stride=1, dst_nz_matrix_stride=0,
-    )  # fmt: skip
-    asl.data_copy(dst=a1, src=xg, intri_params=nd2nz)
-    asl.set_flag(asl.HardEvent.MTE2_MTE1, 0)
-    asl.wait_flag(asl.HardEvent.MTE2_MTE1, 0)
-    b1 = l1b.get_with_offset(1024, 0, F32)
-    asl.set_flag(asl.HardEvent.MTE1_MTE2, 0)
-    asl.wait_flag(asl.HardEvent.MTE1_MTE2, 0)
-    asl.data_copy(dst=b1, src=wg, intri_params=nd2nz)
-    asl.set_flag(asl.HardEvent.MTE2_MTE1, 0)
-    asl.wait_flag(asl.HardEvent.MTE2_MTE1, 0)
-    a2 = l0a.get_with_offset(1024, 0, F32)
-    b2 = l0b.get_with_offset(1024, 0, F32)
-    asl.set_flag(asl.HardEvent.M_MTE1, 0)
-    asl.wait_flag(asl.HardEvent.M_MTE1, 0)
-    load = asl.LoadData2DParams(
-        start_index=0, repeat_times=8, src_stride=1, sid=0, dst_gap=0, if_transpose=False, addr_mode=0
-    )
-    asl.load_data(dst=a2, src=a1, params=load)
-    asl.load_data(dst=b2, src=b1, params=load)
-    asl.set_flag(asl.HardEvent.MTE1_M, 0)
-    asl.wait_flag(asl.HardEvent.MTE1_M, 0)
-    asl.set_flag(asl.HardEvent.FIX_M, 0)
-    asl.wait_flag(asl.HardEvent.FIX_M, 0)
-    mm = asl.MmadParams(m=16, n=16, k=64, unit_flag=0, cmatrix_source=False, cmatrix_init_val=True)
-    asl.mmad(dst=acc, fm=a2, filter=b2, params=mm)
-    asl.set_flag(asl.HardEvent.M_FIX, 0)
-    asl.wait_flag(asl.HardEvent.M_FIX, 0)
-    asl.fixpipe(
-        dst=wsg, src=acc, params=asl.FixpipeParamsV220(n_size=16, m_size=16, src_stride=16, dst_stride=16)
-    )
+    cube_matmul(pipe, xg, wg, wsg)
     asl.pipe_barrier(asl.PipeID.PIPE_ALL)
     asl.cross_core_set_flag(0, 2, asl.PipeID.PIPE_FIX)
     asl.cross_core_wait_flag(1, 2, asl.PipeID.PIPE_S)
@@ -614,42 +433,25 @@ def mix(x: asl.GlobalAddress, w: asl.GlobalAddress, z: asl.GlobalAddress, ws: as
     event = pipe.fetch_event_id(asl.HardEvent.MTE3_MTE2)
     asl.set_flag(asl.HardEvent.MTE3_MTE2, event)
     asl.wait_flag(asl.HardEvent.MTE3_MTE2, event)
-    slot = qin.alloc_tensor(F32)
-    asl.data_copy(dst=slot, src=wsg, count=256)
-    qin.enque(slot)
-    slot = qin.deque(F32)
+    slot = load(qin, wsg, 256)
     out = qout.alloc_tensor(F32)
     asl.exp(dst=out, src=slot, count=256)
-    qout.enque(out)
-    out = qout.deque(F32)
-    asl.data_copy(dst=zg, src=out, count=256)
-    qout.free_tensor(out)
+    store(qout, out, zg, 256)
     asl.pipe_barrier(asl.PipeID.PIPE_ALL)
     asl.cross_core_set_flag(1, 2, asl.PipeID.PIPE_MTE3)
     qin.free_tensor(slot)
 
 
 KERNELS = {
-    "exp": (exp, 2),
-    "pad_div": (pad_div, 2),
-    "scalar_ops": (scalar_ops, 3),
-    "row_sum": (row_sum, 2),
-    "row_max": (row_max, 2),
-    "row_expand": (row_expand, 3),
-    "cast": (cast, 2),
-    "atomic_copy": (atomic_copy, 2),
-    "sort": (sort, 3),
-    "notify_wait": (notify_wait, 2),
-    "matmul": (matmul, 3),
-    "unary": (unary, 2),
-    "binary": (binary, 3),
-    "mix": (mix, 4),
-    "gather": (gather, 3),
+    k.fn.__name__: k
+    for k in (exp, pad_div, scalar_ops, row_sum, row_max, row_expand, cast, atomic_copy, sort, notify_wait)
+    + (matmul, unary, binary, mix, gather)
 }
 
 
-def translate(fn, arity: int) -> str:
-    names = list(fn.fn.__code__.co_varnames[:arity])
+def translate(fn) -> str:
+    code = fn.fn.__code__
+    names = list(code.co_varnames[: code.co_argcount])
     ints = {"notify_wait": set(names), "gather": {"i"}}.get(fn.fn.__name__, set())
     types = {n: PointerArgType(KT.int32 if n in ints else KT.float32) for n in names}
     module = fn._run_codegen(Specialization(types, {}), CodegenOptions())
@@ -661,4 +463,4 @@ def translate(fn, arity: int) -> str:
 
 if __name__ == "__main__":
     wanted = sys.argv[1:] or sorted(KERNELS)
-    print(json.dumps({name: translate(*KERNELS[name]) for name in wanted}, indent=1))
+    print(json.dumps({name: translate(KERNELS[name]) for name in wanted}, indent=1))

@@ -4,6 +4,9 @@ runs where ``DSLC_ASC_DEVKIT`` names the headers (the test skips elsewhere)."""
 
 from __future__ import annotations
 
+import io
+import tarfile
+
 import pytest
 from asctoolchain import find_devkit
 
@@ -79,6 +82,48 @@ def test_a_devkit_that_cannot_be_used_is_a_usage_error(tmp_path, capsys, monkeyp
     assert err.startswith(
         f"<command line>: E104 DSLC_ASC_DEVKIT: DSLC_ASC_DEVKIT={tmp_path / 'nothing-here'} holds neither"
     ), err
+
+
+def _tar_of(path, members: dict[str, str]) -> None:
+    with tarfile.open(path, "w:gz") as tar:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+@pytest.mark.parametrize(
+    "archive, reason",
+    [
+        ({}, "which cannot be unpacked"),  # an empty file, not a tar
+        ({"README.md": "x"}, "which has no asc-devkit/include/kernel_operator.h"),
+        ({"asc-devkit/include/kernel_operator.h": ""}, "has no impl/adv_api/cmake/scripts/"),
+        (
+            {
+                "asc-devkit/include/kernel_operator.h": "",
+                "asc-devkit/impl/adv_api/cmake/scripts/gen_kernel_tiling_data_def.py": "raise SystemExit('no')",
+            },
+            "cannot generate kernel_tiling.h (gen_kernel_tiling_data_def.py: no)",
+        ),
+    ],
+)
+def test_a_devkit_archive_that_cannot_be_used_is_a_usage_error(
+    archive, reason, tmp_path, capsys, monkeypatch
+):
+    kit = tmp_path / "kit"
+    kit.mkdir()
+    if archive:
+        _tar_of(kit / "asc-devkit-0.tar.gz", archive)
+    else:
+        (kit / "asc-devkit-0.tar.gz").write_bytes(b"")
+    monkeypatch.setenv(toolchain.ENV, str(kit))
+    monkeypatch.setenv("DSLC_CACHE_DIR", str(tmp_path / "cache"))
+    code, out, err = _compile(tmp_path, capsys)
+    assert code == 2 and out == "" and not (tmp_path / "out").exists()
+    assert err.startswith(f"<command line>: E104 DSLC_ASC_DEVKIT: DSLC_ASC_DEVKIT={kit} "), err
+    assert reason in err.splitlines()[0] and "internal error" not in err
+    assert not list((tmp_path / "cache" / "asc-devkit").glob("unpack-*"))  # no half-unpacked tree left
 
 
 @pytest.fixture

@@ -71,16 +71,21 @@ def _unpack(archive: Path, cache: Path) -> Path:
     digest = hashlib.sha256(archive.read_bytes()).hexdigest()[:16]
     target = cache / "asc-devkit" / digest
     root = target / "asc-devkit"
-    if (root / "include" / "kernel_operator.h").is_file():
-        return root
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="unpack-", dir=target.parent))
-    with tarfile.open(archive) as tar:
-        tar.extractall(staging, filter="data")
-    try:
-        os.replace(staging, target)
-    except OSError:  # another process unpacked it first
-        shutil.rmtree(staging, ignore_errors=True)
+    if not (root / "include" / "kernel_operator.h").is_file():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix="unpack-", dir=target.parent))
+        try:
+            with tarfile.open(archive) as tar:
+                tar.extractall(staging, filter="data")
+        except (tarfile.TarError, OSError) as err:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise DevkitError(f"holds {archive.name}, which cannot be unpacked: {err}") from None
+        try:
+            os.replace(staging, target)
+        except OSError:  # another process unpacked it first
+            shutil.rmtree(staging, ignore_errors=True)
+    if not (root / "include" / "kernel_operator.h").is_file():
+        raise DevkitError(f"holds {archive.name}, which has no asc-devkit/include/kernel_operator.h")
     return root
 
 
@@ -89,13 +94,19 @@ def _generate_tiling(root: Path, cache: Path) -> Path:
     header = out / "kernel_tiling" / "kernel_tiling.h"
     if not header.is_file():
         script = root / "impl" / "adv_api" / "cmake" / "scripts" / "gen_kernel_tiling_data_def.py"
+        if not script.is_file():
+            raise DevkitError(f"has no {script.relative_to(root)} to generate kernel_tiling.h with")
         tmp = out / "kernel_tiling" / f".{os.getpid()}.h"
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
+        proc = subprocess.run(
             [sys.executable, str(script), str(root / "include" / "adv_api"), str(tmp)],
-            check=True,
             capture_output=True,
+            text=True,
         )
+        if proc.returncode != 0:
+            tmp.unlink(missing_ok=True)
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise DevkitError(f"cannot generate kernel_tiling.h ({script.name}: {last})")
         os.replace(tmp, header)
     return out
 
@@ -109,18 +120,21 @@ def find_devkit(cache: Path) -> tuple[Devkit | None, str]:
     if not where:
         return None, f"{ENV} is not set (.ci/run sets it to ../shared/third_party/asc-devkit)"
     path = Path(where)
-    if (path / "include" / "kernel_operator.h").is_file():
-        root = path
-    else:
-        archives = sorted(path.glob("asc-devkit-*.tar.gz")) if path.is_dir() else []
-        if not archives:
-            return None, f"{ENV}={where} holds neither include/kernel_operator.h nor asc-devkit-*.tar.gz"
-        root = _unpack(archives[-1], cache)
     tiki = None
     if "ASCEND_HOME_PATH" in os.environ:
         candidate = Path(os.environ["ASCEND_HOME_PATH"]) / "tools" / "tikicpulib" / "lib" / "include"
         tiki = candidate if candidate.is_dir() else None
-    return Devkit(root, _generate_tiling(root, cache), tiki), ""
+    try:
+        if (path / "include" / "kernel_operator.h").is_file():
+            root = path
+        else:
+            archives = sorted(path.glob("asc-devkit-*.tar.gz")) if path.is_dir() else []
+            if not archives:
+                raise DevkitError("holds neither include/kernel_operator.h nor asc-devkit-*.tar.gz")
+            root = _unpack(archives[-1], cache)
+        return Devkit(root, _generate_tiling(root, cache), tiki), ""
+    except DevkitError as err:
+        return None, f"{ENV}={where} {err}"
 
 
 def host_view(text: str) -> str:
