@@ -188,3 +188,12 @@ def test_an_epoch_passed_as_pl_const_is_an_integer_threshold():
         ("notify", "None"),
         ("wait", "1"),
     ]
+
+
+def test_a_count_clamped_on_a_runtime_scalar_is_unknown_after_the_clamp():
+    triples, out = findings("branch_clamp")
+    # every clamp and guard is undecided: the last branch's `active = 0` must not decide `active > 0`
+    assert triples == [("P001", 18, 8), ("P001", 20, 8), ("P001", 22, 8), ("P001", 26, 8)]
+    assert all("an orchestration branch on a value known only at run time" in d.message for d in out)
+    (g,) = read_pypto(READER / "branch_clamp" / "model.py").graphs
+    assert [t.name for t in g.tasks] == ["scale", "pad"]
