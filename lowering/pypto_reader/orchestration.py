@@ -31,6 +31,7 @@ from lowering.pypto_reader.values import (
     FuncVal,
     IntVal,
     PlRef,
+    PyVal,
     SelfVal,
     SeqVal,
     TaskArrayVal,
@@ -43,6 +44,7 @@ from lowering.symbolic import DYNAMIC, Const, Sym
 
 MAX_TASKS = 20000
 SEQUENTIAL = {"pl.range": True, "range": True, "pl.unroll": True, "pl.parallel": False, "pl.pipeline": True}
+_SCALARS = (IntVal, PyVal, Unknown)  # what an undecided branch may leave unknown
 PRESET_CORES = {"available_aiv_count": 48, "available_cluster_count": 24}  # a2a3
 
 
@@ -320,8 +322,27 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
             "an orchestration branch on a value known only at run time",
             "the tasks of both branches are in the graph, unconditionally",
         )
+        start = dict(self.frame.locals)
         self.exec_block(s.body)
+        after_body = dict(self.frame.locals)
         self.exec_block(s.orelse)
+        self.forget_undecided_scalars(start, after_body)
+
+    def forget_undecided_scalars(self, start: dict[str, Val], after_body: dict[str, Val]) -> None:
+        """A number or plain value the two branches leave different is unknown after the if:
+        the branches ran one after the other, so the last assignment would otherwise win (a
+        clamp ``if n < 0: n = 0`` made ``n`` 0 and dropped the tasks under ``if n > 0``).
+        Tensors and task ids keep the sequential value: the tasks of both branches are in the
+        graph and chain through them."""
+        locals_ = self.frame.locals
+        for name in set(after_body) | set(locals_):
+            on_body = after_body.get(name)
+            now = locals_.get(name)
+            on_else = start.get(name) if now is on_body else now
+            if all(v is None or isinstance(v, _SCALARS) for v in (on_body, on_else)) and not (
+                on_body is not None and on_else is not None and self.same(on_body, on_else)
+            ):
+                locals_[name] = Unknown(f"'{name}' is bound differently on branches the reader cannot decide")
 
     # ---------------------------------------------------------------- scopes
     def s_With(self, s: ast.With) -> None:

@@ -211,3 +211,12 @@ def test_a_harness_arange_gives_its_length_or_none_never_a_reader_failure(tmp_pa
     assert g.tensors["g"].dtype == "i32"
     if length is not None:
         assert g.tensors["g"].dims == (length,)
+
+
+def test_a_count_clamped_on_a_runtime_scalar_is_unknown_after_the_clamp():
+    triples, out = findings("branch_clamp")
+    # every clamp and guard is undecided: the last branch's `active = 0` must not decide `active > 0`
+    assert triples == [("P001", 18, 8), ("P001", 20, 8), ("P001", 22, 8), ("P001", 26, 8)]
+    assert all("an orchestration branch on a value known only at run time" in d.message for d in out)
+    (g,) = read_pypto(READER / "branch_clamp" / "model.py").graphs
+    assert [t.name for t in g.tasks] == ["scale", "pad"]
