@@ -62,6 +62,10 @@ class Engine(DispatchMixin):
     ``context_class`` whose peer operations go through MPI.
     """
 
+    #: Whether a signal cell can be changed by another process, whose notify carries its own
+    #: simulated time (:meth:`_wake_time`); in-process every notify happened at or before now.
+    remote_clocks = False
+
     def __init__(
         self,
         program: Program,
@@ -394,7 +398,19 @@ class Engine(DispatchMixin):
             if y.__class__ is Wait:
                 self.roles[inst.si] |= WAITER
                 if y.satisfied():
-                    continue
+                    if not self.remote_clocks:
+                        continue
+                    at = self._wake_time((inst.rank, y.signal, y.key))
+                    if at <= self.now:
+                        continue
+                    # Held already, by a notify another process made later in simulated time:
+                    # the block resumes when that notify happened, as if it had spun until then.
+                    b.wait = y
+                    b.state = WAKE
+                    b.spin_start = self.now
+                    self.waits += 1
+                    self._push(at, b)
+                    return
                 b.wait = y
                 b.state = SPIN
                 b.spin_start = self.now

@@ -5,9 +5,10 @@ The event loop is the in-process one (``runtime.scheduler.Engine``) with three a
 * between block steps, every :data:`~runtime.mpi.control.POLL_SECONDS` of wall time, it looks
   at its stop cell and re-reads the cells its blocks spin on (which also gives MPI progress to
   peers' operations targeting this process);
-* a spinner whose cell was changed by another process resumes at ``max(now, clock)``, where
-  the clock is the simulated time of the notify that changed it, so simulated time stays
-  causal across processes (each process keeps its own clock);
+* a wait on a cell another process changed resumes at ``max(now, clock)``, where the clock
+  is the simulated time of the notify that changed it, whether the block spun on it or found
+  it holding already (the notify came first in wall time, later in simulated time), so
+  simulated time stays causal across processes (each process keeps its own clock);
 * when nothing is runnable it takes part in the termination protocol
   (:class:`runtime.mpi.control.Control`) instead of declaring a deadlock on its own.
 """
@@ -31,6 +32,8 @@ PASSIVE_GRACE_SECONDS = 1.0
 
 class MpiEngine(Engine):
     """The engine of one MPI process (see the module docstring)."""
+
+    remote_clocks = True
 
     def __init__(
         self, program: Any, mems: list[Any], *, windows: Windows, control: Control, **kw: Any

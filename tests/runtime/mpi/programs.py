@@ -2,13 +2,16 @@
 
 Most are for 2 ranks, one of which goes wrong or is late while its peer waits for it: rank 0
 waits for a notify that rank 1 sends after its ``work`` block, and rank 1's ``work`` raises,
-livelocks, never returns (interruptibly or not), or takes 100 time units. ``set_and_eq`` exercises the signal
-operations the layers use besides ``+= 1`` and ``>=``.
+livelocks, never returns (interruptibly or not), or takes 100 time units (``late_notify``;
+in ``late_notify_seen_late`` rank 0 also dawdles a second of wall time before its wait, so
+the notify is already there when it looks). ``set_and_eq`` exercises the signal operations
+the layers use besides ``+= 1`` and ``>=``.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -82,6 +85,19 @@ def never_returns_held() -> Program:
 
 def late_notify() -> Program:
     return _program("late_notify", lambda ctx: None, cost=100)
+
+
+def _dawdles_on_rank_0(ctx):
+    if ctx.rank == 0:
+        time.sleep(1.0)  # wall time only: rank 1's notify (simulated t=101) lands meanwhile
+
+
+def late_notify_seen_late() -> Program:
+    work, notify, wait = late_notify().tasks
+    dawdle = TaskSpec("dawdle", "aiv", 1, _dawdles_on_rank_0, predicate=lambda mem: mem.rank == 0)
+    return Program(
+        "late_notify_seen_late", late_notify().tensors, (), (work, notify, dawdle, replace(wait, deps=(2,)))
+    )
 
 
 def _send_and_flag(ctx):

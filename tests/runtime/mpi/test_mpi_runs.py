@@ -248,12 +248,14 @@ def test_the_trace_merges_every_process_with_one_process_track_per_rank(tmp_path
     assert doc["otherData"]["launcher"] == "mpi" and doc["otherData"]["procs"] == 2
 
 
-def test_a_wait_resumes_at_the_simulated_time_of_the_remote_notify(tmp_path):
-    """Each process keeps its own clock; a notify carries the notifier's time to the waiter."""
-    job = run_driver(tmp_path, f"{PROGRAMS}:late_notify", nprocs=2, ranks=2)
+@pytest.mark.parametrize("name", ["late_notify", "late_notify_seen_late"])
+def test_a_wait_resumes_at_the_simulated_time_of_the_remote_notify(tmp_path, name):
+    """Each process keeps its own clock; a notify carries the notifier's time to the waiter,
+    whether the waiter spins on the cell or (seen_late) finds it holding already."""
+    job = run_driver(tmp_path, f"{PROGRAMS}:{name}", nprocs=2, ranks=2)
     assert job.outcomes == ["done"] * 2
     ends = {(r.rank, r.task): r.end for r in job.result["schedule"]}
     assert ends[(1, "work")] == 100 and ends[(1, "notify")] == 101
-    assert ends[(0, "wait")] == 101  # woken when rank 1 notified, not at rank 0's own t=1
-    program = load_module(PROGRAMS).late_notify()
+    assert ends[(0, "wait")] == 101  # woken when rank 1 notified, not at rank 0's own t=1 or 2
+    program = getattr(load_module(PROGRAMS), name)()
     assert job.result["makespan"] == simulate(program, ranks=2).makespan == 101
