@@ -15,7 +15,7 @@ from dsl import ast
 from dsl.codes import diag
 from dsl.elaborate_exprs import ExprElaboration
 from dsl.ops import OpTypeError, elementwise, shape_text
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp, Tensor
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import (
@@ -32,7 +32,7 @@ from lowering.symbolic import (
 
 _ZERO, _ONE = Const(0), Const(1)
 _FULL_RANGES: dict[Expr, tuple] = {}  # dim -> (Range, extent) of `:` over it (immutable, shared)
-_POINT_RANGES: dict[Const, ir.Range] = {}  # constant index -> its point Range (immutable, shared)
+_POINT_RANGES: dict[Const, ir_body.Range] = {}  # constant index -> its point Range (immutable, shared)
 
 
 class _Abort(Exception):
@@ -52,7 +52,7 @@ class LayerNames:
 
 @dataclass
 class BodyResult:
-    body: tuple[ir.Stmt, ...]
+    body: tuple[ir_body.Stmt, ...]
     accesses: list[Access] = field(default_factory=list)
     signals: list[SignalOp] = field(default_factory=list)
     barriers: list[BarrierOp] = field(default_factory=list)
@@ -72,7 +72,7 @@ class BodyElaborator(ExprElaboration):
         self.loops: list[Loop] = []
         self.conds: list[Condition] = []
         self.order = 0
-        self.pending: list[ir.Stmt] = []
+        self.pending: list[ir_body.Stmt] = []
         self.temp = 0
         self.result = BodyResult(())
         self.reassigned: set[str] = set()
@@ -104,8 +104,8 @@ class BodyElaborator(ExprElaboration):
         self.scopes[-1][name] = (kind, value)
 
     # ------------------------------------------------------------ statements
-    def block(self, stmts) -> tuple[ir.Stmt, ...]:
-        out: list[ir.Stmt] = []
+    def block(self, stmts) -> tuple[ir_body.Stmt, ...]:
+        out: list[ir_body.Stmt] = []
         self.scopes.append({})
         try:
             for s in stmts:
@@ -121,20 +121,20 @@ class BodyElaborator(ExprElaboration):
             self.scopes.pop()
         return tuple(out)
 
-    def stmt(self, s: ast.Stmt) -> ir.Stmt | None:
+    def stmt(self, s: ast.Stmt) -> ir_body.Stmt | None:
         return _STMT[type(s)](self, s)
 
     def stmt_Let(self, s: ast.Let):
         value = self.value(s.value)
-        if isinstance(value, ir.IntV) and s.name not in self.reassigned:
+        if isinstance(value, ir_body.IntV) and s.name not in self.reassigned:
             self.bind(s.name, "int", value.expr, s.span)
             if isinstance(value.expr, Bin) and all(sym.kind != DYNAMIC for sym in free_symbols(value.expr)):
-                return ir.LetS(s.name, value, s.span, inlined=True)  # the name, for generated code
+                return ir_body.LetS(s.name, value, s.span, inlined=True)  # the name, for generated code
             return None
-        if isinstance(value.type, ir.DtypeType | ir.ListType):
+        if isinstance(value.type, ir_body.DtypeType | ir_body.ListType):
             raise self.error("E303", s.value.span, "a let binds a tile or a scalar, not a dtype or a list")
         self.bind(s.name, "var", value.type, s.span)
-        return ir.LetS(s.name, value, s.span)
+        return ir_body.LetS(s.name, value, s.span)
 
     def stmt_Assign(self, s: ast.Assign):
         bound = self.lookup(s.name)
@@ -146,10 +146,10 @@ class BodyElaborator(ExprElaboration):
             raise self.error("E202", s.span, f"'{s.name}' cannot be reassigned")
         value = self.value(s.value)
         self._check_same_type(declared, value.type, s.value.span, f"'{s.name}'")
-        return ir.AssignS(s.name, value, s.span)
+        return ir_body.AssignS(s.name, value, s.span)
 
     def _check_same_type(self, want, got, span: Span, what: str) -> None:
-        if isinstance(want, ir.TileType) and isinstance(got, ir.TileType):
+        if isinstance(want, ir_body.TileType) and isinstance(got, ir_body.TileType):
             if want.dtype != got.dtype:
                 raise self.error(
                     "E302", span, f"{what} is {want.dtype} but the value is {got.dtype}", "use cast()"
@@ -158,9 +158,9 @@ class BodyElaborator(ExprElaboration):
                 elementwise(want, got)
             except OpTypeError as err:
                 raise self.error(err.code, span, f"{what}: {err}") from None
-        elif isinstance(want, ir.ScalarType) and isinstance(got, ir.TileType):
+        elif isinstance(want, ir_body.ScalarType) and isinstance(got, ir_body.TileType):
             raise self.error("E303", span, f"{what} is a scalar but the value is a tile {got}")
-        elif isinstance(want, ir.TileType) and isinstance(got, ir.ScalarType):
+        elif isinstance(want, ir_body.TileType) and isinstance(got, ir_body.ScalarType):
             return  # scalar broadcast into a tile
 
     def stmt_Store(self, s: ast.Store):
@@ -188,23 +188,23 @@ class BodyElaborator(ExprElaboration):
         self._record(
             tensor, region, "atomic" if mode == "atomic" else "write", target.span, written=target.name
         )
-        return ir.StoreS(tensor.name, region, value, mode, span)
+        return ir_body.StoreS(tensor.name, region, value, mode, span)
 
     def _check_store(self, tensor: Tensor, target_type, value, span: Span) -> None:
         vt = value.type
-        if isinstance(vt, ir.TileType | ir.ScalarType) and vt.dtype != tensor.dtype:
-            if not (isinstance(value, ir.IntV | ir.FloatV)):
+        if isinstance(vt, ir_body.TileType | ir_body.ScalarType) and vt.dtype != tensor.dtype:
+            if not (isinstance(value, ir_body.IntV | ir_body.FloatV)):
                 raise self.error(
                     "E302",
                     span,
                     f"storing {vt.dtype} into {tensor.dtype} tensor '{tensor.name}'",
                     "use cast()",
                 )
-        if isinstance(vt, ir.TileType):
-            if not isinstance(target_type, ir.TileType):
+        if isinstance(vt, ir_body.TileType):
+            if not isinstance(target_type, ir_body.TileType):
                 raise self.error("E303", span, f"storing a tile {vt} into one element of '{tensor.name}'")
             try:
-                elementwise(ir.TileType(vt.dtype, target_type.shape), vt)
+                elementwise(ir_body.TileType(vt.dtype, target_type.shape), vt)
             except OpTypeError:
                 raise self.error(
                     "E303",
@@ -226,7 +226,7 @@ class BodyElaborator(ExprElaboration):
         self._record(
             tensor, region, "atomic" if s.atomic else "write", s.target.span, peer=peer, written=s.target.name
         )
-        return ir.RemoteStoreS(tensor.name, region, peer, value, s.atomic, s.span)
+        return ir_body.RemoteStoreS(tensor.name, region, peer, value, s.atomic, s.span)
 
     def _signal_cell(self, cell: ast.Access) -> tuple[Tensor, tuple[Expr, ...]]:
         tensor = self.tensor(cell)
@@ -257,7 +257,7 @@ class BodyElaborator(ExprElaboration):
                 peer=peer, op=s.op, value=value,
             )
         )  # fmt: skip
-        return ir.NotifyS(tensor.name, index, peer, s.op, value, s.span)
+        return ir_body.NotifyS(tensor.name, index, peer, s.op, value, s.span)
 
     def stmt_Wait(self, s: ast.Wait):
         tensor, index = self._signal_cell(s.cell)
@@ -268,13 +268,13 @@ class BodyElaborator(ExprElaboration):
                 cmp=s.cmp, expected=expected,
             )
         )  # fmt: skip
-        return ir.WaitS(tensor.name, index, s.cmp, expected, s.span)
+        return ir_body.WaitS(tensor.name, index, s.cmp, expected, s.span)
 
     def stmt_Barrier(self, s: ast.Barrier):
         self.result.barriers.append(
             BarrierOp(s.soft, tuple(self.loops), tuple(self.conds), s.span, self._next())
         )
-        return ir.BarrierS(s.soft, s.span)
+        return ir_body.BarrierS(s.soft, s.span)
 
     def stmt_ExprStmt(self, s: ast.ExprStmt):
         call = s.call
@@ -284,8 +284,10 @@ class BodyElaborator(ExprElaboration):
                 tensor = self.tensor(target)
                 region, vtype = self.region(target, tensor)
                 self._record(tensor, region, "anchor", target.span, written=target.name)
-                return ir.EvalS(ir.CallV("read", (ir.LoadV(tensor.name, region, vtype),), (), vtype), s.span)
-        return ir.EvalS(self.value(call), s.span)
+                return ir_body.EvalS(
+                    ir_body.CallV("read", (ir_body.LoadV(tensor.name, region, vtype),), (), vtype), s.span
+                )
+        return ir_body.EvalS(self.value(call), s.span)
 
     def stmt_For(self, s: ast.For):
         start, stop, step = self.loop_bounds(s.args, s.span)
@@ -309,7 +311,7 @@ class BodyElaborator(ExprElaboration):
             self.loops.pop()
             self.scopes.pop()
             self.pending = header
-        return ir.ForS(s.var, start, stop, step, s.kind, stages, body, s.span)
+        return ir_body.ForS(s.var, start, stop, step, s.kind, stages, body, s.span)
 
     def loop_bounds(self, args, span: Span) -> tuple[Expr, Expr, Expr]:
         if not 1 <= len(args) <= 3:
@@ -327,7 +329,7 @@ class BodyElaborator(ExprElaboration):
 
     def stmt_If(self, s: ast.If):
         cond = self.value(s.cond)
-        if isinstance(cond, ir.IntV):
+        if isinstance(cond, ir_body.IntV):
             expr = cond.expr
         else:
             expr = Sym(f"data@{s.span.line}:{s.span.col}", DYNAMIC)
@@ -343,7 +345,7 @@ class BodyElaborator(ExprElaboration):
         finally:
             self.conds.pop()
             self.pending = header
-        return ir.IfS(cond, then, orelse, s.span)
+        return ir_body.IfS(cond, then, orelse, s.span)
 
     # ------------------------------------------------------------ tensors and regions
     def tensor(self, access: ast.Access) -> Tensor:
@@ -352,7 +354,7 @@ class BodyElaborator(ExprElaboration):
             raise self.error("E201", access.name_span, f"unknown tensor '{access.name}'")
         return tensor
 
-    def region(self, access: ast.Access, tensor: Tensor) -> tuple[tuple[ir.Range, ...], ir.Type]:
+    def region(self, access: ast.Access, tensor: Tensor) -> tuple[tuple[ir_body.Range, ...], ir_body.Type]:
         if len(access.subscripts) != len(tensor.shape):
             raise self.error(
                 "E304",
@@ -362,7 +364,9 @@ class BodyElaborator(ExprElaboration):
             )
         return self.ranges(access.subscripts, tensor.shape, tensor.dtype)
 
-    def ranges(self, subscripts, shape: tuple[Expr, ...], dtype: str) -> tuple[tuple[ir.Range, ...], ir.Type]:
+    def ranges(
+        self, subscripts, shape: tuple[Expr, ...], dtype: str
+    ) -> tuple[tuple[ir_body.Range, ...], ir_body.Type]:
         ranges, extents, all_points = [], [], True
         for sub, dim in zip(subscripts, shape, strict=True):
             if type(sub) is ast.Slice:
@@ -372,7 +376,7 @@ class BodyElaborator(ExprElaboration):
                     if full is None:
                         if len(_FULL_RANGES) > 4096:
                             _FULL_RANGES.clear()
-                        full = _FULL_RANGES[dim] = (ir.Range(_ZERO, dim, _ONE), difference(dim, _ZERO))
+                        full = _FULL_RANGES[dim] = (ir_body.Range(_ZERO, dim, _ONE), difference(dim, _ZERO))
                     ranges.append(full[0])
                     extents.append(full[1])
                     continue
@@ -381,21 +385,21 @@ class BodyElaborator(ExprElaboration):
                 step = self.int_expr(sub.step) if sub.step is not None else _ONE
                 if type(step) is Const and step.value <= 0:
                     raise self.error("E404", sub.step.span, "slice step must be positive")
-                ranges.append(ir.Range(start, stop, step))
+                ranges.append(ir_body.Range(start, stop, step))
                 extent = difference(stop, start)
                 extents.append(extent if step == _ONE else binop("cdiv", extent, step))
             else:
                 index = self.int_expr(sub)
                 point = _POINT_RANGES.get(index) if type(index) is Const else None
                 if point is None:
-                    point = ir.Range(index, binop("+", index, _ONE), _ONE, point=True)
+                    point = ir_body.Range(index, binop("+", index, _ONE), _ONE, point=True)
                     if type(index) is Const:
                         if len(_POINT_RANGES) > 65536:
                             _POINT_RANGES.clear()
                         _POINT_RANGES[index] = point
                 ranges.append(point)
                 extents.append(_ONE)
-        vtype = ir.ScalarType(dtype) if all_points else ir.TileType(dtype, tuple(extents))
+        vtype = ir_body.ScalarType(dtype) if all_points else ir_body.TileType(dtype, tuple(extents))
         return tuple(ranges), vtype
 
     def _record(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Graph, Task
 from lowering.symbolic import BLOCK, DYNAMIC, Const, Expr, free_symbols
 
@@ -25,13 +25,13 @@ def summary(graph: Graph, task: Task) -> BodySummary:
         loads: set[str] = set()
         stores: set[str] = set()
         calls: set[str] = set()
-        for s in ir.nested_stmts(task.body):
-            if isinstance(s, ir.StoreS):
+        for s in ir_body.nested_stmts(task.body):
+            if isinstance(s, ir_body.StoreS):
                 stores.add(s.tensor)
-            for v in (w for top in ir.stmt_values(s) for w in ir.nested_values(top)):
-                if isinstance(v, ir.LoadV) and not v.local:
+            for v in (w for top in ir_body.stmt_values(s) for w in ir_body.nested_values(top)):
+                if isinstance(v, ir_body.LoadV) and not v.local:
                     loads.add(v.tensor)
-                elif isinstance(v, ir.CallV):
+                elif isinstance(v, ir_body.CallV):
                     calls.add(v.op)
         found = cache[task.name] = (
             task.body,
@@ -44,20 +44,20 @@ def ops_called(stmts) -> set[str]:
     """The ops of every call in ``stmts`` (nested statements included)."""
     return {
         v.op
-        for s in ir.nested_stmts(stmts)
-        for top in ir.stmt_values(s)
-        for v in ir.nested_values(top)
-        if isinstance(v, ir.CallV)
+        for s in ir_body.nested_stmts(stmts)
+        for top in ir_body.stmt_values(s)
+        for v in ir_body.nested_values(top)
+        if isinstance(v, ir_body.CallV)
     }
 
 
 def is_zero(value) -> bool:
     """``0``, ``0.0``, ``zeros(...)`` or ``full(..., 0)`` (either zero sign)."""
-    if isinstance(value, ir.IntV):
+    if isinstance(value, ir_body.IntV):
         return value.expr == Const(0)
-    if isinstance(value, ir.FloatV):
+    if isinstance(value, ir_body.FloatV):
         return value.value == 0.0
-    if isinstance(value, ir.CallV):
+    if isinstance(value, ir_body.CallV):
         if value.op == "zeros":
             return True
         if value.op == "full" and len(value.args) == 3:
@@ -65,12 +65,12 @@ def is_zero(value) -> bool:
     return False
 
 
-def zero_stores(task: Task) -> list[ir.StoreS]:
+def zero_stores(task: Task) -> list[ir_body.StoreS]:
     """The plain stores of ``task`` whose value is an exact zero (a seed)."""
     return [
         s
-        for s in ir.nested_stmts(task.body)
-        if isinstance(s, ir.StoreS) and s.mode == "write" and is_zero(s.value)
+        for s in ir_body.nested_stmts(task.body)
+        if isinstance(s, ir_body.StoreS) and s.mode == "write" and is_zero(s.value)
     ]
 
 
@@ -86,11 +86,11 @@ class BlockUniform:
     def __init__(self, graph: Graph, task: Task):
         self.graph = graph
         self.defs: dict[str, list] = {}
-        self.conds: dict[tuple[int, int], ir.Value] = {}
-        for s in ir.nested_stmts(task.body):
-            if isinstance(s, ir.LetS | ir.AssignS):
+        self.conds: dict[tuple[int, int], ir_body.Value] = {}
+        for s in ir_body.nested_stmts(task.body):
+            if isinstance(s, ir_body.LetS | ir_body.AssignS):
                 self.defs.setdefault(s.name, []).append(s.value)
-            elif isinstance(s, ir.IfS):
+            elif isinstance(s, ir_body.IfS):
                 self.conds[(s.span.line, s.span.col)] = s.cond
         self.written = {a.tensor for t in graph.tasks for a in t.accesses if a.writes}
         self._memo: dict[str, bool] = {}
@@ -116,22 +116,22 @@ class BlockUniform:
         return self._memo[name]
 
     def value(self, v) -> bool:
-        if isinstance(v, ir.IntV):
+        if isinstance(v, ir_body.IntV):
             return self.expr(v.expr)
-        if isinstance(v, ir.FloatV | ir.DtypeV):
+        if isinstance(v, ir_body.FloatV | ir_body.DtypeV):
             return True
-        if isinstance(v, ir.ListV):
+        if isinstance(v, ir_body.ListV):
             return all(self.expr(i) for i in v.items)
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             return self._name(v.name)
-        if isinstance(v, ir.LoadV):
+        if isinstance(v, ir_body.LoadV):
             if not v.local and (v.tensor in self.written or self.graph.tensors[v.tensor].kind != "input"):
                 return False
             if v.local and not self._name(v.tensor):
                 return False
             return all(self.expr(e) for r in v.region for e in (r.start, r.stop, r.step))
-        if isinstance(v, ir.BinV):
+        if isinstance(v, ir_body.BinV):
             return self.value(v.a) and self.value(v.b)
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             return all(self.value(a) for a in v.args) and all(self.value(a) for _n, a in v.attrs)
         return False

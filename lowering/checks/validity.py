@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.checks.bodies import ops_called, summary
 from lowering.checks.extents import named_value, narrow
 from lowering.ir import Condition, Graph, Loop, Task
@@ -67,7 +67,7 @@ class Abs:
 class StoreFact:
     task: str
     tensor: str
-    region: tuple[ir.Range, ...]
+    region: tuple[ir_body.Range, ...]
     finite: Expr | None  # declared valid columns of the stored tile (valid/fillpad), else None
     rows: Expr | None  # declared valid rows (valid(x, rows, cols)), else None
     loops: tuple[Loop, ...]
@@ -96,10 +96,10 @@ class _TensorFinite:
     origin: tuple[Expr, ...]
 
 
-def _is_neg_inf(v: ir.Value) -> bool:
-    if isinstance(v, ir.FloatV):
+def _is_neg_inf(v: ir_body.Value) -> bool:
+    if isinstance(v, ir_body.FloatV):
         return v.value == float("-inf")
-    if isinstance(v, ir.CallV) and v.op == "neg" and v.args and isinstance(v.args[0], ir.FloatV):
+    if isinstance(v, ir_body.CallV) and v.op == "neg" and v.args and isinstance(v.args[0], ir_body.FloatV):
         return v.args[0].value == float("inf")
     return False
 
@@ -159,10 +159,10 @@ class Interpreter:
             self.stmt(s)
 
     def stmt(self, s) -> None:
-        if isinstance(s, ir.LetS | ir.AssignS):
+        if isinstance(s, ir_body.LetS | ir_body.AssignS):
             self.vars[s.name] = self.value(s.value, s.span) or Abs()
             self._int_local(s)
-        elif isinstance(s, ir.StoreS):
+        elif isinstance(s, ir_body.StoreS):
             a = self.value(s.value, s.span)
             finite = a.finite if a is not None and a.marked else None
             if a is not None and not a.marked and isinstance(a.finite, Const) and a.finite.value == 0:
@@ -181,11 +181,11 @@ class Interpreter:
                 )
             )
             self._record_tensor(s, a)
-        elif isinstance(s, ir.RemoteStoreS):
+        elif isinstance(s, ir_body.RemoteStoreS):
             self.value(s.value, s.span)
-        elif isinstance(s, ir.EvalS):
+        elif isinstance(s, ir_body.EvalS):
             self.value(s.value, s.span)
-        elif isinstance(s, ir.ForS):
+        elif isinstance(s, ir_body.ForS):
             saved = dict(self.env)
             lo, hi = self.lb(s.start), self.ub(s.stop)
             if lo is not None and hi is not None and hi - 1 < lo:
@@ -203,10 +203,10 @@ class Interpreter:
                 self.loops.pop()
                 self.env = saved
             self._unroll_merges(s, loop, carried)
-        elif isinstance(s, ir.IfS):
+        elif isinstance(s, ir_body.IfS):
             self._if(s)
 
-    def _unroll_merges(self, s: ir.ForS, loop: Loop, carried: dict) -> None:
+    def _unroll_merges(self, s: ir_body.ForS, loop: Loop, carried: dict) -> None:
         """A loop whose body merges a sorted row (``for st in range(2) { s = mrgsort(s, 64) }``)
         applies its stages once per iteration: run the iterations one by one (a known, small
         trip count) for the sort chain, as the unrolled form would be. The facts about stores
@@ -230,10 +230,10 @@ class Interpreter:
             del self.facts.stores[stores:]
         self.vars = {**after, **{k: v for k, v in self.vars.items() if k in after}}
 
-    def _int_local(self, s: ir.LetS | ir.AssignS) -> None:
+    def _int_local(self, s: ir_body.LetS | ir_body.AssignS) -> None:
         """An integer local (``valid = pl.min(CAP, n)``) ranges over its value's bounds, so a
         valid extent written through it keeps its bound."""
-        if isinstance(s.value, ir.IntV):
+        if isinstance(s.value, ir_body.IntV):
             expr = s.value.expr
             env = self.env
             unknown = {x.name for x in free_symbols(expr) if x.name not in env}
@@ -251,8 +251,8 @@ class Interpreter:
         else:
             self.env.pop(s.name, None)
 
-    def _if(self, s: ir.IfS) -> None:
-        cond = s.cond.expr if isinstance(s.cond, ir.IntV) else None
+    def _if(self, s: ir_body.IfS) -> None:
+        cond = s.cond.expr if isinstance(s.cond, ir_body.IntV) else None
         if cond is not None:
             try:
                 lo, hi = bounds(cond, self.env)
@@ -300,7 +300,7 @@ class Interpreter:
             lo, hi = min(alo, blo), max(ahi, bhi)
             self.env[name] = lo if lo == hi else (lo, hi)
 
-    def _record_tensor(self, s: ir.StoreS, a: Abs | None) -> None:
+    def _record_tensor(self, s: ir_body.StoreS, a: Abs | None) -> None:
         if not s.region:
             return
         last = s.region[-1]
@@ -328,35 +328,37 @@ class Interpreter:
 
     # ------------------------------------------------------------ values
     def value(self, v, span: Span) -> Abs | None:
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             return self.vars.get(v.name)
-        if isinstance(v, ir.LoadV):
+        if isinstance(v, ir_body.LoadV):
             if v.local:
                 base = self.vars.get(v.tensor)
                 if base is not None and base.chain is not None and v.region:
                     return self._slice(base.chain, v.region[-1], span)
                 return Abs()
             return self._load(v)
-        if isinstance(v, ir.BinV):
+        if isinstance(v, ir_body.BinV):
             self.value(v.a, span)
             self.value(v.b, span)
             return Abs()
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             return self._call(v, span)
         return None
 
-    def _load(self, v: ir.LoadV) -> Abs:
+    def _load(self, v: ir_body.LoadV) -> Abs:
         known = self.tensors.get(v.tensor)
         if known is None or known.end < 0 or not v.region:
             return Abs()
         last = v.region[-1]
         t = v.type
-        width = t.shape[-1] if isinstance(t, ir.TileType) and t.shape else binop("-", last.stop, last.start)
+        width = (
+            t.shape[-1] if isinstance(t, ir_body.TileType) and t.shape else binop("-", last.stop, last.start)
+        )
         # finite columns of the window: those before the producers' end, at most its width
         finite = binop("min", binop("-", Const(known.end), last.start), width)
         return Abs(finite=finite, origin=known.origin)
 
-    def _call(self, v: ir.CallV, span: Span) -> Abs:
+    def _call(self, v: ir_body.CallV, span: Span) -> Abs:
         merging, self.merging = self.merging, v.op == "mrgsort_merge"  # operands are lists, not readouts
         try:
             args = [self.value(a, span) for a in v.args]
@@ -365,8 +367,8 @@ class Interpreter:
         for _, a in v.attrs:
             self.value(a, span)
         op = v.op
-        if op in ir.VALID_OPS or op == "mask_tail":  # mask_tail(row, n, width): topk's lowering
-            rows, cols = ir.valid_extents(v) if op != "mask_tail" else (None, v.args[1].expr)
+        if op in ir_body.VALID_OPS or op == "mask_tail":  # mask_tail(row, n, width): topk's lowering
+            rows, cols = ir_body.valid_extents(v) if op != "mask_tail" else (None, v.args[1].expr)
             base = args[0] or Abs()
             finite = cols
             if cols is not None and base.finite is not None:
@@ -383,7 +385,7 @@ class Interpreter:
             base = args[0]
             if base is None or base.chain is None:
                 return Abs()
-            bl = self.exact(v.args[1].expr) if isinstance(v.args[1], ir.IntV) else None
+            bl = self.exact(v.args[1].expr) if isinstance(v.args[1], ir_body.IntV) else None
             if bl is None:
                 return Abs()
             return replace(base, chain=self._mrgsort(base.chain, bl, span))
@@ -391,13 +393,13 @@ class Interpreter:
             return self._merge(args, span)
         if op == "topk_pairs" and merging:  # the head run as an operand of a format-2 merge
             base = args[0]
-            if base is not None and base.chain is not None and isinstance(v.args[1], ir.IntV):
+            if base is not None and base.chain is not None and isinstance(v.args[1], ir_body.IntV):
                 width = binop("*", Const(2), v.args[1].expr)
-                return self._slice(base.chain, ir.Range(Const(0), width, Const(1)), span)
+                return self._slice(base.chain, ir_body.Range(Const(0), width, Const(1)), span)
             return Abs()
         if op == "topk_pairs":
             base = args[0]
-            if base is not None and base.chain is not None and isinstance(v.args[1], ir.IntV):
+            if base is not None and base.chain is not None and isinstance(v.args[1], ir_body.IntV):
                 k = self.ub(v.args[1].expr)
                 if k is not None:
                     self._readout(base.chain, 2 * k, span)
@@ -405,9 +407,9 @@ class Interpreter:
         return Abs()
 
     # ------------------------------------------------------------ sort chains
-    def _sort32(self, v: ir.CallV, base: Abs, span: Span) -> Abs:
+    def _sort32(self, v: ir_body.CallV, base: Abs, span: Span) -> Abs:
         t = v.args[0].type
-        if not isinstance(t, ir.TileType) or not t.shape:
+        if not isinstance(t, ir_body.TileType) or not t.shape:
             return Abs()
         width = self.exact(t.shape[-1])
         if width is None:
@@ -447,7 +449,7 @@ class Interpreter:
             return replace(new, run=max(chain.run, 2 * bl))
         return replace(new, run=min(4 * chain.run, chain.records))
 
-    def _slice(self, chain: Chain, cols: ir.Range, span: Span) -> Abs:
+    def _slice(self, chain: Chain, cols: ir_body.Range, span: Span) -> Abs:
         """Columns of a sorted row: the head is a readout; a slice of whole runs (the operand
         of a format-2 merge) is itself a sorted list."""
         start, stop = self.exact(cols.start), self.ub(cols.stop)
@@ -631,7 +633,7 @@ def facts_at(ctx, point: Mapping[str, int]) -> dict[str, TaskFacts]:
 # What each kind of partial analysis is for: the tasks whose facts it must get right.
 _SEED_OPS = {
     "sort": frozenset({"sort32"}),  # sort chains start at a sort32 (SortEvents)
-    "valid": frozenset({*ir.VALID_OPS, "mask_tail"}),  # stores of marked valid extents
+    "valid": frozenset({*ir_body.VALID_OPS, "mask_tail"}),  # stores of marked valid extents
 }
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Access
 from lowering.pypto_reader import signals as _signals  # noqa: F401 - registers the pld ops
 from lowering.pypto_reader import sorting as _sorting
@@ -53,13 +53,13 @@ class AccessMixin:
         info = self.tensors.get(t.root)
         return info.dtype if info is not None else "f32"
 
-    def region_at(self, t: TensorVal, offsets: tuple[Expr, ...] | None, extent) -> tuple[ir.Range, ...]:
+    def region_at(self, t: TensorVal, offsets: tuple[Expr, ...] | None, extent) -> tuple[ir_body.Range, ...]:
         """The region at ``offsets`` of extent ``extent`` (a shape, a tile type, or None: to the end)."""
         shape = self.tensor_shape_exprs(t)
         rank = len(shape) if shape is not None else len(offsets or ()) or 2
         offs = list(offsets or ())
         offs += [Const(0)] * (rank - len(offs))
-        if isinstance(extent, ir.TileType):
+        if isinstance(extent, ir_body.TileType):
             ext = list(extent.shape)
             if len(ext) > rank:  # a 2-D tile written into a 1-D view: leading dims of 1
                 ext = ext[len(ext) - rank :]
@@ -78,10 +78,10 @@ class AccessMixin:
                 stop = shape[i]
             else:
                 stop = Sym("?", DYNAMIC)
-            out.append(ir.Range(start, stop, Const(1)))
+            out.append(ir_body.Range(start, stop, Const(1)))
         return tuple(out)
 
-    def region_sub(self, t: TensorVal, node: ast.Subscript) -> tuple[ir.Range, ...] | None:
+    def region_sub(self, t: TensorVal, node: ast.Subscript) -> tuple[ir_body.Range, ...] | None:
         """The region of ``t[...]`` (numpy rules: missing trailing indices mean ``:``)."""
         shape = self.tensor_shape_exprs(t)
         elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -92,7 +92,7 @@ class AccessMixin:
         for i in range(rank):
             dim = shape[i] if shape is not None else Sym("?", DYNAMIC)
             if i >= len(elts):
-                out.append(ir.Range(Const(0), dim, Const(1)))
+                out.append(ir_body.Range(Const(0), dim, Const(1)))
                 continue
             e = elts[i]
             if isinstance(e, ast.Slice):
@@ -101,15 +101,15 @@ class AccessMixin:
                 step = self.int_expr(self.eval(e.step)) if e.step is not None else Const(1)
                 if start is None or stop is None or step is None:
                     return None
-                out.append(ir.Range(start, stop, step))
+                out.append(ir_body.Range(start, stop, step))
             else:
                 idx = self.int_expr(self.eval(e))
                 if idx is None:
                     return None
-                out.append(ir.Range(idx, binop("+", idx, Const(1)), Const(1), point=True))
+                out.append(ir_body.Range(idx, binop("+", idx, Const(1)), Const(1), point=True))
         return tuple(out)
 
-    def root_region(self, t: TensorVal, region: tuple[ir.Range, ...]) -> tuple[ir.Range, ...]:
+    def root_region(self, t: TensorVal, region: tuple[ir_body.Range, ...]) -> tuple[ir_body.Range, ...]:
         if t.offsets is None:
             return region
         out, it = [], iter(region)
@@ -118,16 +118,16 @@ class AccessMixin:
             if r is None:
                 out.append(_point(off))
                 continue
-            out.append(ir.Range(binop("+", off, r.start), binop("+", off, r.stop), r.step, r.point))
+            out.append(ir_body.Range(binop("+", off, r.start), binop("+", off, r.stop), r.step, r.point))
         return tuple(out)
 
-    def region_type(self, t: TensorVal, region: tuple[ir.Range, ...]) -> ir.Type:
+    def region_type(self, t: TensorVal, region: tuple[ir_body.Range, ...]) -> ir_body.Type:
         return _region_type(self.dtype(t), region)
 
     def record(
         self,
         t: TensorVal,
-        region: tuple[ir.Range, ...],
+        region: tuple[ir_body.Range, ...],
         mode: str,
         node: ast.AST | None,
         peer: Expr | None = None,
@@ -142,8 +142,8 @@ class AccessMixin:
         )  # fmt: skip
         return len(self.accesses) - 1
 
-    def load_value(self, t: TensorVal, region: tuple[ir.Range, ...]) -> TileVal:
-        return TileVal(ir.LoadV(t.root, self.root_region(t, region), self.region_type(t, region)))
+    def load_value(self, t: TensorVal, region: tuple[ir_body.Range, ...]) -> TileVal:
+        return TileVal(ir_body.LoadV(t.root, self.root_region(t, region), self.region_type(t, region)))
 
     # ---------------------------------------------------------------- memory ops
     def memory_op(self, key: str, node: ast.Call) -> Val:
@@ -161,7 +161,7 @@ class AccessMixin:
             region = tuple(_point(i) for i in idx)
             value = self.value(self.eval(b["value"]))
             self.record(t, region, "write", node)
-            self.emit(ir.StoreS(t.root, self.root_region(t, region), value, "write", self.span(node)))
+            self.emit(ir_body.StoreS(t.root, self.root_region(t, region), value, "write", self.span(node)))
             return t
         if key in ("load", "slice"):
             names = (
@@ -176,7 +176,7 @@ class AccessMixin:
             src = self.eval(src_node)
             offs = self.int_list(b.get("offsets" if key == "load" else "offset"))
             shape = self.int_list(b.get("shapes" if key == "load" else "shape"))
-            if isinstance(src, TileVal) and isinstance(src.value, ir.LocalV):
+            if isinstance(src, TileVal) and isinstance(src.value, ir_body.LocalV):
                 t = tile_type(src.value)
                 view = TensorVal(src.value.name, None, t.shape if t else None)
                 region = self.region_at(view, offs, shape)
@@ -215,7 +215,7 @@ class AccessMixin:
             )
         extent = self.int_list(b.get("shapes")) if key == "store" and "shapes" in b else tile_type(value)
         region = self.region_at(t, offs, extent)
-        held = self.valid_locals.get(value.name) if isinstance(value, ir.LocalV) else None
+        held = self.valid_locals.get(value.name) if isinstance(value, ir_body.LocalV) else None
         valid = _valid_extent(held if held is not None else value)
         atomic = False
         if "atomic" in b:
@@ -226,7 +226,7 @@ class AccessMixin:
             self.record(t, self.region_at(t, None, None), mode, node, opaque=True)
         else:  # a tile with a valid shape stores its valid part only
             self.record(t, region if valid is None else self.region_at(t, offs, valid), mode, node)
-        self.emit(ir.StoreS(t.root, self.root_region(t, region), value, mode, self.span(node)))
+        self.emit(ir_body.StoreS(t.root, self.root_region(t, region), value, mode, self.span(node)))
         return t
 
     def gather_row(self, node: ast.Call) -> Val:
@@ -240,7 +240,7 @@ class AccessMixin:
         self.record(src, region, "read", node)
         self.unit("vector")
         row = self.load_value(src, region).value
-        return TileVal(ir.CallV("gather_row", (dst.value, row), (), dst.type))
+        return TileVal(ir_body.CallV("gather_row", (dst.value, row), (), dst.type))
 
     def scalar_read(self, src: ast.expr | None, off: ast.expr | None, node: ast.Call) -> Val:
         if src is None:
@@ -253,31 +253,33 @@ class AccessMixin:
             self.anchor_next = False
             self.last_read = self.record(base, region, mode, node)
             load = self.load_value(base, region)
-            return TileVal(ir.CallV("read", (load.value,), (), load.type))
-        if isinstance(base, TileVal) and isinstance(base.value, ir.LocalV) and idx is not None:
+            return TileVal(ir_body.CallV("read", (load.value,), (), load.type))
+        if isinstance(base, TileVal) and isinstance(base.value, ir_body.LocalV) and idx is not None:
             region = tuple(_point(i) for i in idx)
-            load = ir.LoadV(base.value.name, region, ir.ScalarType(dtype_of(base.value)), local=True)
-            return TileVal(ir.CallV("read", (load,), (), load.type))
+            load = ir_body.LoadV(
+                base.value.name, region, ir_body.ScalarType(dtype_of(base.value)), local=True
+            )
+            return TileVal(ir_body.CallV("read", (load,), (), load.type))
         self.notes.not_modelled(
             self.span(node), "a pl.read the reader cannot evaluate", "it orders nothing here"
         )
         return UNKNOWN
 
 
-def local_load(name: str, t: ir.TileType, region: tuple[ir.Range, ...]) -> TileVal:
+def local_load(name: str, t: ir_body.TileType, region: tuple[ir_body.Range, ...]) -> TileVal:
     """``region`` of the tile held in the local ``name`` (of type ``t``)."""
-    return TileVal(ir.LoadV(name, region, _region_type(t.dtype, region), local=True))
+    return TileVal(ir_body.LoadV(name, region, _region_type(t.dtype, region), local=True))
 
 
-def _point(index: Expr) -> ir.Range:
+def _point(index: Expr) -> ir_body.Range:
     """The one-element range at ``index`` (the axis stays, as a point)."""
-    return ir.Range(index, binop("+", index, Const(1)), Const(1), point=True)
+    return ir_body.Range(index, binop("+", index, Const(1)), Const(1), point=True)
 
 
-def _region_type(dtype: str, region: tuple[ir.Range, ...]) -> ir.Type:
+def _region_type(dtype: str, region: tuple[ir_body.Range, ...]) -> ir_body.Type:
     """A scalar for a region of points, else a tile of the region's extents."""
     if region and all(r.point for r in region):
-        return ir.ScalarType(dtype)
+        return ir_body.ScalarType(dtype)
     ext = []
     for r in region:
         if r.point:
@@ -285,16 +287,21 @@ def _region_type(dtype: str, region: tuple[ir.Range, ...]) -> ir.Type:
         else:
             e = difference(r.stop, r.start)
             ext.append(e if r.step == Const(1) else binop("cdiv", e, r.step))
-    return ir.TileType(dtype, tuple(ext))
+    return ir_body.TileType(dtype, tuple(ext))
 
 
-def _valid_extent(value: ir.Value) -> tuple[Expr, ...] | None:
+def _valid_extent(value: ir_body.Value) -> tuple[Expr, ...] | None:
     """The extent a store of ``value`` writes when it carries a valid shape (``set_validshape``):
     the valid rows and columns of the tile; None when it carries none or is a ``fillpad``."""
     t = tile_type(value)
-    if not isinstance(value, ir.CallV) or value.op not in ir.VALID_OPS or t is None or len(t.shape) < 2:
+    if (
+        not isinstance(value, ir_body.CallV)
+        or value.op not in ir_body.VALID_OPS
+        or t is None
+        or len(t.shape) < 2
+    ):
         return None
-    rows, cols = ir.valid_extents(value)
+    rows, cols = ir_body.valid_extents(value)
     if value.op == "fillpad":
         return None  # fillpad writes the padding too: the whole tile
     return (

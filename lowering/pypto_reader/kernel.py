@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
 from lowering.pypto_reader import sorting as _sorting
 from lowering.pypto_reader.accesses import AccessMixin, local_load
@@ -82,7 +82,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         self.grid = grid
         self.call_func = call_func
         self.scopes: list[dict[str, Val]] = [{}]
-        self.blocks: list[list[ir.Stmt]] = [[]]
+        self.blocks: list[list[ir_body.Stmt]] = [[]]
         self.loops: list[Loop] = []
         self.conds: list[Condition] = []
         self.order = 0
@@ -95,7 +95,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         self.signal_tensors: set[str] = set()
         self.window_tensors: set[str] = set()
         self.sorted_locals: set[str] = set()
-        self.valid_locals: dict[str, ir.CallV] = {}  # local -> the valid-shape call it holds
+        self.valid_locals: dict[str, ir_body.CallV] = {}  # local -> the valid-shape call it holds
         self.assigned: Counter[str] = Counter()
         self.unstable: set[str] = set()  # loop-carried names: integer lets of them are not inlined
         self.dual_lanes = False
@@ -109,7 +109,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         self.carried: list[list[str]] = []
 
     # ---------------------------------------------------------------- entry points
-    def read(self, stmts: list[ast.stmt], bindings: dict[str, Val] | None = None) -> tuple[ir.Stmt, ...]:
+    def read(self, stmts: list[ast.stmt], bindings: dict[str, Val] | None = None) -> tuple[ir_body.Stmt, ...]:
         if bindings:
             self.scopes[0].update(bindings)
         self.assigned.update(assignment_counts(stmts))
@@ -135,7 +135,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
     def cond_tuple(self) -> tuple[Condition, ...]:
         return tuple(self.conds)
 
-    def emit(self, stmt: ir.Stmt) -> None:
+    def emit(self, stmt: ir_body.Stmt) -> None:
         self.blocks[-1].append(stmt)
 
     def unit(self, u: str) -> None:
@@ -168,13 +168,17 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         out = super().int_expr(v)
         if out is not None:
             return out
-        if isinstance(v, TileVal) and isinstance(v.type, ir.ScalarType) and v.type.dtype in INTEGER_DTYPES:
-            if isinstance(v.value, ir.LocalV):
+        if (
+            isinstance(v, TileVal)
+            and isinstance(v.type, ir_body.ScalarType)
+            and v.type.dtype in INTEGER_DTYPES
+        ):
+            if isinstance(v.value, ir_body.LocalV):
                 return Sym(v.value.name, DYNAMIC)
-            if isinstance(v.value, ir.IntV):
+            if isinstance(v.value, ir_body.IntV):
                 return v.value.expr
             name = self.fresh()
-            self.emit(ir.LetS(name, v.value, self.span(self.current)))
+            self.emit(ir_body.LetS(name, v.value, self.span(self.current)))
             return Sym(name, DYNAMIC)
         return None
 
@@ -187,32 +191,32 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         e = self.int_expr(v)
         return (e,) if e is not None else None
 
-    def value(self, v: Val) -> ir.Value:
+    def value(self, v: Val) -> ir_body.Value:
         """An IR value for ``v`` (a tensor used whole is a read of all of it)."""
         if isinstance(v, TileVal):
             return v.value
         if isinstance(v, IntVal):
-            return ir.IntV(v.expr)
+            return ir_body.IntV(v.expr)
         if isinstance(v, PyVal):
             if isinstance(v.value, bool):
-                return ir.IntV(Const(int(v.value)), ir.ScalarType("bool"))
+                return ir_body.IntV(Const(int(v.value)), ir_body.ScalarType("bool"))
             if isinstance(v.value, float):
                 if v.value < 0:
                     return negative_float(-v.value)
-                return ir.FloatV(v.value)
+                return ir_body.FloatV(v.value)
             if isinstance(v.value, int):
-                return ir.IntV(Const(v.value))
+                return ir_body.IntV(Const(v.value))
         if isinstance(v, SeqVal):
             items = self.int_items(v)
             if items is not None:
-                return ir.ListV(items, ir.ListType(len(items)))
+                return ir_body.ListV(items, ir_body.ListType(len(items)))
         if isinstance(v, TensorVal):
             region = self.region_at(v, None, None)
             self.record(v, region, "read", self.current)  # located at the statement using it
             return self.load_value(v, region).value
         if isinstance(v, DtypeVal):
-            return ir.DtypeV(v.dtype or "f32")
-        return ir.CallV("opaque", (), (), ir.ScalarType("f32"))
+            return ir_body.DtypeV(v.dtype or "f32")
+        return ir_body.CallV("opaque", (), (), ir_body.ScalarType("f32"))
 
     # ---------------------------------------------------------------- expressions
     def subscript(self, base: Val, node: ast.Subscript) -> Val:
@@ -232,7 +236,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             if out is not None:
                 return out
             t = tile_type(base.value)
-            if t is None or not isinstance(base.value, ir.LocalV):
+            if t is None or not isinstance(base.value, ir_body.LocalV):
                 return base
             view = TensorVal(base.value.name, None, t.shape)
             region = self.region_sub(view, node)
@@ -248,11 +252,11 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             return UNKNOWN
         x, y = self.value(a), self.value(b)
         rtype = broadcast(x, y)
-        if isinstance(rtype, ir.TileType):
+        if isinstance(rtype, ir_body.TileType):
             self.unit("vector")
         if name == "div" and getattr(rtype, "dtype", "f32") in INTEGER_DTYPES:
             name = "floordiv"
-        return TileVal(ir.BinV(name, x, y, rtype))
+        return TileVal(ir_body.BinV(name, x, y, rtype))
 
     def compare_other(self, op: ast.cmpop, a: Val, b: Val, node: ast.AST) -> Val:
         names = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge"}
@@ -261,8 +265,12 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             return UNKNOWN
         x, y = self.value(a), self.value(b)
         rtype = broadcast(x, y)
-        out = ir.TileType("bool", rtype.shape) if isinstance(rtype, ir.TileType) else ir.ScalarType("bool")
-        return TileVal(ir.BinV(name, x, y, out))
+        out = (
+            ir_body.TileType("bool", rtype.shape)
+            if isinstance(rtype, ir_body.TileType)
+            else ir_body.ScalarType("bool")
+        )
+        return TileVal(ir_body.BinV(name, x, y, out))
 
     def e_UnaryOp(self, node: ast.UnaryOp) -> Val:
         if isinstance(node.op, ast.USub):
@@ -273,9 +281,9 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
 
     def negate(self, v: Val, node: ast.AST) -> Val:
         if isinstance(v, TileVal):
-            if isinstance(v.type, ir.TileType):
+            if isinstance(v.type, ir_body.TileType):
                 self.unit("vector")
-            return TileVal(ir.CallV("neg", (v.value,), (), v.type))
+            return TileVal(ir_body.CallV("neg", (v.value,), (), v.type))
         return UNKNOWN
 
     def call_pl(self, path: str, node: ast.Call) -> Val:
@@ -293,9 +301,11 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             return self.opaque_op(key, node)
         handler, params = entry
         out = handler(self, key if "." not in key else path, node, self.arguments(node, list(params)))
-        if isinstance(out, TileVal) and isinstance(out.value, ir.CallV):
+        if isinstance(out, TileVal) and isinstance(out.value, ir_body.CallV):
             self.ops.add(out.value.op)
-        elif isinstance(out, TileVal) and isinstance(out.value, ir.BinV) and key in ("maximum", "minimum"):
+        elif (
+            isinstance(out, TileVal) and isinstance(out.value, ir_body.BinV) and key in ("maximum", "minimum")
+        ):
             self.ops.add(key)
         return out
 
@@ -309,7 +319,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
 
     def opaque_op(self, name: str, node: ast.Call, why: str | None = None) -> Val:
         """An op or helper the reader does not know: its tensor arguments count as read."""
-        args: list[ir.Value] = []
+        args: list[ir_body.Value] = []
         read_any = False
         for a in [*node.args, *(kw.value for kw in node.keywords)]:
             v = self.eval(a)
@@ -326,11 +336,11 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
                 why or f"the op '{name}' on whole tensors",
                 "its tensor arguments are taken as read in full; writes through it are not seen",
             )
-        first = next((a for a in args if isinstance(a.type, ir.TileType)), None)
+        first = next((a for a in args if isinstance(a.type, ir_body.TileType)), None)
         if first is not None:
             self.unit("vector")
-        rtype = first.type if first is not None else ir.ScalarType("f32")
-        return TileVal(ir.CallV(name.rsplit(".", 1)[-1], tuple(args), (), rtype))
+        rtype = first.type if first is not None else ir_body.ScalarType("f32")
+        return TileVal(ir_body.CallV(name.rsplit(".", 1)[-1], tuple(args), (), rtype))
 
     def tensor_op(self, name: str, node: ast.Call) -> Val:
         return self.opaque_op(name, node, f"'{name}' of a tensor inside a kernel")

@@ -21,7 +21,7 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
 from lowering.pypto_reader.values import (
     DtypeVal,
@@ -46,8 +46,8 @@ class Export:
     """A tile the body computes that code after the scope uses: ``var``'s final value."""
 
     var: str
-    type: ir.TileType
-    value: ir.Value
+    type: ir_body.TileType
+    value: ir_body.Value
     span: Span
 
 
@@ -55,7 +55,7 @@ class Export:
 class KernelSummary:
     """What reading one task body found."""
 
-    body: tuple[ir.Stmt, ...]
+    body: tuple[ir_body.Stmt, ...]
     accesses: tuple[Access, ...]
     signals: tuple[SignalOp, ...]
     barriers: tuple[BarrierOp, ...]
@@ -428,7 +428,7 @@ class _Summaries:
                 [
                     r
                     if id(r) not in self.deps
-                    else ir.Range(self.e(r.start), self.e(r.stop), self.e(r.step), r.point)
+                    else ir_body.Range(self.e(r.start), self.e(r.stop), self.e(r.step), r.point)
                     for r in region
                 ]
             )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from collections import Counter
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Condition, Loop
 from lowering.pypto_reader import sorting as _sorting
 from lowering.pypto_reader.notes import line_span
@@ -111,14 +111,14 @@ class StatementMixin:
                 v = self.eval(node)
                 self.anchor_next = False
                 if isinstance(v, TileVal):
-                    self.emit(ir.EvalS(v.value, self.span(s)))
+                    self.emit(ir_body.EvalS(v.value, self.span(s)))
                 return
             if isinstance(func, PlRef) and func.path == "pl.yield_":
                 self.yield_values(node, s)
                 return
         v = self.eval(node)
-        if isinstance(v, TileVal) and isinstance(v.value, ir.CallV) and v.value.op != "opaque":
-            self.emit(ir.EvalS(v.value, self.span(s)))
+        if isinstance(v, TileVal) and isinstance(v.value, ir_body.CallV) and v.value.op != "opaque":
+            self.emit(ir_body.EvalS(v.value, self.span(s)))
 
     def assign_value(self, node: ast.expr, targets: list[ast.expr]) -> Val:
         if (
@@ -143,7 +143,9 @@ class StatementMixin:
                 region = self.region_sub(base, target) or self.region_at(base, None, None)
                 v = self.value(value)
                 self.record(base, region, "write", target)
-                self.emit(ir.StoreS(base.root, self.root_region(base, region), v, "write", self.span(stmt)))
+                self.emit(
+                    ir_body.StoreS(base.root, self.root_region(base, region), v, "write", self.span(stmt))
+                )
             else:
                 self.notes.not_modelled(
                     self.span(target),
@@ -169,24 +171,24 @@ class StatementMixin:
         existing = next((s[name] for s in reversed(self.scopes) if name in s), None)
         declared = (
             isinstance(existing, TileVal)
-            and isinstance(existing.value, ir.LocalV)
+            and isinstance(existing.value, ir_body.LocalV)
             and existing.value.name == name
         )
         declared = declared or (isinstance(existing, IntVal) and existing.expr == Sym(name, DYNAMIC))
-        self.emit((ir.AssignS if declared else ir.LetS)(name, v, self.span(stmt)))
-        if not declared and isinstance(v, ir.CallV) and v.op == "read" and self.last_read is not None:
+        self.emit((ir_body.AssignS if declared else ir_body.LetS)(name, v, self.span(stmt)))
+        if not declared and isinstance(v, ir_body.CallV) and v.op == "read" and self.last_read is not None:
             self.read_lets[name] = self.last_read
-        if isinstance(v, ir.CallV) and v.op in _sorting.SORTED_OPS:
+        if isinstance(v, ir_body.CallV) and v.op in _sorting.SORTED_OPS:
             self.sorted_locals.add(name)
-        if isinstance(v, ir.CallV) and v.op in ir.VALID_OPS:
+        if isinstance(v, ir_body.CallV) and v.op in ir_body.VALID_OPS:
             self.valid_locals[name] = v
         else:
             self.valid_locals.pop(name, None)
         vt = v.type
-        if isinstance(vt, ir.ScalarType) and vt.dtype in INTEGER_DTYPES:
+        if isinstance(vt, ir_body.ScalarType) and vt.dtype in INTEGER_DTYPES:
             self.bind_declared(name, IntVal(Sym(name, DYNAMIC)))
         else:
-            self.bind_declared(name, TileVal(ir.LocalV(name, vt)))
+            self.bind_declared(name, TileVal(ir_body.LocalV(name, vt)))
 
     def bind_declared(self, name: str, value: Val) -> None:
         for scope in reversed(self.scopes):
@@ -203,7 +205,9 @@ class StatementMixin:
                 v = self.value(self.eval(s.value))
                 self.record(base, region, "read", s.target)
                 self.record(base, region, "write", s.target)
-                self.emit(ir.StoreS(base.root, self.root_region(base, region), v, "accumulate", self.span(s)))
+                self.emit(
+                    ir_body.StoreS(base.root, self.root_region(base, region), v, "accumulate", self.span(s))
+                )
                 return
         if isinstance(s.target, ast.Name):
             old = self.lookup(s.target.id, s.target)
@@ -295,7 +299,7 @@ class StatementMixin:
             self.loops.pop()
             if carried:
                 self.carried.pop()
-        self.emit(ir.ForS(var, start, stop, step, kind, stages, tuple(body), self.span(s)))
+        self.emit(ir_body.ForS(var, start, stop, step, kind, stages, tuple(body), self.span(s)))
 
     def if_stmt(self, s: ast.If) -> None:
         cond_val = self.eval(s.test)
@@ -306,16 +310,20 @@ class StatementMixin:
                 self.statements(s.body if truth else s.orelse)
                 return
             expr = Sym(f"data@{s.test.lineno}:{s.test.col_offset + 1}", DYNAMIC)
-            cond_ir: ir.Value = self.value(cond_val) if isinstance(cond_val, TileVal) else ir.IntV(expr)
+            cond_ir: ir_body.Value = (
+                self.value(cond_val) if isinstance(cond_val, TileVal) else ir_body.IntV(expr)
+            )
         else:
-            cond_ir = ir.IntV(expr, ir.ScalarType("bool"))
+            cond_ir = ir_body.IntV(expr, ir_body.ScalarType("bool"))
         span = self.span(s.test)
         then, then_scope = self.branch(Condition(expr, span), s.body)
         orelse, else_scope = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
         then, orelse = self.join_branches(then_scope, else_scope, then, orelse, s)
-        self.emit(ir.IfS(cond_ir, then, orelse, self.span(s)))
+        self.emit(ir_body.IfS(cond_ir, then, orelse, self.span(s)))
 
-    def branch(self, cond: Condition, stmts: list[ast.stmt]) -> tuple[tuple[ir.Stmt, ...], dict[str, Val]]:
+    def branch(
+        self, cond: Condition, stmts: list[ast.stmt]
+    ) -> tuple[tuple[ir_body.Stmt, ...], dict[str, Val]]:
         """One arm of an ``if``: its own block and scope, its accesses under ``cond``."""
         self.conds.append(cond)
         self.blocks.append([])
@@ -347,11 +355,11 @@ class StatementMixin:
                 local = IntVal(Sym(name, DYNAMIC))
                 for arm, v in ((then, x), (orelse, y)):
                     if v != local:
-                        arm.append(ir.LetS(name, ir.IntV(v.expr), self.span(s)))
+                        arm.append(ir_body.LetS(name, ir_body.IntV(v.expr), self.span(s)))
                 self.bind(name, local)
-            elif isinstance(x, TileVal) and isinstance(x.value, ir.LocalV) and x.value.name == name:
+            elif isinstance(x, TileVal) and isinstance(x.value, ir_body.LocalV) and x.value.name == name:
                 self.bind(name, x)
-            elif isinstance(y, TileVal) and isinstance(y.value, ir.LocalV) and y.value.name == name:
+            elif isinstance(y, TileVal) and isinstance(y.value, ir_body.LocalV) and y.value.name == name:
                 self.bind(name, y)
         return tuple(then), tuple(orelse)
 

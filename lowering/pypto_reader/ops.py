@@ -16,7 +16,7 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import FLOAT_DTYPES, INT_DTYPES
 from lowering.pypto_reader.values import UNKNOWN, IntVal, PlRef, PyVal, TileVal, Val
 from lowering.symbolic import Const, Expr, Sym, binop
@@ -69,30 +69,30 @@ def short_name(path: str) -> str:
 # ---------------------------------------------------------------- types
 
 
-def tile_type(v: ir.Value | None) -> ir.TileType | None:
+def tile_type(v: ir_body.Value | None) -> ir_body.TileType | None:
     t = getattr(v, "type", None)
-    return t if isinstance(t, ir.TileType) else None
+    return t if isinstance(t, ir_body.TileType) else None
 
 
-def dtype_of(v: ir.Value | None, default: str = "f32") -> str:
+def dtype_of(v: ir_body.Value | None, default: str = "f32") -> str:
     t = getattr(v, "type", None)
     return getattr(t, "dtype", default) or default
 
 
-def broadcast(a: ir.Value, b: ir.Value) -> ir.Type:
+def broadcast(a: ir_body.Value, b: ir_body.Value) -> ir_body.Type:
     ta, tb = tile_type(a), tile_type(b)
     if ta is not None:
         return ta
     if tb is not None:
         return tb
     da, db = dtype_of(a, "i32"), dtype_of(b, "i32")
-    return ir.ScalarType(da if da in FLOAT_DTYPES or db not in FLOAT_DTYPES else db)
+    return ir_body.ScalarType(da if da in FLOAT_DTYPES or db not in FLOAT_DTYPES else db)
 
 
 # ---------------------------------------------------------------- argument helpers
 
 
-def operands(k: KernelReader, b: dict[str, ast.expr], names: tuple[str, ...]) -> list[ir.Value] | None:
+def operands(k: KernelReader, b: dict[str, ast.expr], names: tuple[str, ...]) -> list[ir_body.Value] | None:
     """The IR values of the arguments ``names``, evaluated in order; None if one is missing."""
     if any(n not in b for n in names):
         return None
@@ -109,9 +109,9 @@ def first_operand(
     return node.args[0] if node.args else None
 
 
-def negative_float(magnitude: float) -> ir.CallV:
+def negative_float(magnitude: float) -> ir_body.CallV:
     """``-magnitude`` as the IR writes a negative float literal: ``neg`` of a positive one."""
-    return ir.CallV("neg", (ir.FloatV(magnitude),), (), ir.ScalarType("f32"))
+    return ir_body.CallV("neg", (ir_body.FloatV(magnitude),), (), ir_body.ScalarType("f32"))
 
 
 # ---------------------------------------------------------------- handlers
@@ -124,12 +124,12 @@ def _binop(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -
         return k.opaque_op(name, node)
     x, y = args
     rtype = broadcast(x, y)
-    if isinstance(rtype, ir.TileType):
+    if isinstance(rtype, ir_body.TileType):
         k.unit("vector")
     op_name = TILE_BINOPS[name]
     if op_name == "div" and getattr(rtype, "dtype", "f32") not in FLOAT_DTYPES:
         op_name = "floordiv"  # integer tiles divide to an integer
-    return TileVal(ir.BinV(op_name, x, y, rtype))
+    return TileVal(ir_body.BinV(op_name, x, y, rtype))
 
 
 @op("cmp", "cmps", params=("lhs", "rhs", "cmp_type"))
@@ -141,9 +141,9 @@ def _cmp(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
     code = k.static(k.eval(b["cmp_type"])) if "cmp_type" in b else 0
     rtype = broadcast(x, y)
     k.unit("vector")
-    shape = rtype.shape if isinstance(rtype, ir.TileType) else None
-    out = ir.TileType("bool", shape) if shape is not None else ir.ScalarType("bool")
-    return TileVal(ir.BinV(CMP_TYPES.get(code if isinstance(code, int) else 0, "eq"), x, y, out))
+    shape = rtype.shape if isinstance(rtype, ir_body.TileType) else None
+    out = ir_body.TileType("bool", shape) if shape is not None else ir_body.ScalarType("bool")
+    return TileVal(ir_body.BinV(CMP_TYPES.get(code if isinstance(code, int) else 0, "eq"), x, y, out))
 
 
 @op("exp", "sqrt", "rsqrt", "recip", "log", "sin", "cos", "relu", "abs", "neg", "not_", params=("input",))
@@ -153,7 +153,7 @@ def _unary(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -
         return k.opaque_op(name, node)
     x = k.value(k.eval(operand))
     k.unit("vector")
-    return TileVal(ir.CallV(name, (x,), (), x.type))
+    return TileVal(ir_body.CallV(name, (x,), (), x.type))
 
 
 @op("maximum", "minimum", "maximums", "minimums", params=("lhs", "rhs"))
@@ -163,7 +163,9 @@ def _minmax_tile(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.ex
         return k.opaque_op(name, node)
     x, y = args
     k.unit("vector")
-    return TileVal(ir.CallV(name.rstrip("s") if name.endswith("ums") else name, (x, y), (), broadcast(x, y)))
+    return TileVal(
+        ir_body.CallV(name.rstrip("s") if name.endswith("ums") else name, (x, y), (), broadcast(x, y))
+    )
 
 
 @op(
@@ -178,12 +180,12 @@ def _reduce(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     t = tile_type(x)
     k.unit("vector")
     if t is None:
-        rtype: ir.Type = ir.ScalarType(dtype_of(x))
+        rtype: ir_body.Type = ir_body.ScalarType(dtype_of(x))
     elif name.startswith("row_"):
-        rtype = ir.TileType(t.dtype, (*t.shape[:-1], Const(1)))
+        rtype = ir_body.TileType(t.dtype, (*t.shape[:-1], Const(1)))
     else:
-        rtype = ir.TileType(t.dtype, (Const(1), *t.shape[1:]))
-    return TileVal(ir.CallV(name, (x,), (), rtype))
+        rtype = ir_body.TileType(t.dtype, (Const(1), *t.shape[1:]))
+    return TileVal(ir_body.CallV(name, (x,), (), rtype))
 
 
 @op(
@@ -198,7 +200,7 @@ def _expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     x, y = args
     k.unit("vector")
-    return TileVal(ir.CallV(name, (x, y), (), x.type))
+    return TileVal(ir_body.CallV(name, (x, y), (), x.type))
 
 
 @op("cast", params=("input", "target_type", "mode"))
@@ -213,8 +215,8 @@ def _cast(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
     dtype = k.dtype_named(b["target_type"], dtype_of(x))
     t = tile_type(x)
     k.unit("vector")
-    rtype = ir.TileType(dtype, t.shape) if t else ir.ScalarType(dtype)
-    return TileVal(ir.CallV("cast", (x, ir.DtypeV(dtype)), (), rtype))
+    rtype = ir_body.TileType(dtype, t.shape) if t else ir_body.ScalarType(dtype)
+    return TileVal(ir_body.CallV("cast", (x, ir_body.DtypeV(dtype)), (), rtype))
 
 
 def _flag(k: KernelReader, b: dict[str, ast.expr], key: str) -> bool:
@@ -231,7 +233,7 @@ def _matmul(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     args = [k.value(k.eval(bound[n])) for n in names]
     a_t, b_t = _flag(k, bound, "a_trans"), _flag(k, bound, "b_trans")
-    true = ir.IntV(Const(1), ir.ScalarType("bool"))
+    true = ir_body.IntV(Const(1), ir_body.ScalarType("bool"))
     flags = tuple((f, true) for f, on in (("a_trans", a_t), ("b_trans", b_t)) if on)
     k.unit("cube")
     lhs, rhs = args[-2], args[-1]
@@ -242,11 +244,11 @@ def _matmul(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     elif tl is not None and tr is not None and len(tl.shape) >= 2 and len(tr.shape) >= 2:
         m = tl.shape[-1] if a_t else tl.shape[-2]
         n = tr.shape[-2] if b_t else tr.shape[-1]
-        rtype = ir.TileType(acc_dtype, (*_batch_dims(tl.shape[:-2], tr.shape[:-2]), m, n))
+        rtype = ir_body.TileType(acc_dtype, (*_batch_dims(tl.shape[:-2], tr.shape[:-2]), m, n))
     else:
         unknown = Sym("?", "dynamic")
-        rtype = ir.TileType(acc_dtype, (unknown, unknown))
-    return TileVal(ir.CallV(name, tuple(args), flags, rtype))
+        rtype = ir_body.TileType(acc_dtype, (unknown, unknown))
+    return TileVal(ir_body.CallV(name, tuple(args), flags, rtype))
 
 
 def _batch_dims(a: tuple[Expr, ...], b: tuple[Expr, ...]) -> tuple[Expr, ...]:
@@ -271,23 +273,28 @@ def _full(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
         t = tile_type(target)
         if t is None:
             return k.opaque_op(name, node)
-        fill = k.value(k.eval(b["scalar"])) if "scalar" in b else ir.FloatV(0.0)
+        fill = k.value(k.eval(b["scalar"])) if "scalar" in b else ir_body.FloatV(0.0)
         return TileVal(
-            ir.CallV("full", (ir.DtypeV(t.dtype), ir.ListV(t.shape, ir.ListType(len(t.shape))), fill), (), t)
+            ir_body.CallV(
+                "full",
+                (ir_body.DtypeV(t.dtype), ir_body.ListV(t.shape, ir_body.ListType(len(t.shape))), fill),
+                (),
+                t,
+            )
         )
     shape = k.int_seq(b.get("shape"))
     dtype = k.dtype_named(b.get("dtype"), "f32")
     if shape is None:
         return k.opaque_op(name, node)
-    rtype = ir.TileType(dtype, shape)
-    lst = ir.ListV(shape, ir.ListType(len(shape)))
+    rtype = ir_body.TileType(dtype, shape)
+    lst = ir_body.ListV(shape, ir_body.ListType(len(shape)))
     if name in ("create_tile", "create"):
-        return TileVal(ir.CallV("zeros", (ir.DtypeV(dtype), lst), (), rtype))
+        return TileVal(ir_body.CallV("zeros", (ir_body.DtypeV(dtype), lst), (), rtype))
     fill = k.eval(b["value"]) if "value" in b else PyVal(0.0)
     s = k.static(fill)
     if isinstance(s, int | float) and not isinstance(s, bool) and s == 0:
-        return TileVal(ir.CallV("zeros", (ir.DtypeV(dtype), lst), (), rtype))
-    return TileVal(ir.CallV("full", (ir.DtypeV(dtype), lst, k.value(fill)), (), rtype))
+        return TileVal(ir_body.CallV("zeros", (ir_body.DtypeV(dtype), lst), (), rtype))
+    return TileVal(ir_body.CallV("full", (ir_body.DtypeV(dtype), lst, k.value(fill)), (), rtype))
 
 
 @op("sel", "sels", params=("mask", "lhs", "rhs", "tmp"))
@@ -299,7 +306,7 @@ def _select(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     m, x, y = args
     k.unit("vector")
-    return TileVal(ir.CallV("select", (m, x, y), (), broadcast(x, y)))
+    return TileVal(ir_body.CallV("select", (m, x, y), (), broadcast(x, y)))
 
 
 @op("gather", params=("input", "dim", "index", "mask_pattern", "output_dtype"))
@@ -317,12 +324,14 @@ def _gather(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
             return k.opaque_op(name, node)
         dtype = k.dtype_named(b.get("output_dtype"), t.dtype)
         shape = (t.shape[0], binop("//", t.shape[1], Const(2)))
-        return TileVal(ir.CallV(lanes, (x,), (), ir.TileType(dtype, shape)))
+        return TileVal(ir_body.CallV(lanes, (x,), (), ir_body.TileType(dtype, shape)))
     if "index" in b:
         idx = k.value(k.eval(b["index"]))
         ti = tile_type(idx)
-        rtype = ir.TileType(t.dtype if t else "f32", ti.shape) if ti else (t or ir.ScalarType("f32"))
-        return TileVal(ir.CallV("gather", (x, idx), (), rtype))
+        rtype = (
+            ir_body.TileType(t.dtype if t else "f32", ti.shape) if ti else (t or ir_body.ScalarType("f32"))
+        )
+        return TileVal(ir_body.CallV("gather", (x, idx), (), rtype))
     return k.opaque_op(name, node, "the compare form of gather (kvalue=) is not modelled")
 
 
@@ -335,11 +344,11 @@ def _concat(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     tx, ty = tile_type(x), tile_type(y)
     k.unit("vector")
     rtype = (
-        ir.TileType(tx.dtype, (*tx.shape[:-1], binop("+", tx.shape[-1], ty.shape[-1])))
+        ir_body.TileType(tx.dtype, (*tx.shape[:-1], binop("+", tx.shape[-1], ty.shape[-1])))
         if tx and ty
         else x.type
     )
-    return TileVal(ir.CallV("concat", (x, y), (), rtype))
+    return TileVal(ir_body.CallV("concat", (x, y), (), rtype))
 
 
 @op("reshape", params=("input", "shape"))
@@ -350,8 +359,8 @@ def _reshape(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
     if not isinstance(src, TileVal):
         return k.tensor_op(name, node)
     shape = k.int_seq(b.get("shape"))
-    rtype = ir.TileType(dtype_of(src.value), shape) if shape else src.type
-    return TileVal(ir.CallV("reshape", (src.value,), (), rtype))
+    rtype = ir_body.TileType(dtype_of(src.value), shape) if shape else src.type
+    return TileVal(ir_body.CallV("reshape", (src.value,), (), rtype))
 
 
 @op("transpose", "transpose_view", params=("input",))
@@ -362,8 +371,8 @@ def _transpose(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr
     x = k.value(k.eval(operand))
     t = tile_type(x)
     k.unit("vector")
-    rtype = ir.TileType(t.dtype, tuple(reversed(t.shape))) if t and len(t.shape) == 2 else x.type
-    return TileVal(ir.CallV("transpose", (x,), (), rtype))
+    rtype = ir_body.TileType(t.dtype, tuple(reversed(t.shape))) if t and len(t.shape) == 2 else x.type
+    return TileVal(ir_body.CallV("transpose", (x,), (), rtype))
 
 
 @op("min", "max", params=("lhs", "rhs"))
@@ -375,7 +384,7 @@ def _scalar_minmax(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.
     if out is not UNKNOWN:
         return out
     x, y = k.value(a), k.value(c)
-    return TileVal(ir.CallV(name, (x, y), (), broadcast(x, y)))
+    return TileVal(ir_body.CallV(name, (x, y), (), broadcast(x, y)))
 
 
 @op("get_block_idx")

@@ -27,7 +27,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import replace
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import Access, DepRef, Predicate, Task
 from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
@@ -346,10 +346,10 @@ class OrchReader(OrchestrationReader):
                     f"{task}.{e.var}", e.type.dtype, e.type.shape, "scratch", False, e.span, created_by=task
                 )
             )
-            region = tuple(ir.Range(Const(0), d, Const(1)) for d in e.type.shape)
+            region = tuple(ir_body.Range(Const(0), d, Const(1)) for d in e.type.shape)
             order += 1
             accesses.append(Access(info.name, "write", region, e.type.dtype, (), (), e.span, order))
-            stores.append(ir.StoreS(info.name, region, e.value, "write", e.span))
+            stores.append(ir_body.StoreS(info.name, region, e.value, "write", e.span))
             self.bind_name(e.var, TensorVal(info.name), stmt)
         body = summary.body  # an instance's body is lazy: rules that read bodies are few
         return replace(summary, accesses=tuple(accesses), body=LazyBody(lambda: (*body, *stores)))
@@ -549,7 +549,7 @@ def _exports(reader: KernelReader, live: frozenset[str], node: ast.AST) -> tuple
     out = []
     for var in sorted(live):
         v = reader.scopes[0].get(var)
-        if isinstance(v, TileVal) and isinstance(v.type, ir.TileType):
+        if isinstance(v, TileVal) and isinstance(v.type, ir_body.TileType):
             out.append(Export(var, v.type, v.value, _last_store_span(reader.file, node, var)))
     return tuple(out)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.ir import BarrierOp, SignalOp
 from lowering.pypto_reader.ops import op, tile_type
 from lowering.pypto_reader.values import UNKNOWN, IntVal, PlRef, PyVal, TensorVal, Val
@@ -76,7 +76,7 @@ def _notify(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
             peer=peer, op=opname, value=value,
         )
     )  # fmt: skip
-    k.emit(ir.NotifyS(target.root, index, peer, opname, value, k.span(node)))
+    k.emit(ir_body.NotifyS(target.root, index, peer, opname, value, k.span(node)))
     return PyVal(None)
 
 
@@ -107,7 +107,7 @@ def _wait(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
             cmp=cmp, expected=expected,
         )
     )  # fmt: skip
-    k.emit(ir.WaitS(signal.root, index, cmp, expected, k.span(node)))
+    k.emit(ir_body.WaitS(signal.root, index, cmp, expected, k.span(node)))
     return PyVal(None)
 
 
@@ -138,7 +138,9 @@ def _put(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
     if src is not None:
         src_region = k.region_at(src, k.int_list(b.get("src_offsets")), shape)
         k.record(src, src_region, "read", node)
-        value: ir.Value = ir.LoadV(src.root, k.root_region(src, src_region), k.region_type(src, src_region))
+        value: ir_body.Value = ir_body.LoadV(
+            src.root, k.root_region(src, src_region), k.region_type(src, src_region)
+        )
     else:
         value = k.value(k.eval(b["src"]))
     dst_region = k.region_at(dst, k.int_list(b.get("dst_offsets")), shape)
@@ -148,9 +150,9 @@ def _put(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
 def _remote_write(
     k: KernelReader,
     window: TensorVal,
-    region: tuple[ir.Range, ...],
+    region: tuple[ir_body.Range, ...],
     peer: Expr,
-    value: ir.Value,
+    value: ir_body.Value,
     b: dict[str, ast.expr],
     node: ast.Call,
 ) -> Val:
@@ -158,7 +160,9 @@ def _remote_write(
     atomic = _enum(k, b.get("atomic")) == "Add"
     k.window_tensors.add(window.root)
     k.record(window, region, "atomic" if atomic else "write", node, peer=peer)
-    k.emit(ir.RemoteStoreS(window.root, k.root_region(window, region), peer, value, atomic, k.span(node)))
+    k.emit(
+        ir_body.RemoteStoreS(window.root, k.root_region(window, region), peer, value, atomic, k.span(node))
+    )
     return PyVal(None)
 
 
@@ -191,7 +195,7 @@ def _syncall(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
     mode = k.static(k.eval(b["mode"])) if "mode" in b else "hard"
     soft = mode == "soft"
     k.barriers.append(BarrierOp(soft, k.loop_tuple(), k.cond_tuple(), k.span(node), k.next_order()))
-    k.emit(ir.BarrierS(soft, k.span(node)))
+    k.emit(ir_body.BarrierS(soft, k.span(node)))
     return PyVal(None)
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.pypto_reader.ops import dtype_of, first_operand, negative_float, op, operands, tile_type
 from lowering.pypto_reader.values import PlRef, TileVal, Val
 from lowering.symbolic import Bin, Const, Expr, binop
@@ -36,8 +36,8 @@ def _sort32(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     src, idx = pair
     t = tile_type(src)
     k.unit("vector")
-    rtype = ir.TileType("f32", (t.shape[0], binop("*", Const(2), t.shape[-1]))) if t else src.type
-    return TileVal(ir.CallV("sort32", (src, idx), (), rtype))
+    rtype = ir_body.TileType("f32", (t.shape[0], binop("*", Const(2), t.shape[-1]))) if t else src.type
+    return TileVal(ir_body.CallV("sort32", (src, idx), (), rtype))
 
 
 @op("mrgsort", params=("src0", "src1", "src2", "src3", "tmp"))
@@ -54,8 +54,8 @@ def _mrgsort(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
                 "an mrgsort block_len the reader cannot evaluate",
                 "the sort chain of this task is not checked (S301 may miss a short run)",
             )
-            return TileVal(ir.CallV("mrgsort", (src, ir.IntV(Const(0))), (), src.type))
-        return TileVal(ir.CallV("mrgsort", (src, ir.IntV(bl)), (), src.type))
+            return TileVal(ir_body.CallV("mrgsort", (src, ir_body.IntV(Const(0))), (), src.type))
+        return TileVal(ir_body.CallV("mrgsort", (src, ir_body.IntV(bl)), (), src.type))
     others = [k.value(k.eval(b[n])) for n in ("src1", "src2", "src3") if n in b]
     tt = [tile_type(v) for v in (src, *others)]
     rtype = src.type
@@ -63,8 +63,8 @@ def _mrgsort(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
         width: Expr = tt[0].shape[-1]  # type: ignore[union-attr]
         for t in tt[1:]:
             width = binop("+", width, t.shape[-1])  # type: ignore[union-attr]
-        rtype = ir.TileType(tt[0].dtype, (tt[0].shape[0], width))  # type: ignore[union-attr]
-    return TileVal(ir.CallV("mrgsort_merge", (src, *others), (), rtype))
+        rtype = ir_body.TileType(tt[0].dtype, (tt[0].shape[0], width))  # type: ignore[union-attr]
+    return TileVal(ir_body.CallV("mrgsort_merge", (src, *others), (), rtype))
 
 
 @op("arange", "ci", params=("start", "shape", "dtype", "descending"))
@@ -75,21 +75,21 @@ def _arange(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     dtype = k.dtype_named(b.get("dtype"), "i32")
     descending = "descending" in b and k.truth(k.eval(b["descending"])) is True
-    rtype = ir.TileType(dtype, shape)
+    rtype = ir_body.TileType(dtype, shape)
     k.unit("vector")
     if start == Const(0) and not descending and len(shape) == 2 and shape[0] == Const(1):
-        return TileVal(ir.CallV("iota", (ir.IntV(shape[1]),), (), rtype))
-    lst = ir.ListV(shape, ir.ListType(len(shape)))
-    return TileVal(ir.CallV("arange", (ir.IntV(start), lst), (), rtype))
+        return TileVal(ir_body.CallV("iota", (ir_body.IntV(shape[1]),), (), rtype))
+    lst = ir_body.ListV(shape, ir_body.ListType(len(shape)))
+    return TileVal(ir_body.CallV("arange", (ir_body.IntV(start), lst), (), rtype))
 
 
-def valid_call(x: ir.Value, rows: Expr | None, cols: Expr) -> ir.CallV:
+def valid_call(x: ir_body.Value, rows: Expr | None, cols: Expr) -> ir_body.CallV:
     """``valid(x, cols)``, or ``valid(x, rows, cols)`` when ``rows`` is not the full row extent."""
     t = tile_type(x)
     full_rows = t is not None and len(t.shape) >= 2 and rows is not None and rows == t.shape[-2]
     if rows is None or full_rows:
-        return ir.CallV("valid", (x, ir.IntV(cols)), (), x.type)
-    return ir.CallV("valid", (x, ir.IntV(rows), ir.IntV(cols)), (), x.type)
+        return ir_body.CallV("valid", (x, ir_body.IntV(cols)), (), x.type)
+    return ir_body.CallV("valid", (x, ir_body.IntV(rows), ir_body.IntV(cols)), (), x.type)
 
 
 @op("set_validshape", params=("input", "valid_rows", "valid_cols"))
@@ -109,35 +109,35 @@ def _set_validshape(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast
     return TileVal(valid_call(x, rows, cols))
 
 
-def _pad_value(k: KernelReader, node: ast.expr | None) -> ir.Value | None:
+def _pad_value(k: KernelReader, node: ast.expr | None) -> ir_body.Value | None:
     """The pad value of ``pad_value=pl.PadValue.min|max|zero|null`` (-inf, inf, 0, 0) or of a
     number (``pad_value=-1``, ``-3.4e38``: PyPTO takes an int or a float); None for one the
     reader does not understand."""
     if node is None:
-        return ir.FloatV(0.0)
+        return ir_body.FloatV(0.0)
     sign, literal = 1, node
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         sign, literal = -1, node.operand
     if isinstance(literal, ast.Constant) and type(literal.value) in (int, float):
         value = literal.value
         if type(value) is int:
-            return ir.IntV(Const(sign * value), ir.ScalarType("i32"))
-        return negative_float(value) if sign < 0 else ir.FloatV(value)
+            return ir_body.IntV(Const(sign * value), ir_body.ScalarType("i32"))
+        return negative_float(value) if sign < 0 else ir_body.FloatV(value)
     v = k.eval(node)
     which = v.path.rsplit(".", 1)[-1] if isinstance(v, PlRef) else None
     if which == "min":
         return negative_float(float("inf"))
     if which == "max":
-        return ir.FloatV(float("inf"))
+        return ir_body.FloatV(float("inf"))
     if which in ("zero", "null"):
-        return ir.FloatV(0.0)
+        return ir_body.FloatV(0.0)
     return None
 
 
-def _unvalid(x: ir.Value) -> tuple[ir.Value, Expr | None]:
+def _unvalid(x: ir_body.Value) -> tuple[ir_body.Value, Expr | None]:
     """``valid(y, cols)`` -> (y, cols); anything else -> (x, None)."""
-    if isinstance(x, ir.CallV) and x.op == "valid":
-        ints = [a.expr for a in x.args[1:] if isinstance(a, ir.IntV)]
+    if isinstance(x, ir_body.CallV) and x.op == "valid":
+        ints = [a.expr for a in x.args[1:] if isinstance(a, ir_body.IntV)]
         if ints:
             return x.args[0], ints[-1]
     return x, None
@@ -156,8 +156,8 @@ def _fillpad(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
         cols = t.shape[-1] if t is not None else None
     k.unit("vector")
     if pad is None or cols is None:
-        return TileVal(ir.CallV("fillpad", (x,), (), x.type))
-    return TileVal(ir.CallV("fillpad", (inner, ir.IntV(cols), pad), (), x.type))
+        return TileVal(ir_body.CallV("fillpad", (x,), (), x.type))
+    return TileVal(ir_body.CallV("fillpad", (inner, ir_body.IntV(cols), pad), (), x.type))
 
 
 @op("fillpad_expand", params=("value", "shape", "pad_value"))
@@ -172,15 +172,17 @@ def _fillpad_expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast
     k.unit("vector")
     if shape is None:
         return k.opaque_op(name, node)
-    rtype = ir.TileType(dtype_of(x), shape)
-    if cols is not None and isinstance(pad, ir.CallV) and len(shape) == 2:
-        return TileVal(ir.CallV("mask_tail", (inner, ir.IntV(cols), ir.IntV(shape[1])), (), rtype))
-    return TileVal(ir.CallV("fillpad_expand", (x,), (), rtype))
+    rtype = ir_body.TileType(dtype_of(x), shape)
+    if cols is not None and isinstance(pad, ir_body.CallV) and len(shape) == 2:
+        return TileVal(
+            ir_body.CallV("mask_tail", (inner, ir_body.IntV(cols), ir_body.IntV(shape[1])), (), rtype)
+        )
+    return TileVal(ir_body.CallV("fillpad_expand", (x,), (), rtype))
 
 
 def readout(k: KernelReader, base: TileVal, node: ast.Subscript) -> Val | None:
     """``s[:, 0 : 2 * K]`` on a sorted row -> ``topk_pairs(s, K)`` (None if not that form)."""
-    if not (isinstance(base.value, ir.LocalV) and base.value.name in k.sorted_locals):
+    if not (isinstance(base.value, ir_body.LocalV) and base.value.name in k.sorted_locals):
         return None
     sl = node.slice
     if not (isinstance(sl, ast.Tuple) and len(sl.elts) == 2):
@@ -201,7 +203,7 @@ def readout(k: KernelReader, base: TileVal, node: ast.Subscript) -> Val | None:
     else:
         count = binop("//", width, Const(2))
     t = tile_type(base.value)
-    rtype = ir.TileType(dtype_of(base.value), (t.shape[0] if t else Const(1), width))
+    rtype = ir_body.TileType(dtype_of(base.value), (t.shape[0] if t else Const(1), width))
     k.unit("vector")
     k.ops.add("topk_pairs")
-    return TileVal(ir.CallV("topk_pairs", (base.value, ir.IntV(count)), (), rtype))
+    return TileVal(ir_body.CallV("topk_pairs", (base.value, ir_body.IntV(count)), (), rtype))

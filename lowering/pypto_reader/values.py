@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.symbolic import Expr
 
 if TYPE_CHECKING:
@@ -281,10 +281,10 @@ class SelfVal(Val):
 class TileVal(Val):
     """A value computed inside a kernel body: an IR value with its type."""
 
-    value: ir.Value
+    value: ir_body.Value
 
     @property
-    def type(self) -> ir.Type:
+    def type(self) -> ir_body.Type:
         return self.value.type
 
 

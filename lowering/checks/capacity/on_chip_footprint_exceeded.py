@@ -64,7 +64,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.checks.extents import point_text, points_text
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import scalar_intervals
@@ -98,25 +98,29 @@ def _uses(stmts) -> tuple[set[str], set[str]]:
     """Locals used as matmul operands (Mat) and as accumulators (Acc)."""
     mat: set[str] = set()
     acc: set[str] = set()
-    for s in ir.nested_stmts(stmts):
-        if isinstance(s, ir.LetS | ir.AssignS) and isinstance(s.value, ir.CallV) and s.value.op in _CUBE:
+    for s in ir_body.nested_stmts(stmts):
+        if (
+            isinstance(s, ir_body.LetS | ir_body.AssignS)
+            and isinstance(s.value, ir_body.CallV)
+            and s.value.op in _CUBE
+        ):
             acc.add(s.name)
-        for v in (w for top in ir.stmt_values(s) for w in ir.nested_values(top)):
-            if isinstance(v, ir.CallV) and v.op in _CUBE:
+        for v in (w for top in ir_body.stmt_values(s) for w in ir_body.nested_values(top)):
+            if isinstance(v, ir_body.CallV) and v.op in _CUBE:
                 first = 1 if v.op == "matmul_acc" else 0
-                if v.op == "matmul_acc" and isinstance(v.args[0], ir.LocalV):
+                if v.op == "matmul_acc" and isinstance(v.args[0], ir_body.LocalV):
                     acc.add(v.args[0].name)
-                mat.update(a.name for a in v.args[first : first + 2] if isinstance(a, ir.LocalV))
+                mat.update(a.name for a in v.args[first : first + 2] if isinstance(a, ir_body.LocalV))
     return mat, acc - mat
 
 
-def _touched(s: ir.Stmt) -> frozenset[str]:
+def _touched(s: ir_body.Stmt) -> frozenset[str]:
     """The locals a statement (and everything nested in it) reads, binds, assigns or stores into."""
-    names = ir.read_names((s,))
-    for inner in ir.nested_stmts((s,)):
-        if isinstance(inner, ir.LetS | ir.AssignS):
+    names = ir_body.read_names((s,))
+    for inner in ir_body.nested_stmts((s,)):
+        if isinstance(inner, ir_body.LetS | ir_body.AssignS):
             names.add(inner.name)
-        elif isinstance(inner, ir.StoreS):
+        elif isinstance(inner, ir_body.StoreS):
             names.add(inner.tensor)
     return frozenset(names)
 
@@ -127,7 +131,7 @@ class _Footprint:
         self.mat, self.acc = uses if uses is not None else _uses(task.body)
         self._touched: dict[int, frozenset[str]] = {}
 
-    def touched(self, s: ir.Stmt) -> frozenset[str]:
+    def touched(self, s: ir_body.Stmt) -> frozenset[str]:
         found = self._touched.get(id(s))
         if found is None:
             found = self._touched[id(s)] = _touched(s)
@@ -139,7 +143,7 @@ class _Footprint:
         out: dict[int, int] = {}
         seen: set[str] = set(outside)
         for j, s in enumerate(stmts):
-            if isinstance(s, ir.LetS) and s.name not in seen:
+            if isinstance(s, ir_body.LetS) and s.name not in seen:
                 later = [i for i in range(j + 1, len(stmts)) if s.name in self.touched(stmts[i])]
                 out[j] = later[-1] if later else j
             seen |= self.touched(s)
@@ -154,7 +158,7 @@ class _Footprint:
 
     def measure(self, t) -> tuple[int, str] | None:
         """(bytes, ``dtype[d0, d1]``) of a tile type at the upper bounds of its extents."""
-        if not isinstance(t, ir.TileType):
+        if not isinstance(t, ir_body.TileType):
             return None
         n = DTYPE_BYTES.get(t.dtype, 4)
         dims = []
@@ -172,18 +176,18 @@ class _Footprint:
 
     def temporaries(self, v, out: list, copies: int, pipes, operand: bool = False) -> None:
         """Tensor regions loaded inside an expression (each a tile for the statement)."""
-        if isinstance(v, ir.LoadV) and not v.local:
+        if isinstance(v, ir_body.LoadV) and not v.local:
             m = self.measure(v.type)
             if m is not None:
                 space = "Mat" if operand else "Vec"
                 out.append((space, Buffer(f"{v.tensor}[...]", m[1], copies, pipes, m[0] * copies)))
-        elif isinstance(v, ir.CallV):
+        elif isinstance(v, ir_body.CallV):
             first = 1 if v.op == "matmul_acc" else 0
             for i, a in enumerate(v.args):
                 if v.op == "gather_rows" and i == 0:
                     continue  # pl.gather_row reads the indexed rows from GM: only its result is a tile
                 self.temporaries(a, out, copies, pipes, v.op in _CUBE and first <= i < first + 2)
-        elif isinstance(v, ir.BinV):
+        elif isinstance(v, ir_body.BinV):
             self.temporaries(v.a, out, copies, pipes)
             self.temporaries(v.b, out, copies, pipes)
 
@@ -208,7 +212,7 @@ class _Footprint:
         ends: dict[int, list[tuple[str, Buffer]]] = {}
         for i, s in enumerate(stmts):
             temps: list = []
-            if isinstance(s, ir.LetS):
+            if isinstance(s, ir_body.LetS):
                 m = self.measure(s.value.type)
                 if m is not None:
                     space = self.space_of(s.name)
@@ -217,21 +221,21 @@ class _Footprint:
                     items[space] = [*items[space], buf]
                     if i in last:
                         ends.setdefault(last[i], []).append((space, buf))
-                if not isinstance(s.value, ir.LoadV):
+                if not isinstance(s.value, ir_body.LoadV):
                     self.temporaries(s.value, temps, copies, pipes)
-            elif isinstance(s, ir.AssignS | ir.EvalS):
-                if not isinstance(s.value, ir.LoadV):
+            elif isinstance(s, ir_body.AssignS | ir_body.EvalS):
+                if not isinstance(s.value, ir_body.LoadV):
                     self.temporaries(s.value, temps, copies, pipes)
-            elif isinstance(s, ir.StoreS | ir.RemoteStoreS):
-                if isinstance(s.value, ir.LoadV) and not s.value.local:
+            elif isinstance(s, ir_body.StoreS | ir_body.RemoteStoreS):
+                if isinstance(s.value, ir_body.LoadV) and not s.value.local:
                     continue  # tensor-to-tensor copy: a DMA, no tile
-                if isinstance(s.value, ir.CallV | ir.BinV):
+                if isinstance(s.value, ir_body.CallV | ir_body.BinV):
                     m = self.measure(s.value.type)
                     if m is not None:
-                        space = "Acc" if isinstance(s.value, ir.CallV) and s.value.op in _CUBE else "Vec"
+                        space = "Acc" if isinstance(s.value, ir_body.CallV) and s.value.op in _CUBE else "Vec"
                         temps.append((space, Buffer("(stored value)", m[1], copies, pipes, m[0] * copies)))
                 self.temporaries(s.value, temps, copies, pipes)
-            elif isinstance(s, ir.ForS):
+            elif isinstance(s, ir_body.ForS):
                 inner = copies * (s.stages if s.kind == "pipeline" else 1)
                 inner_pipes = pipes + ((s.span,) if s.kind == "pipeline" and s.stages > 1 else ())
                 saved = self.env.get(s.var)
@@ -246,7 +250,7 @@ class _Footprint:
                     self.env.pop(s.var, None)
                 else:
                     self.env[s.var] = saved
-            elif isinstance(s, ir.IfS):
+            elif isinstance(s, ir_body.IfS):
                 around = self.inner_outside(stmts, i, outside)
                 at(*self.block(s.then, copies, pipes, around))
                 at(*self.block(s.orelse, copies, pipes, around))

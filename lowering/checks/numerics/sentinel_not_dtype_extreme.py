@@ -47,7 +47,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import fields, is_dataclass
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import FLOAT_DTYPES, Graph
 from lowering.source import Diagnostic, Span
@@ -97,16 +97,16 @@ def _context(node, outer: str) -> str:
     if own is not None:
         return own
     for arg in (*getattr(node, "args", ()), getattr(node, "a", None), getattr(node, "b", None)):
-        if arg is not None and not isinstance(arg, ir.FloatV):
+        if arg is not None and not isinstance(arg, ir_body.FloatV):
             d = _float_dtype(getattr(arg, "type", None))
             if d is not None:
                 return d
     return outer
 
 
-def literals(graph: Graph, stmts) -> Iterator[tuple[ir.FloatV, str]]:
+def literals(graph: Graph, stmts) -> Iterator[tuple[ir_body.FloatV, str]]:
     """Every float literal with a span, with the dtype it is used with (in program order)."""
-    out: list[tuple[ir.FloatV, str]] = []
+    out: list[tuple[ir_body.FloatV, str]] = []
     for s in stmts:
         _visit(graph, s, "f32", out)
     return iter(out)
@@ -114,8 +114,8 @@ def literals(graph: Graph, stmts) -> Iterator[tuple[ir.FloatV, str]]:
 
 # Body node classes that hold no value (only names, expressions, types and spans): no literal.
 _NO_LITERALS = (
-    ir.IntV, ir.DtypeV, ir.ListV, ir.LocalV, ir.LoadV, ir.NotifyS, ir.WaitS, ir.BarrierS,
-    ir.ScalarType, ir.TileType, ir.ListType, ir.DtypeType, ir.Range,
+    ir_body.IntV, ir_body.DtypeV, ir_body.ListV, ir_body.LocalV, ir_body.LoadV, ir_body.NotifyS, ir_body.WaitS, ir_body.BarrierS,
+    ir_body.ScalarType, ir_body.TileType, ir_body.ListType, ir_body.DtypeType, ir_body.Range,
 )  # fmt: skip
 
 
@@ -123,7 +123,7 @@ def _visit(graph: Graph, node, dtype: str, out: list) -> None:
     """Depth-first, fields in declaration order (what a walk over every dataclass field
     visits, minus the subtrees that cannot hold a float literal)."""
     cls = type(node)
-    if cls is ir.FloatV:
+    if cls is ir_body.FloatV:
         if node.span is not None:
             out.append((node, dtype))
     elif cls is tuple or cls is list:
@@ -131,25 +131,25 @@ def _visit(graph: Graph, node, dtype: str, out: list) -> None:
             _visit(graph, x, dtype, out)
     elif cls in _NO_LITERALS:
         return
-    elif cls is ir.CallV:
+    elif cls is ir_body.CallV:
         inner = _context(node, dtype)
         for a in node.args:
             _visit(graph, a, inner, out)
         for attr in node.attrs:
             _visit(graph, attr, inner, out)
-    elif cls is ir.BinV:
+    elif cls is ir_body.BinV:
         inner = _context(node, dtype)
         _visit(graph, node.a, inner, out)
         _visit(graph, node.b, inner, out)
-    elif cls is ir.StoreS or cls is ir.RemoteStoreS:
+    elif cls is ir_body.StoreS or cls is ir_body.RemoteStoreS:
         tensor = graph.tensors.get(node.tensor)
         inner = (_float_dtype(tensor) or dtype) if tensor is not None else _context(node, dtype)
         _visit(graph, node.value, inner, out)
-    elif cls is ir.LetS or cls is ir.AssignS or cls is ir.EvalS:
+    elif cls is ir_body.LetS or cls is ir_body.AssignS or cls is ir_body.EvalS:
         _visit(graph, node.value, _context(node, dtype), out)
-    elif cls is ir.ForS:
+    elif cls is ir_body.ForS:
         _visit(graph, node.body, _context(node, dtype), out)
-    elif cls is ir.IfS:
+    elif cls is ir_body.IfS:
         inner = _context(node, dtype)
         _visit(graph, node.cond, inner, out)
         _visit(graph, node.then, inner, out)
@@ -160,7 +160,7 @@ def _visit(graph: Graph, node, dtype: str, out: list) -> None:
 
 def _visit_any(graph: Graph, node, dtype: str, out: list) -> None:
     """Any other node: every field of a dataclass (expressions and spans aside)."""
-    if isinstance(node, ir.FloatV):
+    if isinstance(node, ir_body.FloatV):
         if node.span is not None:
             out.append((node, dtype))
         return
@@ -170,7 +170,7 @@ def _visit_any(graph: Graph, node, dtype: str, out: list) -> None:
         return
     if isinstance(node, Expr | Span) or not is_dataclass(node):
         return
-    if isinstance(node, ir.StoreS | ir.RemoteStoreS) and node.tensor in graph.tensors:
+    if isinstance(node, ir_body.StoreS | ir_body.RemoteStoreS) and node.tensor in graph.tensors:
         inner = _float_dtype(graph.tensors[node.tensor]) or dtype
     else:
         inner = _context(node, dtype)

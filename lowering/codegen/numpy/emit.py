@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.common import generator_hash, template_environment
 from lowering.codegen.names import EMITTED, IDENTIFIER, NamedInts, UnsafeName, checked_name, mangle
 from lowering.codegen.numpy.host import guard_context
@@ -94,7 +94,7 @@ class _Kernel:
         self.scalars: set[str] = set()
         self.temp = 0
         self.named = NamedInts()
-        self.read = ir.read_names(task.body)
+        self.read = ir_body.read_names(task.body)
 
     # ---------------------------------------------------------------- integers
     def int_code(self, expr: Expr) -> str:
@@ -132,7 +132,7 @@ class _Kernel:
 
         return int_text(folded, name_of)
 
-    def index_code(self, region: tuple[ir.Range, ...], keep_dims: bool) -> str:
+    def index_code(self, region: tuple[ir_body.Range, ...], keep_dims: bool) -> str:
         parts = []
         for r in region:
             if r.point and not keep_dims:
@@ -143,7 +143,7 @@ class _Kernel:
             parts.append(f"{start}:{stop}" + ("" if step == "1" else f":{step}"))
         return ", ".join(parts)
 
-    def slice_tuple(self, region: tuple[ir.Range, ...]) -> str:
+    def slice_tuple(self, region: tuple[ir_body.Range, ...]) -> str:
         parts = []
         for r in region:
             start, stop, step = (self.int_code(e) for e in (r.start, r.stop, r.step))
@@ -155,36 +155,36 @@ class _Kernel:
         return "t_" + mangle(name)
 
     # ---------------------------------------------------------------- values
-    def value(self, v: ir.Value) -> str:
-        if isinstance(v, ir.IntV):
+    def value(self, v: ir_body.Value) -> str:
+        if isinstance(v, ir_body.IntV):
             return self.int_code(v.expr)
-        if isinstance(v, ir.FloatV):
+        if isinstance(v, ir_body.FloatV):
             return (
                 repr(float(v.value))
                 if v.value == v.value and abs(v.value) != float("inf")
                 else _special(v.value)
             )
-        if isinstance(v, ir.DtypeV):
+        if isinstance(v, ir_body.DtypeV):
             return repr(NUMPY_DTYPES[v.dtype])
-        if isinstance(v, ir.ListV):
+        if isinstance(v, ir_body.ListV):
             return (
                 "(" + ", ".join(self.int_code(i) for i in v.items) + ("," if len(v.items) == 1 else "") + ")"
             )
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             return f"v_{mangle(v.name)}"
-        if isinstance(v, ir.LoadV):
-            scalar = isinstance(v.type, ir.ScalarType)
+        if isinstance(v, ir_body.LoadV):
+            scalar = isinstance(v.type, ir_body.ScalarType)
             base = f"v_{mangle(v.tensor)}" if v.local else self.tensor_var(v.tensor)
             return f"{base}[{self.index_code(v.region, keep_dims=not scalar)}]"
-        if isinstance(v, ir.BinV):
+        if isinstance(v, ir_body.BinV):
             return self.binary(v)
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             return self.call(v)
         raise TypeError(f"cannot generate code for {v!r}")
 
-    def binary(self, v: ir.BinV) -> str:
+    def binary(self, v: ir_body.BinV) -> str:
         a, b = self.value(v.a), self.value(v.b)
-        tile = isinstance(v.type, ir.TileType)
+        tile = isinstance(v.type, ir_body.TileType)
         if tile and v.op in _TILE_BINOPS:
             return f"_op.{v.op}({a}, {b})"
         op = _PY_BINOPS[v.op]
@@ -194,7 +194,7 @@ class _Kernel:
             return f"np.floor_divide({a}, {b})"
         return f"({a} {op} {b})"
 
-    def call(self, v: ir.CallV) -> str:
+    def call(self, v: ir_body.CallV) -> str:
         args = [self.value(a) for a in v.args]
         attrs = dict(v.attrs)
         op = v.op
@@ -254,7 +254,7 @@ class _Kernel:
     def emit(self, depth: int, line: str) -> None:
         self.lines.append("    " * depth + line)
 
-    def store_value(self, tensor: str, value: ir.Value) -> str:
+    def store_value(self, tensor: str, value: ir_body.Value) -> str:
         code = self.value(value)
         if self.graph.tensors[tensor].dtype == "bf16" and not _holds_bf16(self.graph, value):
             return f"_op.to_bf16({code})"
@@ -264,7 +264,7 @@ class _Kernel:
         """A local's variable; ``_v_<name>`` when the task never reads it (what linters accept)."""
         return f"v_{mangle(name)}" if name in self.read else f"_v_{mangle(name)}"
 
-    def stmts(self, stmts: tuple[ir.Stmt, ...], depth: int) -> None:
+    def stmts(self, stmts: tuple[ir_body.Stmt, ...], depth: int) -> None:
         begin = len(self.lines)
         self.named.push()
         for s in stmts:
@@ -274,9 +274,9 @@ class _Kernel:
         if len(self.lines) == begin:
             self.emit(depth, "pass")
 
-    def stmt(self, s: ir.Stmt, depth: int) -> None:
-        if isinstance(s, ir.LetS) and s.inlined:
-            assert isinstance(s.value, ir.IntV)
+    def stmt(self, s: ir_body.Stmt, depth: int) -> None:
+        if isinstance(s, ir_body.LetS) and s.inlined:
+            assert isinstance(s.value, ir_body.IntV)
             try:  # a let of parameters only is a literal here: nothing to name
                 evaluate(substitute(s.value.expr, {k: Const(v) for k, v in self.env.items()}), {})
                 return
@@ -286,12 +286,12 @@ class _Kernel:
             let, code = self.named.define(f"v_{mangle(s.name)}", s.value.expr, self.int_code)
             self.emit(depth, f"{let.name} = {code}")
             let.lines = (start, len(self.lines))
-        elif isinstance(s, ir.LetS | ir.AssignS):
+        elif isinstance(s, ir_body.LetS | ir_body.AssignS):
             code = self.value(s.value)
-            if isinstance(s.value, ir.LoadV) and isinstance(s.value.type, ir.TileType):
+            if isinstance(s.value, ir_body.LoadV) and isinstance(s.value.type, ir_body.TileType):
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
             self.emit(depth, f"{self.local(s.name)} = {code}")
-        elif isinstance(s, ir.StoreS):
+        elif isinstance(s, ir_body.StoreS):
             region = self.index_code(s.region, keep_dims=True)
             target = self.tensor_var(s.tensor) if s.mode != "atomic" else ""
             if s.mode == "atomic":
@@ -307,10 +307,10 @@ class _Kernel:
                 self.emit(depth, "yield  # a read-modify-write is not atomic: others may run here")
                 self.emit(depth, f"{target}[{region}] = {tmp}")
             else:
-                if all(r.point for r in s.region) and isinstance(s.value.type, ir.ScalarType):
+                if all(r.point for r in s.region) and isinstance(s.value.type, ir_body.ScalarType):
                     region = self.index_code(s.region, keep_dims=False)  # one element: no view
                 self.emit(depth, f"{target}[{region}] = {self.store_value(s.tensor, s.value)}")
-        elif isinstance(s, ir.RemoteStoreS):
+        elif isinstance(s, ir_body.RemoteStoreS):
             peer = self.int_code(s.peer)
             _checked(s.tensor)
             if s.atomic:
@@ -322,44 +322,46 @@ class _Kernel:
                 region = self.index_code(s.region, keep_dims=True)
                 value = self.store_value(s.tensor, s.value)
                 self.emit(depth, f"ctx.peer({s.tensor!r}, {peer})[{region}] = {value}")
-        elif isinstance(s, ir.ForS):
+        elif isinstance(s, ir_body.ForS):
             var = self.local(s.var)
             bounds = ", ".join(self.int_code(e) for e in (s.start, s.stop, s.step))
             self.emit(depth, f"for {var} in range({bounds}):")
             self.stmts(s.body, depth + 1)
-        elif isinstance(s, ir.IfS):
+        elif isinstance(s, ir_body.IfS):
             self.emit(depth, f"if {self.value(s.cond)}:")
             self.stmts(s.then, depth + 1)
             if s.orelse:
                 self.emit(depth, "else:")
                 self.stmts(s.orelse, depth + 1)
-        elif isinstance(s, ir.NotifyS):
+        elif isinstance(s, ir_body.NotifyS):
             _checked(s.signal)
             cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
             self.emit(
                 depth,
                 f"ctx.notify({s.signal!r}, {cell}, {self.int_code(s.peer)}, {self.int_code(s.value)}, {s.op!r})",
             )
-        elif isinstance(s, ir.WaitS):
+        elif isinstance(s, ir_body.WaitS):
             _checked(s.signal)
             cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
             self.emit(depth, f"yield ctx.wait({s.signal!r}, {cell}, {s.cmp!r}, {self.int_code(s.expected)})")
-        elif isinstance(s, ir.BarrierS):
+        elif isinstance(s, ir_body.BarrierS):
             self.emit(
                 depth, "yield ctx.barrier()" if not s.soft else "yield ctx.barrier()  # soft: GM polling"
             )
-        elif isinstance(s, ir.EvalS):
+        elif isinstance(s, ir_body.EvalS):
             self.emit(depth, f"_ = {self.value(s.value)}  # anchor read: orders the task, no data use")
         else:
             raise TypeError(f"cannot generate code for {s!r}")
 
 
-def _holds_bf16(graph: Graph, value: ir.Value) -> bool:
+def _holds_bf16(graph: Graph, value: ir_body.Value) -> bool:
     """Values a bf16 store must not round again: a ``cast(..., bf16)`` (already rounded) and a
     region of a bf16 tensor (a copy between bf16 tensors is a byte copy on the device)."""
-    if isinstance(value, ir.CallV):
+    if isinstance(value, ir_body.CallV):
         return value.op == "cast" and getattr(value.type, "dtype", None) == "bf16"
-    return isinstance(value, ir.LoadV) and not value.local and graph.tensors[value.tensor].dtype == "bf16"
+    return (
+        isinstance(value, ir_body.LoadV) and not value.local and graph.tensors[value.tensor].dtype == "bf16"
+    )
 
 
 def _special(x: float) -> str:
@@ -375,8 +377,8 @@ CUBE_MACS_PER_CYCLE = 16 * 16 * 16
 VECTOR_ELEMENTS_PER_CYCLE = 64
 
 
-def _elements(t: ir.Type, env: dict[str, int]) -> int:
-    if not isinstance(t, ir.TileType):
+def _elements(t: ir_body.Type, env: dict[str, int]) -> int:
+    if not isinstance(t, ir_body.TileType):
         return 1
     n = 1
     for d in t.shape:
@@ -388,17 +390,17 @@ def _elements(t: ir.Type, env: dict[str, int]) -> int:
 
 
 def _value_cost(v, env: dict[str, int]) -> float:
-    if isinstance(v, ir.LoadV):
+    if isinstance(v, ir_body.LoadV):
         return 0.0 if v.local else _elements(v.type, env) / VECTOR_ELEMENTS_PER_CYCLE
-    if isinstance(v, ir.BinV):
+    if isinstance(v, ir_body.BinV):
         return (
             _value_cost(v.a, env) + _value_cost(v.b, env) + _elements(v.type, env) / VECTOR_ELEMENTS_PER_CYCLE
         )
-    if isinstance(v, ir.CallV):
+    if isinstance(v, ir_body.CallV):
         inner = sum(_value_cost(a, env) for a in v.args)
         if v.op in ("matmul", "matmul_acc"):
             a, k = v.args[-2].type, 1
-            if isinstance(a, ir.TileType):
+            if isinstance(a, ir_body.TileType):
                 try:
                     k = evaluate(a.shape[0] if "a_trans" in dict(v.attrs) else a.shape[1], env)
                 except EvalError:
@@ -411,21 +413,21 @@ def _value_cost(v, env: dict[str, int]) -> float:
 def _cost(stmts, env: dict[str, int], outer: int = 1) -> float:
     total = 0.0
     for s in stmts:
-        if isinstance(s, ir.ForS):
+        if isinstance(s, ir_body.ForS):
             try:
                 trips = max(0, -(-(evaluate(s.stop, env) - evaluate(s.start, env)) // evaluate(s.step, env)))
             except EvalError:
                 trips = 1
             total += _cost(s.body, env, outer * trips)
-        elif isinstance(s, ir.IfS):
+        elif isinstance(s, ir_body.IfS):
             total += (
                 outer * _value_cost(s.cond, env) + _cost(s.then, env, outer) + _cost(s.orelse, env, outer)
             )
-        elif isinstance(s, ir.StoreS | ir.RemoteStoreS):
+        elif isinstance(s, ir_body.StoreS | ir_body.RemoteStoreS):
             total += outer * (
                 _value_cost(s.value, env) + _elements(s.value.type, env) / VECTOR_ELEMENTS_PER_CYCLE
             )
-        elif isinstance(s, ir.NotifyS | ir.WaitS | ir.BarrierS):
+        elif isinstance(s, ir_body.NotifyS | ir_body.WaitS | ir_body.BarrierS):
             total += outer
         elif hasattr(s, "value"):
             total += outer * _value_cost(s.value, env)

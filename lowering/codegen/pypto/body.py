@@ -16,7 +16,7 @@ linters' "unused" spelling, ``_<name>_unused``, instead of carrying a ``# noqa``
 
 from __future__ import annotations
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.names import NamedInts, helper_name
 from lowering.codegen.pypto.text import (
     RESERVED,
@@ -40,26 +40,26 @@ CUBE_OPS = frozenset({"matmul", "matmul_acc"})
 NO_UNIT_OPS = frozenset({"zeros", "full", "read", "valid", "min", "max", "cdiv"})
 
 
-def body_units(stmts: tuple[ir.Stmt, ...]) -> set[str]:
+def body_units(stmts: tuple[ir_body.Stmt, ...]) -> set[str]:
     """Core units the ops of a body need, by the rule the DSL and the reader both apply."""
     units: set[str] = set()
 
     def value(v) -> None:  # call attributes are options (flags, k_group), not work on a unit
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             if v.op in CUBE_OPS:
                 units.add("cube")
             elif v.op not in NO_UNIT_OPS:
                 units.add("vector")
             for a in v.args:
                 value(a)
-        elif isinstance(v, ir.BinV):
-            if isinstance(v.type, ir.TileType):
+        elif isinstance(v, ir_body.BinV):
+            if isinstance(v.type, ir_body.TileType):
                 units.add("vector")
             value(v.a)
             value(v.b)
 
-    for s in ir.nested_stmts(stmts):
-        for v in ir.stmt_values(s):
+    for s in ir_body.nested_stmts(stmts):
+        for v in ir_body.stmt_values(s):
             value(v)
     return units
 
@@ -116,10 +116,12 @@ class BodyWriter(ValueWriter):
         self.pre = []
         self.lines.extend(layout(doc, depth))
 
-    def region(self, region: tuple[ir.Range, ...], shape: tuple[Expr, ...] | None = None) -> str:
+    def region(self, region: tuple[ir_body.Range, ...], shape: tuple[Expr, ...] | None = None) -> str:
         return ", ".join(self.region_items(region, shape))
 
-    def region_items(self, region: tuple[ir.Range, ...], shape: tuple[Expr, ...] | None = None) -> list[str]:
+    def region_items(
+        self, region: tuple[ir_body.Range, ...], shape: tuple[Expr, ...] | None = None
+    ) -> list[str]:
         parts = []
         for i, r in enumerate(region):
             if r.point:
@@ -140,7 +142,7 @@ class BodyWriter(ValueWriter):
             parts.append(slice_text(start, stop, step))
         return parts
 
-    def offsets(self, region: tuple[ir.Range, ...]) -> Group:
+    def offsets(self, region: tuple[ir_body.Range, ...]) -> Group:
         for r in region:
             if r.step != Const(1):
                 raise UnsupportedForPyPTO(
@@ -148,15 +150,15 @@ class BodyWriter(ValueWriter):
                 )
         return lst([self.int(r.start) for r in region])
 
-    def extents(self, region: tuple[ir.Range, ...]) -> list[Expr]:
+    def extents(self, region: tuple[ir_body.Range, ...]) -> list[Expr]:
         return [Const(1) if r.point else difference(r.stop, r.start) for r in region]
 
     # ---------------------------------------------------------------- statements
-    def start(self, body: tuple[ir.Stmt, ...]) -> None:
+    def start(self, body: tuple[ir_body.Stmt, ...]) -> None:
         """Note the names a body reads, so an unused binding can be marked for the linter."""
-        self.read_names = ir.read_names(body)
+        self.read_names = ir_body.read_names(body)
 
-    def stmts(self, body: tuple[ir.Stmt, ...], depth: int) -> None:
+    def stmts(self, body: tuple[ir_body.Stmt, ...], depth: int) -> None:
         begin = len(self.lines)
         self.named.push()
         for s in body:
@@ -175,18 +177,18 @@ class BodyWriter(ValueWriter):
         """A local's name; ``_<name>_unused`` when the body never reads it (what linters accept)."""
         return self.py(name) if name in self.read_names else helper_name(name, "unused")
 
-    def stmt(self, s: ir.Stmt, depth: int) -> None:
-        if isinstance(s, ir.LetS) and s.inlined:
-            assert isinstance(s.value, ir.IntV)
+    def stmt(self, s: ir_body.Stmt, depth: int) -> None:
+        if isinstance(s, ir_body.LetS) and s.inlined:
+            assert isinstance(s.value, ir_body.IntV)
             start = len(self.lines)
             let, text = self.named.define(self.py(s.name), s.value.expr, lambda e: int_text(e, self._name))
             self.emit(f"{let.name} = {text}", depth)
             let.lines = (start, len(self.lines))
-        elif isinstance(s, ir.LetS | ir.AssignS):
+        elif isinstance(s, ir_body.LetS | ir_body.AssignS):
             self.emit(Cat([f"{self.local(s.name)} = ", self.value(s.value)]), depth)
-        elif isinstance(s, ir.StoreS):
+        elif isinstance(s, ir_body.StoreS):
             self.store(s, depth)
-        elif isinstance(s, ir.RemoteStoreS):
+        elif isinstance(s, ir_body.RemoteStoreS):
             value = self.tile_value(s.value, s.region, s.tensor)
             kw: dict[str, Doc] = {"atomic": "pld.AtomicType.Add"} if s.atomic else {}
             doc = call(
@@ -198,7 +200,7 @@ class BodyWriter(ValueWriter):
                 **kw,
             )
             self.emit(doc, depth)
-        elif isinstance(s, ir.ForS):
+        elif isinstance(s, ir_body.ForS):
             bounds = [s.stop] if s.start == Const(0) and s.step == Const(1) else [s.start, s.stop]
             if s.step != Const(1):
                 bounds = [s.start, s.stop, s.step]
@@ -209,14 +211,14 @@ class BodyWriter(ValueWriter):
                 head = call("pl.range", *args)
             self.emit(Cat([f"for {self.local(s.var)} in ", head, ":"]), depth)
             self.stmts(s.body, depth + 1)
-        elif isinstance(s, ir.IfS):
+        elif isinstance(s, ir_body.IfS):
             cond = self.condition(s.cond)
             self.emit(f"if {cond}:", depth)
             self.stmts(s.then, depth + 1)
             if s.orelse:
                 self.emit("else:", depth)
                 self.stmts(s.orelse, depth + 1)
-        elif isinstance(s, ir.NotifyS):
+        elif isinstance(s, ir_body.NotifyS):
             op = "pld.NotifyOp.AtomicAdd" if s.op == "add" else "pld.NotifyOp.Set"
             doc = call(
                 "pld.system.notify",
@@ -227,7 +229,7 @@ class BodyWriter(ValueWriter):
                 op=op,
             )
             self.emit(doc, depth)
-        elif isinstance(s, ir.WaitS):
+        elif isinstance(s, ir_body.WaitS):
             cmp = "pld.WaitCmp.Ge" if s.cmp == "ge" else "pld.WaitCmp.Eq"
             doc = call(
                 "pld.system.wait",
@@ -237,28 +239,28 @@ class BodyWriter(ValueWriter):
                 cmp=cmp,
             )
             self.emit(doc, depth)
-        elif isinstance(s, ir.BarrierS):
+        elif isinstance(s, ir_body.BarrierS):
             core_type = {"aiv": '"aiv_only"', "aic": '"aic_only"'}.get(self.core, '"mix"')
             mode = '"soft"' if s.soft else '"hard"'
             self.emit(call("pl.system.syncall", core_type=core_type, mode=mode), depth)
-        elif isinstance(s, ir.EvalS):
+        elif isinstance(s, ir_body.EvalS):
             self.emit(self.value(s.value), depth)
         else:
             raise UnsupportedForPyPTO(f"cannot write {type(s).__name__} in PyPTO")
 
-    def condition(self, cond: ir.Value) -> str:
-        if isinstance(cond, ir.IntV):
+    def condition(self, cond: ir_body.Value) -> str:
+        if isinstance(cond, ir_body.IntV):
             return self.int(cond.expr)
         return flat(self.value(cond))
 
-    def tile_value(self, v: ir.Value, region: tuple[ir.Range, ...], tensor: str) -> Doc:
+    def tile_value(self, v: ir_body.Value, region: tuple[ir_body.Range, ...], tensor: str) -> Doc:
         """A tile for ``region`` of ``tensor``: a tensor slice is loaded, a scalar broadcast."""
-        if isinstance(v, ir.LoadV) and not v.local:
+        if isinstance(v, ir_body.LoadV) and not v.local:
             ext = self.extents(v.region)
             return call(
                 "pl.load", self.tensor(v.tensor), self.offsets(v.region), lst([self.int(e) for e in ext])
             )
-        if not isinstance(v.type, ir.TileType):
+        if not isinstance(v.type, ir_body.TileType):
             dtype = self.tensors[tensor].dtype
             return call(
                 "pl.full",
@@ -268,7 +270,7 @@ class BodyWriter(ValueWriter):
             )
         return self.value(v)
 
-    def store(self, s: ir.StoreS, depth: int) -> None:
+    def store(self, s: ir_body.StoreS, depth: int) -> None:
         name = self.tensor(s.tensor)
         if s.region and all(r.point for r in s.region) and s.mode == "write":
             idx = lst([self.int(r.start) for r in s.region])
@@ -279,13 +281,13 @@ class BodyWriter(ValueWriter):
             value = call(
                 "pl.add", f"{name}[{self.region(s.region, self.shape(s.tensor))}]", self.value(s.value)
             )
-        elif isinstance(s.value.type, ir.TileType):
+        elif isinstance(s.value.type, ir_body.TileType):
             value = self.value(s.value)
         else:
             value = self.tile_value(s.value, s.region, s.tensor)
         if any(r.step != Const(1) for r in s.region) and s.mode == "write":
             # pl.assemble takes offsets only: a strided store keeps the subscript form
-            if not isinstance(s.value, ir.LocalV):
+            if not isinstance(s.value, ir_body.LocalV):
                 value = self.bind_value(s.value)
             with self.named.suspended():  # the reader takes names in a subscript target for stores
                 dims = self.region_items(s.region, self.shape(s.tensor))

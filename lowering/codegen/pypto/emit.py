@@ -18,7 +18,7 @@ clean at line length 110.
 
 from __future__ import annotations
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.common import generator_hash, template_environment
 from lowering.codegen.pypto.body import BodyWriter, body_units
 from lowering.codegen.pypto.host import HostParts
@@ -313,10 +313,10 @@ class _Emitter(HostParts):
         return [*layout(Cat([f"{target} = ", call(inline, *args)]), 1), f"    return {target}"]
 
 
-def _hidden_loops(s: ir.Stmt) -> int:
+def _hidden_loops(s: ir_body.Stmt) -> int:
     """Loops the emitter writes for one statement: ``gather_rows`` is a ``pl.gather_row`` loop."""
-    values = (w for top in ir.stmt_values(s) for w in ir.nested_values(top))
-    return int(any(isinstance(v, ir.CallV) and v.op == "gather_rows" for v in values))
+    values = (w for top in ir_body.stmt_values(s) for w in ir_body.nested_values(top))
+    return int(any(isinstance(v, ir_body.CallV) and v.op == "gather_rows" for v in values))
 
 
 def _chain(e: Expr) -> list[Expr]:
@@ -347,10 +347,10 @@ def _reserve_names(g: Graph, em: _Emitter) -> None:
     for name in [*g.params, *g.consts, *g.tensors, *g.scalars]:
         em.used.add(em.py(name))
     for t in g.tasks:
-        for s in ir.nested_stmts(t.body):
-            if isinstance(s, ir.LetS | ir.AssignS):
+        for s in ir_body.nested_stmts(t.body):
+            if isinstance(s, ir_body.LetS | ir_body.AssignS):
                 em.used.add(em.py(s.name))
-            elif isinstance(s, ir.ForS):
+            elif isinstance(s, ir_body.ForS):
                 em.used.add(em.py(s.var))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from lowering import body as ir
+from lowering import body as ir_body
 from lowering.codegen.pypto.text import (
     Cat,
     Doc,
@@ -67,41 +67,41 @@ def dtype_name(dtype: str) -> str:
 class ValueWriter:
     """The value half of ``BodyWriter`` (a mixin: it provides names, temporaries and regions)."""
 
-    def value(self, v: ir.Value) -> Doc:
-        if isinstance(v, ir.IntV):
+    def value(self, v: ir_body.Value) -> Doc:
+        if isinstance(v, ir_body.IntV):
             return self.int(v.expr)
-        if isinstance(v, ir.FloatV):
+        if isinstance(v, ir_body.FloatV):
             return py_float(v.value)
-        if isinstance(v, ir.DtypeV):
+        if isinstance(v, ir_body.DtypeV):
             return dtype_name(v.dtype)
-        if isinstance(v, ir.ListV):
+        if isinstance(v, ir_body.ListV):
             return lst([self.int(i) for i in v.items])
-        if isinstance(v, ir.LocalV):
+        if isinstance(v, ir_body.LocalV):
             return self.py(v.name)
-        if isinstance(v, ir.LoadV):
+        if isinstance(v, ir_body.LoadV):
             base = self.py(v.tensor) if v.local else self.tensor(v.tensor)
             dims = self.region_items(v.region, None if v.local else self.shape(v.tensor))
             if len(dims) < 2:
                 return f"{base}[{', '.join(dims)}]"
             return Group(base, list(dims), "[", "]")
-        if isinstance(v, ir.BinV):
+        if isinstance(v, ir_body.BinV):
             return self.binary(v)
-        if isinstance(v, ir.CallV):
+        if isinstance(v, ir_body.CallV):
             return self.call(v)
         raise UnsupportedForPyPTO(f"cannot write {type(v).__name__} in PyPTO")
 
-    def scalar(self, v: ir.Value, need: int = 0) -> str:
+    def scalar(self, v: ir_body.Value, need: int = 0) -> str:
         """A scalar operand in Python operator syntax (parenthesised when it is an operation)."""
         text = flat(self.value(v))
         atom = (
             text.replace("_", "").replace(".", "").isalnum()
             or text.endswith(("]", ")"))
-            and not (isinstance(v, ir.BinV) or " " in text.split("(")[0])
+            and not (isinstance(v, ir_body.BinV) or " " in text.split("(")[0])
         )
         return f"({text})" if need and not atom else text
 
-    def binary(self, v: ir.BinV) -> Doc:
-        if isinstance(v.type, ir.TileType):
+    def binary(self, v: ir_body.BinV) -> Doc:
+        if isinstance(v.type, ir_body.TileType):
             a, b = self.value(v.a), self.value(v.b)
             if v.op in _TILE_BINOPS:
                 return call(_TILE_BINOPS[v.op], a, b)
@@ -111,17 +111,17 @@ class ValueWriter:
                 tmp = call(
                     "pl.create_tile", lst([self.int(d) for d in v.type.shape]), dtype=dtype_name(v.type.dtype)
                 )
-                return call("pl.rem" if isinstance(v.b.type, ir.TileType) else "pl.rems", a, b, tmp)
+                return call("pl.rem" if isinstance(v.b.type, ir_body.TileType) else "pl.rems", a, b, tmp)
             if v.op in _CMP_TYPES:
                 return call("pl.cmp", a, b, cmp_type=str(_CMP_TYPES[v.op]))
             raise UnsupportedForPyPTO(f"the tile operation {v.op!r} has no PyPTO op")
         op = _PY_OPS[v.op]
         return f"{self.scalar(v.a, 1)} {op} {self.scalar(v.b, 1)}"
 
-    def call(self, v: ir.CallV) -> Doc:
+    def call(self, v: ir_body.CallV) -> Doc:
         op, args, attrs = v.op, v.args, dict(v.attrs)
         if op in _SAME_NAME:
-            if op == "neg" and isinstance(args[0], ir.FloatV):
+            if op == "neg" and isinstance(args[0], ir_body.FloatV):
                 x = args[0].value
                 return py_float(-x) if not math.isinf(x) else ('-float("inf")' if x > 0 else 'float("inf")')
             return call(f"pl.{op}", *(self.value(a) for a in args))
@@ -129,14 +129,14 @@ class ValueWriter:
             return call("pl.transpose", self.value(args[0]), "0", "1")
         if op in ("sigmoid", "silu"):
             x: Doc = self.value(args[0])
-            if not isinstance(args[0], ir.LocalV):  # one line, not the operand nested four calls deep
+            if not isinstance(args[0], ir_body.LocalV):  # one line, not the operand nested four calls deep
                 name = self.fresh("_logit")
                 self.pre.append((Cat([f"{name} = ", x]), 0))
                 x = name
             return self._sigmoid(x) if op == "sigmoid" else call("pl.mul", x, self._sigmoid(x))
         if op in ("zeros", "full"):
             dt = args[0]
-            assert isinstance(dt, ir.DtypeV)
+            assert isinstance(dt, ir_body.DtypeV)
             fill: Doc = (
                 ("0.0" if dt.dtype in ("f32", "f16", "bf16") else "0")
                 if op == "zeros"
@@ -146,7 +146,7 @@ class ValueWriter:
         if op in ("matmul", "matmul_acc"):
             flags = {k: "True" for k in ("a_trans", "b_trans") if k in attrs}
             if op == "matmul":
-                out = v.type.dtype if isinstance(v.type, ir.TileType) else "f32"
+                out = v.type.dtype if isinstance(v.type, ir_body.TileType) else "f32"
                 return call("pl.matmul", *(self.value(a) for a in args), out_dtype=dtype_name(out), **flags)
             return call("pl.matmul_acc", *(self.value(a) for a in args), **flags)
         if op == "cast":
@@ -157,29 +157,29 @@ class ValueWriter:
             return call("pl.mrgsort", self.value(args[0]), block_len=self.value(args[1]))
         if op == "topk_pairs":
             s = args[0]
-            name = self.py(s.name) if isinstance(s, ir.LocalV) else self.bind_temp(s)
+            name = self.py(s.name) if isinstance(s, ir_body.LocalV) else self.bind_temp(s)
             k = args[1]
-            width = self.int(k.expr) if isinstance(k, ir.IntV) else flat(self.value(k))
+            width = self.int(k.expr) if isinstance(k, ir_body.IntV) else flat(self.value(k))
             width = f"2 * {width}" if width.replace("_", "").isalnum() else f"2 * ({width})"
             return f"{name}[:, 0 : {width}]"
         if op in ("even_lanes", "odd_lanes"):
             pattern = "pl.tile.MaskPattern.P0101" if op == "even_lanes" else "pl.tile.MaskPattern.P1010"
             kw: dict[str, Doc] = {"mask_pattern": pattern}
             src = getattr(args[0].type, "dtype", None)
-            if isinstance(v.type, ir.TileType) and src is not None and v.type.dtype != src:
+            if isinstance(v.type, ir_body.TileType) and src is not None and v.type.dtype != src:
                 kw["output_dtype"] = dtype_name(v.type.dtype)
             return call("pl.gather", self.value(args[0]), **kw)
         if op == "gather":
             return call("pl.gather", self.value(args[0]), dim="-1", index=self.value(args[1]))
         if op == "select":
             t = v.type
-            if not isinstance(t, ir.TileType):
+            if not isinstance(t, ir_body.TileType):
                 raise UnsupportedForPyPTO("select on scalars has no PyPTO op")
             tmp = call("pl.create_tile", lst([self.int(d) for d in t.shape]), dtype=dtype_name(t.dtype))
             return call("pl.sel", *(self.value(a) for a in args), tmp)
         if op == "read":
             load = args[0]
-            assert isinstance(load, ir.LoadV)
+            assert isinstance(load, ir_body.LoadV)
             base = self.py(load.tensor) if load.local else self.tensor(load.tensor)
             return call("pl.read", base, lst([self.int(r.start) for r in load.region]))
         if op in ("min", "max"):
@@ -199,7 +199,7 @@ class ValueWriter:
             x, n, width = args
             return call(
                 "pl.fillpad_expand",
-                self.valid_of(x, ir.IntV(Const(1)), n),
+                self.valid_of(x, ir_body.IntV(Const(1)), n),
                 lst(["1", self.value(width)]),
                 pad_value="pl.PadValue.min",
             )
@@ -208,15 +208,19 @@ class ValueWriter:
     def _sigmoid(self, x: Doc) -> Doc:
         return call("pl.recip", call("pl.add", call("pl.exp", call("pl.neg", x)), "1.0"))
 
-    def pad(self, v: ir.Value) -> str:
+    def pad(self, v: ir_body.Value) -> str:
         """The ``pad_value`` of a fillpad: ``pl.PadValue.zero`` for 0, ``.max``/``.min`` for
         +-inf (a float's maximum and minimum), and the constant itself otherwise (PyPTO takes an
         int or a float): ``-1`` stays -1, never the dtype's minimum."""
-        negative = isinstance(v, ir.CallV) and v.op == "neg" and isinstance(v.args[0], ir.FloatV | ir.IntV)
+        negative = (
+            isinstance(v, ir_body.CallV)
+            and v.op == "neg"
+            and isinstance(v.args[0], ir_body.FloatV | ir_body.IntV)
+        )
         inner = v.args[0] if negative else v  # type: ignore[union-attr]
-        if isinstance(inner, ir.FloatV):
+        if isinstance(inner, ir_body.FloatV):
             x = -inner.value if negative else inner.value
-        elif isinstance(inner, ir.IntV) and isinstance(inner.expr, Const):
+        elif isinstance(inner, ir_body.IntV) and isinstance(inner.expr, Const):
             x = -inner.expr.value if negative else inner.expr.value
         else:
             raise UnsupportedForPyPTO("fillpad pads with a constant in PyPTO")
@@ -226,29 +230,29 @@ class ValueWriter:
             return "pl.PadValue.max" if x > 0 else "pl.PadValue.min"
         return py_float(x) if isinstance(x, float) else str(x)
 
-    def valid(self, v: ir.CallV) -> Doc:
+    def valid(self, v: ir_body.CallV) -> Doc:
         ints = [a for a in v.args[1:]]
         rows = ints[0] if len(ints) == 2 else None
         return self.valid_of(v.args[0], rows, ints[-1])
 
-    def valid_of(self, x: ir.Value, rows: ir.Value | None, cols: ir.Value) -> Doc:
+    def valid_of(self, x: ir_body.Value, rows: ir_body.Value | None, cols: ir_body.Value) -> Doc:
         t = x.type
-        if isinstance(x, ir.LoadV) and not x.local and isinstance(t, ir.TileType):
+        if isinstance(x, ir_body.LoadV) and not x.local and isinstance(t, ir_body.TileType):
             ext = self.extents(x.region)
             shape = lst([self.int(e) for e in ext])
             vshape = lst([self.value(rows) if rows is not None else self.int(ext[-2]), self.value(cols)])
             return call("pl.slice", self.tensor(x.tensor), shape, self.offsets(x.region), valid_shape=vshape)
         if rows is None:
-            if not isinstance(t, ir.TileType) or len(t.shape) < 2:
+            if not isinstance(t, ir_body.TileType) or len(t.shape) < 2:
                 raise UnsupportedForPyPTO("valid() of a value without a known 2-D shape")
-            rows = ir.IntV(t.shape[-2])
+            rows = ir_body.IntV(t.shape[-2])
         return call("pl.set_validshape", self.value(x), self.value(rows), self.value(cols))
 
-    def bind_temp(self, v: ir.Value) -> str:
+    def bind_temp(self, v: ir_body.Value) -> str:
         """Bind a nested sort chain to a local (the top-k readout slices a named sorted row)."""
         chain = []
         cur = v
-        while isinstance(cur, ir.CallV) and cur.op == "mrgsort":
+        while isinstance(cur, ir_body.CallV) and cur.op == "mrgsort":
             chain.append(cur.args[1])
             cur = cur.args[0]
         name = self.fresh("_s")
@@ -257,13 +261,15 @@ class ValueWriter:
             self.pre.append((Cat([f"{name} = ", call("pl.mrgsort", name, block_len=self.value(bl))]), 0))
         return name
 
-    def gather_rows(self, v: ir.CallV) -> str:
+    def gather_rows(self, v: ir_body.CallV) -> str:
         """``gather_rows(src, rows)``: one ``pl.gather_row`` per row into a tile bound first."""
         src, rows = v.args
         t = v.type
-        if not (isinstance(src, ir.LoadV) and not src.local and isinstance(t, ir.TileType)):
+        if not (isinstance(src, ir_body.LoadV) and not src.local and isinstance(t, ir_body.TileType)):
             raise UnsupportedForPyPTO("gather_rows needs a tensor source in PyPTO")
-        index = self.value(rows) if isinstance(rows, ir.LocalV) else self.bind_value(rows)  # before the loop
+        index = (
+            self.value(rows) if isinstance(rows, ir_body.LocalV) else self.bind_value(rows)
+        )  # before the loop
         name, r = self.fresh("_g"), self.fresh("_r")
         n, c = (self.int(d) for d in t.shape)
         self.pre.append(
@@ -277,7 +283,7 @@ class ValueWriter:
         self.pre.append((Cat([f"{name} = ", gather]), 1))
         return name
 
-    def bind_value(self, v: ir.Value) -> str:
+    def bind_value(self, v: ir_body.Value) -> str:
         name = self.fresh("_t")
         self.pre.append((Cat([f"{name} = ", self.value(v)]), 0))
         return name
