@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 
@@ -32,6 +31,15 @@ from dsl import __version__
 from dsl.codes import CODES
 from dsl.driver.api import RequestRefused, compile_layer, target_code
 from dsl.driver.config import load_config
+from dsl.driver.options import (
+    add_request_options,
+    cores,
+    integer,
+    output_file,
+    round_scalar_names,
+    scalar_values,
+    seconds,
+)
 from dsl.driver.report import one_per_site
 from dsl.driver.session import UsageError, lint_file
 from dsl.frontend import read_source
@@ -51,104 +59,41 @@ POLICY_HELP = (
 LAUNCHERS = ("inprocess", "mpi")
 
 
-def _cores(text: str) -> str | tuple[int, int]:
-    if text in ("sim", "a2a3", "a5"):
-        return text
-    aic, sep, aiv = text.partition(",")
-    try:
-        cores = (int(aic), int(aiv) if sep else 2 * int(aic))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--cores expects sim, a2a3, a5 or AIC[,AIV], got {text!r}"
-        ) from None
-    if cores[0] < 1 or cores[1] != 2 * cores[0]:
-        raise argparse.ArgumentTypeError(
-            f"--cores {text}: a cluster is 1 AIC + 2 AIV, so AIV must be 2 x AIC and AIC >= 1"
-        )
-    return cores
-
-
-def _integer(option: str, low: int, high: int | None = None):
-    """An argparse type: an integer in ``low..high``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text, 0)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{option} expects an integer, got {text!r}") from None
-        if value < low or (high is not None and value > high):
-            bound = f"{low}..{high}" if high is not None else f">= {low}"
-            raise argparse.ArgumentTypeError(f"{option} {text}: must be {bound}")
-        return value
-
-    return parse
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--timeout expects a number of seconds, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"--timeout {text}: must be a finite number of seconds > 0")
-    return value
-
-
-def _output_file(option: str):
-    """An argparse type: the name of a file to write (checked when it is written)."""
-
-    def parse(text: str) -> str:
-        if not text.strip():
-            raise argparse.ArgumentTypeError(f"{option} expects a file name, got an empty one")
-        return text
-
-    return parse
-
-
 def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     run = sub.add_parser("run", parents=[common], help="compile, simulate and validate a layer")
     run.add_argument("file", metavar="FILE")
+    add_request_options(run, "set a runtime scalar of the request, e.g. --scalar num_tokens=100 (repeatable)")
     run.add_argument("--policy", choices=("fifo", "random", "adversarial"), default="fifo", help=POLICY_HELP)
     run.add_argument(
         "--seed",
-        type=_integer("--seed", 0),
+        type=integer("--seed", 0),
         default=0,
         help="seeds the inputs and the scheduling policy (an integer >= 0)",
     )
     run.add_argument(
         "--rounds",
-        type=_integer("--rounds", 1, 1_000_000),
+        type=integer("--rounds", 1, 1_000_000),
         default=1,
         help="run the layer R times back to back (epoch = round)",
     )
     run.add_argument(
-        "--ranks", type=_integer("--ranks", 1, 4096), help="EP ranks (default: the layer's `ranks`)"
-    )
-    run.add_argument(
-        "--cores", type=_cores, default="sim", help="sim (8/16), a2a3 (24/48), a5 (36/72) or AIC[,AIV]"
+        "--cores", type=cores, default="sim", help="sim (8/16), a2a3 (24/48), a5 (36/72) or AIC[,AIV]"
     )
     run.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         default=120.0,
         help="wall-clock limit in seconds; a run stopped by it exits 4 and says how far it got",
     )
     run.add_argument(
         "--trace",
-        type=_output_file("--trace"),
+        type=output_file("--trace"),
         metavar="OUT.json",
         help="write a Chrome trace (opens in Perfetto)",
     )
     run.add_argument("--no-validate", action="store_true", help="skip the golden comparison")
     run.add_argument(
         "--no-lint", action="store_true", help="do not run the error-level lint before simulating"
-    )
-    run.add_argument(
-        "--round-scalar",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
     )
     run.add_argument(
         "--replay",
@@ -164,16 +109,9 @@ def add_parsers(sub, common: argparse.ArgumentParser) -> None:
     )
     run.add_argument(
         "--procs",
-        type=_integer("--procs", 1, 4096),
+        type=integer("--procs", 1, 4096),
         metavar="N",
         help="with --launcher mpi: start mpiexec with N processes on this host",
-    )
-    run.add_argument(
-        "--scalar",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="set a runtime scalar of the request, e.g. --scalar num_tokens=100 (repeatable)",
     )
 
     comp = sub.add_parser("compile", parents=[common], help="write the generated code of a layer")
@@ -257,7 +195,7 @@ def prepare_run(session):
     """Compile the layer of ``dslc run``; its rank count, ``--scalar`` values and round scalars."""
     args = session.args
     layer = compile_layer(args.file, session.overrides or None, args.layer)
-    scalars = _scalars(args.scalar, layer)
+    scalars = scalar_values(args.scalar, layer)
     if args.trace:
         _check_trace_target(args.trace)
     return layer, args.ranks or layer.ranks, scalars, round_scalar_names(args.round_scalar, layer, scalars)
@@ -391,42 +329,6 @@ def _check_layer(layer, schedule: Schedule) -> None:
         raise UsageError(
             f"--replay: the schedule is of layer {schedule.layer!r}, the file defines {layer.graph.name!r}"
         )
-
-
-def round_scalar_names(options: list[str], layer, scalars: dict[str, int]) -> tuple[str, ...]:
-    """``epoch`` plus the ``--round-scalar`` names: declared, not also given a value."""
-    declared = [n for n in layer.graph.scalars if n != "epoch"]
-    for name in options:
-        if name not in declared:
-            known = ", ".join(declared) or "none"
-            raise UsageError(
-                f"--round-scalar {name}: layer '{layer.graph.name}' has no runtime scalar {name!r} ({known})"
-            )
-        if name in scalars:
-            raise UsageError(
-                f"--round-scalar {name}: it is round + 1 in every round; drop --scalar {name}=..."
-            )
-    return ("epoch", *dict.fromkeys(options))
-
-
-def _scalars(options: list[str], layer) -> dict[str, int]:
-    """``--scalar NAME=VALUE`` options: declared runtime scalars with integer values."""
-    declared = [n for n in layer.graph.scalars if n != "epoch"]
-    out: dict[str, int] = {}
-    for text in options:
-        name, sep, value = (part.strip() for part in text.partition("="))
-        if not sep or not name.isidentifier():
-            raise UsageError(f"--scalar expects NAME=VALUE, got {text!r}")
-        if name not in declared:
-            known = ", ".join(declared) or "none"
-            raise UsageError(
-                f"--scalar {name}: layer '{layer.graph.name}' has no runtime scalar {name!r} ({known})"
-            )
-        try:
-            out[name] = int(value, 0)
-        except ValueError:
-            raise UsageError(f"--scalar {name}: {value!r} is not an integer") from None
-    return out
 
 
 def cmd_compile(session) -> int:

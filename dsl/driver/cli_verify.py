@@ -19,7 +19,15 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from dsl.driver.api import CompiledLayer, RequestRefused, compile_layer
-from dsl.driver.cli_run import _cores, _integer, _output_file, _scalars, _seconds, round_scalar_names
+from dsl.driver.options import (
+    add_request_options,
+    cores,
+    integer,
+    output_file,
+    round_scalar_names,
+    scalar_values,
+    seconds,
+)
 from dsl.driver.verify_report import Verdict, render_json, render_text
 from runtime import watchdog
 from runtime.decisions import Schedule
@@ -40,57 +48,41 @@ def add_parser(sub, common) -> None:
         help="explore every schedule: prove deadlock freedom and determinism, or print a counterexample",
     )
     p.add_argument("file", metavar="FILE")
-    p.add_argument(
-        "--ranks", type=_integer("--ranks", 1, 4096), help="EP ranks (default: the layer's `ranks`)"
-    )
+    add_request_options(p, "set a runtime scalar (repeatable)")
     p.add_argument(
         "--cores",
-        type=_cores,
+        type=cores,
         help="AIC[,AIV] per rank (default: the fewest clusters every sync_start cohort fits on)",
     )
     p.add_argument(
         "--rounds",
-        type=_integer("--rounds", 1, 1_000_000),
+        type=integer("--rounds", 1, 1_000_000),
         default=2,
         help="back-to-back rounds, epoch = round (default 2)",
     )
     p.add_argument(
         "--max-states",
-        type=_integer("--max-states", 1),
+        type=integer("--max-states", 1),
         default=1_000_000,
         help="stop after this many distinct states",
     )
-    p.add_argument("--timeout", type=_seconds, default=60.0, help="stop after this many seconds")
+    p.add_argument("--timeout", type=seconds, default=60.0, help="stop after this many seconds")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument(
         "--seed",
-        type=_integer("--seed", 0),
+        type=integer("--seed", 0),
         default=0,
         help="seeds the inputs (schedules are enumerated, not sampled)",
     )
     p.add_argument(
-        "--scalar",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="set a runtime scalar (repeatable)",
-    )
-    p.add_argument(
-        "--round-scalar",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a runtime scalar that counts the rounds like epoch (round + 1), e.g. a dispatch counter",
-    )
-    p.add_argument(
         "--save",
-        type=_output_file("--save"),
+        type=output_file("--save"),
         metavar="SCHEDULE.json",
         help="write the counterexample's schedule for `dslc run --replay`",
     )
     p.add_argument(
         "--trace",
-        type=_output_file("--trace"),
+        type=output_file("--trace"),
         metavar="OUT.json",
         help="write the counterexample as a Chrome trace (Perfetto)",
     )
@@ -101,12 +93,12 @@ def add_parser(sub, common) -> None:
     )
     p.add_argument(
         "--probes",
-        type=_integer("--probes", 0),
+        type=integer("--probes", 0),
         default=32,
         help="random schedules for the estimate of the unreduced search (0: no estimate)",
     )
     p.add_argument(
-        "--max-block-steps", type=_integer("--max-block-steps", 1), default=10_000, help=argparse.SUPPRESS
+        "--max-block-steps", type=integer("--max-block-steps", 1), default=10_000, help=argparse.SUPPRESS
     )
 
 
@@ -195,7 +187,7 @@ class _Progress:
 def cmd_verify(session) -> int:
     args = session.args
     layer = compile_layer(args.file, session.overrides or None, args.layer)
-    scalars = _scalars(args.scalar, layer)
+    scalars = scalar_values(args.scalar, layer)
     round_scalars = round_scalar_names(args.round_scalar, layer, scalars)
     inputs = layer.make_inputs(args.seed, args.ranks or layer.ranks)
     for per in inputs:
