@@ -1,6 +1,8 @@
 """dslc: a compiler, lint and simulator for NPU layers written as task graphs."""
 
-__version__ = "0.1.0"
+from dsl.version import __version__
+
+__all__ = ["__version__", "load"]
 
 
 def load(path, *, layer=None, **params):

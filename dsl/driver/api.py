@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from dsl import __version__
 from dsl.codes import diag
 from dsl.driver import golden
 from dsl.frontend import compile_text, read_source
+from dsl.version import __version__
 from lowering.codegen.common import TargetLimit
 from lowering.codegen.numpy.emit import content_hash, render_numpy
 from lowering.ir import Graph

@@ -16,7 +16,6 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
-from dsl import __version__
 from dsl.codes import CODES, diag
 from dsl.driver.cli_fix import add_parser as add_fix_parser
 from dsl.driver.cli_fix import cmd_fix
@@ -30,6 +29,7 @@ from dsl.driver.golden import GoldenError
 from dsl.driver.report import FORMATS, format_findings, one_per_site
 from dsl.driver.session import Session, UsageError, lint_config, lint_file, write_error
 from dsl.render import SourceCache, render
+from dsl.version import __version__
 from lowering.checks.rule import PRESETS
 from lowering.pypto_reader import INPUT_ERRORS as READER_INPUT_ERRORS
 from lowering.source import CompileError, Diagnostic, Severity, Span
@@ -171,11 +171,20 @@ def cmd_explain(session: Session) -> int:
     return EXIT_OK
 
 
+def cmd_run_on_launcher(session) -> int:
+    """``dslc run`` in this process, or over MPI processes with ``--launcher mpi``."""
+    if session.args.launcher == "mpi":
+        from dsl.driver.run_mpi import run_with_mpi  # mpi4py is loaded only when asked for
+
+        return run_with_mpi(session)
+    return cmd_run(session)
+
+
 COMMANDS = {
     "check": cmd_check,
     "graph": cmd_graph,
     "explain": cmd_explain,
-    "run": cmd_run,
+    "run": cmd_run_on_launcher,
     "compile": cmd_compile,
     "fix": cmd_fix,
     "verify": cmd_verify,

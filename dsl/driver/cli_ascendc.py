@@ -14,9 +14,9 @@ from pathlib import Path
 
 
 def compile_to_ascendc(session) -> int:
-    from dsl import __version__
     from dsl.driver.session import UsageError
     from dsl.frontend import compile_text, read_source
+    from dsl.version import __version__
     from lowering.codegen.ascendc import names, toolchain
     from lowering.codegen.ascendc.emit import content_hash, render_project
     from runtime.files import ensure_directory, write_text

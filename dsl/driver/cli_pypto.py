@@ -91,9 +91,9 @@ def compile_to_pypto(session) -> int:
     """``dslc compile FILE --target pypto -o DIR``: one PyPTO module per root layer."""
     import functools
 
-    from dsl import __version__
     from dsl.driver.api import target_code
     from dsl.frontend import compile_text, read_source
+    from dsl.version import __version__
     from lowering.codegen.pypto.emit import content_hash, render_pypto
     from runtime.files import ensure_directory, write_text
 

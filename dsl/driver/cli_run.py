@@ -27,7 +27,6 @@ import json
 import sys
 from pathlib import Path
 
-from dsl import __version__
 from dsl.codes import CODES
 from dsl.driver.api import RequestRefused, compile_layer, target_code
 from dsl.driver.config import load_config
@@ -43,6 +42,7 @@ from dsl.driver.options import (
 from dsl.driver.report import one_per_site
 from dsl.driver.session import UsageError, lint_file
 from dsl.frontend import read_source
+from dsl.version import __version__
 from lowering.codegen.numpy.emit import content_hash, render_numpy
 from lowering.source import Severity
 from runtime.decisions import Schedule, ScheduleMismatch
@@ -144,15 +144,6 @@ def lint_before_run(session) -> int | None:
 
 def cmd_run(session) -> int:
     args = session.args
-    if args.launcher == "mpi":
-        if args.replay:
-            raise UsageError(
-                "--replay runs one recorded interleaving of every rank's steps in-process; over MPI "
-                "processes that interleaving is real time: drop --launcher mpi to replay"
-            )
-        from dsl.driver.run_mpi import run_with_mpi
-
-        return run_with_mpi(session)
     if args.procs is not None:
         raise UsageError("--procs starts MPI processes: it needs --launcher mpi")
     stop = lint_before_run(session)

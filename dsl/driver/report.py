@@ -9,10 +9,10 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
-from dsl import __version__
 from dsl.driver.codes import lookup, registry
 from dsl.driver.config import FORMATS
 from dsl.render import SourceCache, render
+from dsl.version import __version__
 from lowering.checks import all_rules
 from lowering.codes import Code
 from lowering.source import Diagnostic, Severity

@@ -30,6 +30,7 @@ from dsl.driver.cli_run import (
     prepare_run,
     report_run,
 )
+from dsl.driver.session import UsageError
 from runtime import mpi
 
 #: Options of ``dslc run`` a ``--procs`` launch passes on to its processes (``procs`` is
@@ -59,14 +60,14 @@ FORWARDED = (
 LAUNCH_SLACK_SECONDS = 60.0
 
 
-def _usage(message: str) -> Exception:
-    from dsl.driver.cli import UsageError
-
-    return UsageError(message)
-
-
 def run_with_mpi(session) -> int:
+    """``dslc run --launcher mpi``: the ranks as MPI processes (started here with ``--procs``)."""
     args = session.args
+    if args.replay:
+        raise UsageError(
+            "--replay runs one recorded interleaving of every rank's steps in-process; over MPI "
+            "processes that interleaving is real time: drop --launcher mpi to replay"
+        )
     if args.procs is not None:
         return _launch(session)
     if mpi.launcher_process_index() != 0:
@@ -74,7 +75,7 @@ def run_with_mpi(session) -> int:
     try:
         MPI = mpi.load_mpi()
     except mpi.MpiUnavailableError as err:
-        raise _usage(f"--launcher mpi: {err}") from None
+        raise UsageError(f"--launcher mpi: {err}") from None
     from runtime.mpi.collective import on_root, patient_barrier
     from runtime.mpi.simulate import simulate_mpi
 
@@ -85,7 +86,9 @@ def run_with_mpi(session) -> int:
     root = comm.Get_rank() == 0
     layer, ranks, scalars, round_scalars = prepare_run(session)  # the same everywhere, errors included
     if comm.Get_size() > ranks:
-        raise _usage(f"mpiexec started {comm.Get_size()} processes for {ranks} rank(s): use at most {ranks}")
+        raise UsageError(
+            f"mpiexec started {comm.Get_size()} processes for {ranks} rank(s): use at most {ranks}"
+        )
 
     def draw():
         inputs = layer.make_inputs(args.seed, ranks)
@@ -168,22 +171,22 @@ def _launch(session) -> int:
 
     args = session.args
     if mpi.under_mpiexec():
-        raise _usage(
+        raise UsageError(
             "--procs starts mpiexec itself; under mpiexec leave it out (the job size is the process count)"
         )
     if args.procs < 1:
-        raise _usage("--procs must be positive")
+        raise UsageError("--procs must be positive")
     if not mpi.mpi4py_installed():
-        raise _usage(f"--launcher mpi needs mpi4py and an MPI library: {mpi.INSTALL_HINT}")
+        raise UsageError(f"--launcher mpi needs mpi4py and an MPI library: {mpi.INSTALL_HINT}")
     mpiexec = find_mpiexec()
     if mpiexec is None:
-        raise _usage(f"--procs: no mpiexec beside {sys.executable} nor on PATH: {mpi.INSTALL_HINT}")
+        raise UsageError(f"--procs: no mpiexec beside {sys.executable} nor on PATH: {mpi.INSTALL_HINT}")
     stop = lint_before_run(session)  # once, before any process starts
     if stop is not None:
         return stop
     ranks = prepare_run(session)[1]  # front-end errors once, before any process starts
     if args.procs > ranks:
-        raise _usage(
+        raise UsageError(
             f"--procs {args.procs}: the layer runs on {ranks} rank(s); use at most {ranks} processes"
         )
     command = [mpiexec, "-n", str(args.procs), sys.executable, "-m", "dsl.driver.cli", *child_argv(args)]

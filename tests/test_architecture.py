@@ -1,0 +1,153 @@
+"""The pipeline's shape, read from the sources with ``ast`` (nothing is imported):
+``dsl`` -> ``lowering`` -> ``runtime``, never back up, and no import cycle.
+
+Every import counts -- module level and inside functions (a deferred import only hides a cycle
+until the function runs) -- except those under ``if TYPE_CHECKING:``, which never run.  An
+import of a submodule also runs the ``__init__`` of each package above it, so that is an edge
+too (except to the importer's own packages, which are already initialising).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("dsl", "lowering", "runtime")
+#: What each package may import from the project (itself included).
+ALLOWED = {"dsl": {"dsl", "lowering", "runtime"}, "lowering": {"lowering", "runtime"}, "runtime": {"runtime"}}
+
+
+def _modules(root: Path) -> dict[str, Path]:
+    found = {}
+    for package in PACKAGES:
+        for path in (root / package).rglob("*.py"):
+            parts = path.relative_to(root).with_suffix("").parts
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imported(tree: ast.Module, modules: dict[str, Path]) -> set[str]:
+    """The project modules ``tree`` imports, by their dotted names."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            node.body = []
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                if sub in modules:
+                    names.add(sub)
+                elif node.module in modules:
+                    names.add(node.module)
+    return names
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module -> the project modules importing it runs (see the module docstring)."""
+    modules = _modules(root)
+    graph = {}
+    for name, path in modules.items():
+        own = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
+        edges = set()
+        for target in _imported(ast.parse(path.read_text(encoding="utf-8")), modules):
+            parts = target.split(".")
+            edges.add(target)
+            edges.update(
+                p
+                for p in (".".join(parts[:i]) for i in range(1, len(parts)))
+                if p in modules and p not in own
+            )
+        graph[name] = edges - {name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph[nxt]))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph(ROOT)
+
+
+def backward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs that go back up the pipeline."""
+    return sorted(
+        (name, target)
+        for name, targets in graph.items()
+        for target in targets
+        if target.split(".")[0] not in ALLOWED[name.split(".")[0]]
+    )
+
+
+def test_no_package_imports_back_up_the_pipeline(graph):
+    assert backward_imports(graph) == []
+
+
+def test_no_import_cycle_including_deferred_imports_and_package_inits(graph):
+    assert cycles(graph) == []
+
+
+def test_the_checker_sees_a_deferred_cycle_and_an_edge_through_a_package_init(tmp_path):
+    """The two tests above fail on what they guard (written here, not by breaking the tree)."""
+    for package, text in {
+        "runtime/__init__.py": "from runtime.b import f\n",
+        "runtime/a.py": "def g():\n    from runtime.b import f\n",
+        "runtime/b.py": "from runtime import a\n",
+        "runtime/c.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from runtime.b import f\n",
+        "lowering/__init__.py": "",
+        "lowering/x.py": "def h():\n    import runtime.c\n",
+        "runtime/d.py": "from lowering.x import h\n",
+        "dsl/__init__.py": "",
+    }.items():
+        (tmp_path / package).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / package).write_text(text)
+    graph = import_graph(tmp_path)
+    assert graph["runtime.c"] == set()  # TYPE_CHECKING imports never run
+    assert graph["lowering.x"] == {"runtime", "runtime.c"}  # runtime/__init__ runs first
+    assert cycles(graph) == [["runtime.a", "runtime.b"]]
+    assert backward_imports(graph) == [("runtime.d", "lowering"), ("runtime.d", "lowering.x")]
