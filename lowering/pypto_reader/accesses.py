@@ -16,7 +16,6 @@ import ast
 
 from lowering import body as ir_body
 from lowering.ir import Access
-from lowering.pypto_reader import signals as _signals  # noqa: F401 - registers the pld ops
 from lowering.pypto_reader import sorting as _sorting
 from lowering.pypto_reader.ops import dtype_of, tile_type
 from lowering.pypto_reader.values import (

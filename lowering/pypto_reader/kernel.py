@@ -36,13 +36,14 @@ from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.ops import (
     IGNORED,
     INTEGER_DTYPES,
-    OPS,
+    TILE_OPS,
     broadcast,
+    merged,
     negative_float,
     short_name,
     tile_type,
 )
-from lowering.pypto_reader.signals import COLLECTIVES, collective
+from lowering.pypto_reader.signals import COLLECTIVES, SIGNAL_OPS, collective
 from lowering.pypto_reader.tensors import TensorTable
 from lowering.pypto_reader.values import (
     UNKNOWN,
@@ -59,6 +60,8 @@ from lowering.pypto_reader.values import (
 from lowering.symbolic import DYNAMIC, Const, Expr, Sym
 
 MAX_INLINE_DEPTH = 32
+#: Every op a kernel body may call, by its short name.
+OPS = merged(TILE_OPS, SIGNAL_OPS, _sorting.SORT_OPS)
 
 
 class KernelReader(StatementMixin, AccessMixin, Evaluator):

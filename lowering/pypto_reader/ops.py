@@ -25,7 +25,38 @@ if TYPE_CHECKING:
     from lowering.pypto_reader.kernel import KernelReader
 
 Handler = Callable[["KernelReader", str, ast.Call, dict[str, ast.expr]], Val]
-OPS: dict[str, tuple[Handler, tuple[str, ...]]] = {}
+
+
+class OpTable(dict[str, tuple[Handler, tuple[str, ...]]]):
+    """Op name -> (handler, the parameter names it binds), filled by the module that defines
+    the handlers through its table's :meth:`op` decorator; the kernel reader merges the
+    tables it uses by name (:func:`merged`), so no table is filled by importing a module."""
+
+    def op(self, *names: str, params: tuple[str, ...] = ()) -> Callable[[Handler], Handler]:
+        def deco(fn: Handler) -> Handler:
+            for n in names:
+                if n in self:
+                    raise ValueError(f"two handlers for the op {n!r}")
+                self[n] = (fn, params)
+            return fn
+
+        return deco
+
+
+def merged(*tables: OpTable) -> OpTable:
+    """One table of every op of ``tables``; an op two tables define is an error."""
+    out = OpTable()
+    for table in tables:
+        clash = out.keys() & table.keys()
+        if clash:
+            raise ValueError(f"ops defined twice: {sorted(clash)}")
+        out.update(table)
+    return out
+
+
+#: The tile, scalar and memory ops of this module.
+TILE_OPS = OpTable()
+op = TILE_OPS.op
 
 INTEGER_DTYPES = (*INT_DTYPES, "bool")  # a bool scalar indexes and counts like an integer
 CMP_TYPES = {0: "eq", 1: "ne", 2: "lt", 3: "le", 4: "gt", 5: "ge"}
@@ -47,15 +78,6 @@ TILE_BINOPS = {  # PyPTO elementwise op (tile or scalar operand) -> the IR binar
     "fmod": "mod",
     "fmods": "mod",
 }
-
-
-def op(*names: str, params: tuple[str, ...] = ()):
-    def deco(fn: Handler) -> Handler:
-        for n in names:
-            OPS[n] = (fn, params)
-        return fn
-
-    return deco
 
 
 def short_name(path: str) -> str:

@@ -19,12 +19,16 @@ from typing import TYPE_CHECKING
 
 from lowering import body as ir_body
 from lowering.ir import BarrierOp, SignalOp
-from lowering.pypto_reader.ops import op, tile_type
+from lowering.pypto_reader.ops import OpTable, tile_type
 from lowering.pypto_reader.values import UNKNOWN, IntVal, PlRef, PyVal, TensorVal, Val
 from lowering.symbolic import Const, Expr, Sym
 
 if TYPE_CHECKING:
     from lowering.pypto_reader.kernel import KernelReader
+
+#: The cross-rank signal and remote-memory ops of this module.
+SIGNAL_OPS = OpTable()
+op = SIGNAL_OPS.op
 
 COLLECTIVES = frozenset(
     {

@@ -18,12 +18,16 @@ import ast
 from typing import TYPE_CHECKING
 
 from lowering import body as ir_body
-from lowering.pypto_reader.ops import dtype_of, first_operand, negative_float, op, operands, tile_type
+from lowering.pypto_reader.ops import OpTable, dtype_of, first_operand, negative_float, operands, tile_type
 from lowering.pypto_reader.values import PlRef, TileVal, Val
 from lowering.symbolic import Bin, Const, Expr, binop
 
 if TYPE_CHECKING:
     from lowering.pypto_reader.kernel import KernelReader
+
+#: The sort, merge and top-k ops of this module.
+SORT_OPS = OpTable()
+op = SORT_OPS.op
 
 SORTED_OPS = frozenset({"sort32", "mrgsort"})
 
