@@ -87,17 +87,33 @@ def vbounds(expr: Expr, env: Mapping[str, Bound | Interval]) -> tuple[np.ndarray
     alo, ahi = vbounds(expr.a, env)
     blo, bhi = vbounds(expr.b, env)
     op = expr.op
+    # An exact operand comes back as one array twice (``lo is hi``); the arithmetic below
+    # then computes one result instead of four corners (most index terms are exact per request).
+    a_exact, b_exact = alo is ahi, blo is bhi
+    if op in ("+", "-", "*") and a_exact and b_exact:
+        v = alo + blo if op == "+" else alo - blo if op == "-" else alo * blo
+        return v, v
     if op == "+":
         return alo + blo, ahi + bhi
     if op == "-":
         return alo - bhi, ahi - blo
     if op == "*":
+        if b_exact and blo.ndim == 0:  # a scalar factor: the corners are known
+            return (alo * blo, ahi * blo) if blo >= 0 else (ahi * blo, alo * blo)
+        if a_exact and alo.ndim == 0:
+            return (blo * alo, bhi * alo) if alo >= 0 else (bhi * alo, blo * alo)
         c = (alo * blo, alo * bhi, ahi * blo, ahi * bhi)
         return _lowest(c), _highest(c)
     if op in ("//", "cdiv"):
         if np.any((blo <= 0) & (bhi >= 0)):
             raise EvalError("divisor may be zero")
         f = _floordiv if op == "//" else _cdiv
+        if b_exact:  # x // b is monotone in x: non-decreasing for b > 0, non-increasing for b < 0
+            if a_exact:
+                v = f(alo, blo)
+                return v, v
+            if blo.ndim == 0:
+                return (f(alo, blo), f(ahi, blo)) if blo > 0 else (f(ahi, blo), f(alo, blo))
         c = [f(x, y) for x in (alo, ahi) for y in (blo, bhi)]
         return _lowest(c), _highest(c)
     if op == "%":
@@ -132,11 +148,18 @@ def vbounds(expr: Expr, env: Mapping[str, Bound | Interval]) -> tuple[np.ndarray
             "!=": (alo == ahi) & (blo == bhi) & (alo == blo),
         }[op]
         return _as(np.where(certain_true, 1, 0)), _as(np.where(certain_false, 0, 1))
-    if op in ("and", "or"):
-        if op == "and":
-            return np.minimum(alo, blo).clip(0, 1), np.minimum(ahi, bhi).clip(0, 1)
-        return np.maximum(alo, blo).clip(0, 1), np.maximum(ahi, bhi).clip(0, 1)
+    if op in ("and", "or"):  # on truth values: any non-zero integer is true, as in evaluate()
+        a_lo, a_hi = _truth(alo, ahi)
+        b_lo, b_hi = _truth(blo, bhi)
+        f = np.minimum if op == "and" else np.maximum
+        return f(a_lo, b_lo), f(a_hi, b_hi)
     raise EvalError(f"unknown operator {op!r}")
+
+
+def _truth(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The (lo, hi) truth value, 0 or 1, of an integer in [lo, hi]: surely true when the range
+    leaves out zero, surely false when it is zero alone."""
+    return _as((lo > 0) | (hi < 0)), _as((lo != 0) | (hi != 0))
 
 
 def veval(expr: Expr, env: Mapping[str, Bound]) -> np.ndarray:
@@ -361,7 +384,11 @@ class ScalarSpace:
         mask = self.accepted if mask is None else mask
         if not mask.any():
             return {}
-        return {n: (int(v[mask].min()), int(v[mask].max())) for n, v in self.values.items()}
+        big = np.iinfo(np.int64)
+        return {
+            n: (int(v.min(where=mask, initial=big.max)), int(v.max(where=mask, initial=big.min)))
+            for n, v in self.values.items()
+        }
 
 
 def _spread(domain: Domain, n: int) -> np.ndarray:

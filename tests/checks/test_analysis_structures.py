@@ -112,6 +112,56 @@ def test_compiled_bounds_bound_like_bounds():
         compiled_bounds(Sym("it's", LOOP))({})
 
 
+def test_vectorised_bounds_contain_every_value_and_are_exact_on_exact_requests():
+    """``extents.vbounds`` per request (arrays next to scalars, exact values next to intervals):
+    every value the expression takes inside the intervals lies in its (lo, hi), and a request
+    whose every symbol is exact gets lo == hi == the value (its shortcuts for exact operands)."""
+    import itertools
+
+    import numpy as np
+
+    from lowering.checks.extents import vbounds
+
+    def bound_expr(depth: int):  # as _expr, every symbol bound
+        if depth == 0 or rng.random() < 0.25:
+            return Const(rng.randint(-6, 6)) if rng.random() < 0.4 else Sym(rng.choice("abc"), LOOP)
+        op = rng.choice(["+", "-", "*", "//", "%", "cdiv", "min", "max", "<", "==", "and", "or"])
+        return Bin(op, bound_expr(depth - 1), bound_expr(depth - 1))
+
+    rng = random.Random(7)
+    requests = 4
+    for _ in range(4000):
+        e = bound_expr(3)
+        env, choices = {}, {}
+        for name in "abc":
+            kind = rng.choice(["int", "array", "interval", "array interval"])
+            if kind == "int":
+                v = rng.randint(-5, 5)
+                env[name], choices[name] = v, [[v]] * requests
+            elif kind == "array":
+                v = np.array([rng.randint(-5, 5) for _ in range(requests)], dtype=np.int64)
+                env[name], choices[name] = v, [[int(x)] for x in v]
+            else:
+                lo = [rng.randint(-5, 5) for _ in range(requests)]
+                hi = [x + rng.randint(0, 3) for x in lo]
+                env[name] = (lo[0], hi[0]) if kind == "interval" else (np.array(lo), np.array(hi))
+                ends = [(lo[0], hi[0])] * requests if kind == "interval" else list(zip(lo, hi, strict=True))
+                choices[name] = [list(range(a, b + 1)) for a, b in ends]
+        try:
+            lo, hi = (np.broadcast_to(x, (requests,)) for x in vbounds(e, env))
+        except EvalError:
+            continue
+        for i in range(requests):
+            values = []
+            for combo in itertools.product(*(choices[n][i] for n in "abc")):
+                outcome = _outcome(evaluate, e, dict(zip("abc", combo, strict=True)))
+                if not isinstance(outcome, tuple):
+                    values.append(outcome)
+            assert all(lo[i] <= v <= hi[i] for v in values), (e, env, i)
+            if all(len(choices[n][i]) == 1 for n in "abc") and values:
+                assert lo[i] == hi[i] == values[0], (e, env, i)
+
+
 def test_box_index_finds_exactly_the_boxes_that_meet():
     rng = random.Random(11)
     for _ in range(50):

@@ -43,7 +43,7 @@ def unmangle(text: str) -> str:
     return "".join(out)
 
 
-@settings(max_examples=2000, deadline=None, derandomize=True)
+@settings(max_examples=300, deadline=None, derandomize=True)
 @given(name=NAME)
 def test_mangle_reads_back_to_the_source_name(name):
     out = mangle(name)
@@ -51,7 +51,7 @@ def test_mangle_reads_back_to_the_source_name(name):
     assert unmangle(out) == name
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(a=NAME, b=NAME)
 def test_two_names_never_meet(a, b):
     if a != b:
@@ -59,7 +59,7 @@ def test_two_names_never_meet(a, b):
         assert py_name(a) != py_name(b)
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(name=NAME, what=st.sampled_from(["buf", "tid", "inputs"]))
 def test_helper_names_are_outside_the_image_of_mangle(name, what):
     helper = helper_name(name, what)

@@ -187,7 +187,7 @@ def layer_text(r: random.Random) -> str:
 layer_source = st.randoms(use_true_random=False).map(layer_text)
 
 
-@settings(max_examples=800, **SETTINGS)
+@settings(max_examples=400, **SETTINGS)
 @given(layer_source)
 def test_generated_layers_compile_or_report(source: str):
     check_outcome(source)
@@ -234,7 +234,7 @@ def mutated_source(draw):
     return "".join(toks)
 
 
-@settings(max_examples=900, **SETTINGS)
+@settings(max_examples=450, **SETTINGS)
 @given(mutated_source())
 def test_token_mutations_of_real_layers(source: str):
     check_outcome(source)

@@ -59,10 +59,12 @@ class Cut:
     truncates: np.ndarray  # per request (before guards)
 
 
-def task_env(graph: Graph, task: Task, point: Mapping[str, int], space: ScalarSpace) -> dict:
+def task_env(graph: Graph, task: Task, point: Mapping[str, int], space: ScalarSpace | Mapping) -> dict:
+    """The bounds environment of ``task`` at ``point``: the runtime scalars per request of
+    ``space`` (or as given, e.g. one (lo, hi) interval each), block and rank as intervals."""
     blocks = int(vbounds(task.grid, point)[1])
     nranks = int(vbounds(graph.ranks, point)[1])
-    env: dict = {**point, **space.values}
+    env: dict = {**point, **(space.values if isinstance(space, ScalarSpace) else space)}
     env["block"] = (0, max(blocks - 1, 0))
     env["rank"] = (0, max(nranks - 1, 0))
     env["nranks"] = nranks

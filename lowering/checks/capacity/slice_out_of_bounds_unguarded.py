@@ -183,15 +183,17 @@ def _scalars(acc: Access, tensor: Tensor, valid) -> frozenset[str]:
     return frozenset(s.name for e in exprs for s in free_symbols(e) if s.kind == SCALAR)
 
 
-def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diagnostic | None:
-    env = task_env(graph, task, point, space)
+def _overflows(graph, task, acc, tensor, valid, point, scalars):
+    """Per dimension the access can leave its tensor in, ``(dim, bad, lo, hi, extent)``: masks
+    and bounds over the requests of ``scalars`` (arrays per request, or one interval each);
+    nothing when the environment cannot be evaluated."""
+    env = task_env(graph, task, point, scalars)
     try:
         runs = bind_loops(env, acc.loops)
         narrow(env, acc.conds)
         runs = runs & nonempty(env, ["block", *(lp.var for lp in acc.loops)])
     except EvalError:
-        return None
-    admitted = np.broadcast_to(runs, (space.size,)) & space.accepted
+        return
     ndim = len(acc.region)
     for dim, rng in enumerate(acc.region):
         stop = rng.stop
@@ -206,8 +208,17 @@ def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diag
             extent, _ = vbounds(tensor.shape[dim], env)
         except EvalError:
             continue
-        lo, hi, extent = (np.broadcast_to(x, (space.size,)) for x in (lo, hi, extent))
-        bad = admitted & (((hi > extent) & (not within)) | (lo < 0))
+        yield dim, runs & (((hi > extent) & (not within)) | (lo < 0)), lo, hi, extent
+
+
+def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diagnostic | None:
+    box = space.intervals()  # every accepted request lies in it: if the box stays inside, all do
+    if box and not any(bad.any() for _, bad, *_ in _overflows(graph, task, acc, tensor, valid, point, box)):
+        return None
+    admitted = space.accepted
+    for dim, bad, lo, hi, extent in _overflows(graph, task, acc, tensor, valid, point, space):
+        lo, hi, extent, bad = (np.broadcast_to(x, (space.size,)) for x in (lo, hi, extent, bad))
+        bad = admitted & bad
         if not bad.any():
             continue
         idx = np.flatnonzero(bad)
