@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from lowering import body as ir_body
 from lowering.checks.bodies import ops_called, summary
 from lowering.checks.extents import named_value, narrow
+from lowering.checks.request_space import scalar_space
 from lowering.ir import Condition, Graph, Loop, Task
 from lowering.source import Span
 from lowering.symbolic import Const, EvalError, Expr, binop, bounds, free_symbols
@@ -594,9 +595,7 @@ _SPACES_KEPT = 8
 
 def space_at(ctx, point: Mapping[str, int], only=None):
     """The request space at ``point`` (cached on the check context); ``only``: projected onto
-    those runtime scalars (see ``extents.scalar_space``)."""
-    from lowering.checks.extents import scalar_space
-
+    those runtime scalars (see ``request_space.scalar_space``)."""
     names = None if only is None else frozenset(only)
     key = (tuple(sorted(point.items())), names)
     spaces = ctx.cache.setdefault("scalar_space", OrderedDict())

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from dsl.frontend import compile_text
-from lowering.checks.extents import MAX_POINTS, scalar_space
+from lowering.checks.request_space import MAX_POINTS, scalar_space
 from lowering.checks.rule import CheckContext
 from lowering.checks.validity import scalar_intervals, space_at
 

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from lowering.checks.capacity.emission import emitted_bound
-from lowering.checks.extents import scalar_space, vbounds, veval
+from lowering.checks.extents import vbounds, veval
+from lowering.checks.request_space import scalar_space
 from lowering.checks.validity import analyse
 from lowering.ir import Const, Graph, Scalar
 from lowering.source import Diagnostic, Severity, Span

@@ -52,18 +52,9 @@ import numpy as np
 from lowering.body import VALID_OPS, valid_regions
 from lowering.checks.bodies import summary
 from lowering.checks.capacity.emission import task_env
-from lowering.checks.extents import (
-    bind_loops,
-    depends_on_scalars,
-    implies_at_most,
-    narrow,
-    nonempty,
-    point_text,
-    pretty,
-    requests_text,
-    vbounds,
-)
+from lowering.checks.extents import bind_loops, implies_at_most, narrow, nonempty, point_text, pretty, vbounds
 from lowering.checks.points import own_point_first
+from lowering.checks.request_space import depends_on_scalars, requests_text
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import facts_for, space_at
 from lowering.ir import Access, Graph, Tensor
