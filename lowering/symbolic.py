@@ -241,6 +241,9 @@ def combine_bounds(op: str, alo: int, ahi: int, blo: int, bhi: int) -> Interval:
     if op == "%":
         if blo <= 0 <= bhi:
             raise EvalError("divisor may be zero")
+        if alo == ahi and blo == bhi:  # a point: its value, whatever the signs
+            v = alo % blo
+            return v, v
         if blo == bhi and blo > 0:
             if alo >= 0 and ahi - alo < blo and alo % blo <= ahi % blo:
                 return alo % blo, ahi % blo

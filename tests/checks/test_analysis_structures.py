@@ -112,6 +112,42 @@ def test_compiled_bounds_bound_like_bounds():
         compiled_bounds(Sym("it's", LOOP))({})
 
 
+def _bound_expr(rng: random.Random, depth: int):
+    """As ``_expr``, with every symbol bound."""
+    if depth == 0 or rng.random() < 0.25:
+        return Const(rng.randint(-6, 6)) if rng.random() < 0.4 else Sym(rng.choice("abc"), LOOP)
+    op = rng.choice(["+", "-", "*", "//", "%", "cdiv", "min", "max", "<", "==", "and", "or"])
+    return Bin(op, _bound_expr(rng, depth - 1), _bound_expr(rng, depth - 1))
+
+
+def test_bounds_contain_every_value_and_are_exact_on_points():
+    """``symbolic.bounds``, the reference the compiled and vectorised bounds follow: every value
+    inside the intervals lies in (lo, hi); a point environment gives lo == hi == the value."""
+    import itertools
+
+    rng = random.Random(11)
+    for _ in range(4000):
+        e = _bound_expr(rng, 3)
+        env, choices = {}, {}
+        for name in "abc":
+            lo = rng.randint(-5, 5)
+            hi = lo + (rng.randint(0, 3) if rng.random() < 0.6 else 0)
+            env[name] = lo if lo == hi and rng.random() < 0.5 else (lo, hi)
+            choices[name] = range(lo, hi + 1)
+        outcome = _outcome(bounds, e, env)
+        if isinstance(outcome, tuple) and outcome[0] == "EvalError":
+            continue
+        lo, hi = outcome
+        values = [
+            v
+            for combo in itertools.product(*(choices[n] for n in "abc"))
+            if not isinstance(v := _outcome(evaluate, e, dict(zip("abc", combo, strict=True))), tuple)
+        ]
+        assert all(lo <= v <= hi for v in values), (e, env)
+        if all(len(choices[n]) == 1 for n in "abc") and values:
+            assert lo == hi == values[0], (e, env)
+
+
 def test_vectorised_bounds_contain_every_value_and_are_exact_on_exact_requests():
     """``extents.vbounds`` per request (arrays next to scalars, exact values next to intervals):
     every value the expression takes inside the intervals lies in its (lo, hi), and a request
@@ -122,16 +158,10 @@ def test_vectorised_bounds_contain_every_value_and_are_exact_on_exact_requests()
 
     from lowering.checks.extents import vbounds
 
-    def bound_expr(depth: int):  # as _expr, every symbol bound
-        if depth == 0 or rng.random() < 0.25:
-            return Const(rng.randint(-6, 6)) if rng.random() < 0.4 else Sym(rng.choice("abc"), LOOP)
-        op = rng.choice(["+", "-", "*", "//", "%", "cdiv", "min", "max", "<", "==", "and", "or"])
-        return Bin(op, bound_expr(depth - 1), bound_expr(depth - 1))
-
     rng = random.Random(7)
     requests = 4
     for _ in range(4000):
-        e = bound_expr(3)
+        e = _bound_expr(rng, 3)
         env, choices = {}, {}
         for name in "abc":
             kind = rng.choice(["int", "array", "interval", "array interval"])
