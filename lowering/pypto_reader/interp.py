@@ -616,9 +616,12 @@ class PyInterpreter(Evaluator):
     def s_ClassDef(self, s: ast.ClassDef) -> None:
         bases = tuple(b for b in (self.eval(x) for x in s.bases) if isinstance(b, ClassVal))
         cls = ClassVal(self.frame.module, s, bases)
-        frame = Frame(
-            self.frame.module, {}, self.frame.closure if self.frame.kind != "module" else (), kind="class"
-        )
+        # A class body sees what its definition site sees: the enclosing function's locals too
+        # (a `@pl.program` class built inside a builder function reads the builder's arguments
+        # from its methods); its own names are not a scope for the methods, as in Python.
+        f = self.frame
+        closure = () if f.kind == "module" else f.closure if f.kind == "class" else (f.locals, *f.closure)
+        frame = Frame(f.module, {}, closure, kind="class")
         saved = self._class_name
         self.frames.append(frame)
         self._class_name = s.name

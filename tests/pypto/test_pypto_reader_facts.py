@@ -220,3 +220,16 @@ def test_a_count_clamped_on_a_runtime_scalar_is_unknown_after_the_clamp():
     assert all("an orchestration branch on a value known only at run time" in d.message for d in out)
     (g,) = read_pypto(READER / "branch_clamp" / "model.py").graphs
     assert [t.name for t in g.tasks] == ["scale", "pad"]
+
+
+def test_a_program_class_built_in_a_builder_sees_the_builders_arguments():
+    triples, _ = findings("builder_closure")
+    assert triples == []  # the annotations' `width` and `half` are known: no P001 on the shapes
+    (g,) = read_pypto(READER / "builder_closure" / "model.py").graphs
+    assert len(g.tasks) == 4096 // 16
+    task = g.tasks[3]
+    regions = [(a.tensor, a.mode, [(str(r.start), str(r.stop)) for r in a.region]) for a in task.accesses]
+    assert regions == [
+        ("src", "read", [("(3 * ROWS)", "((3 * ROWS) + ROWS)"), ("0", "WIDTH")]),
+        ("dst", "write", [("(3 * ROWS)", "((3 * ROWS) + ROWS)"), ("0", "(WIDTH // 2)")]),
+    ]
