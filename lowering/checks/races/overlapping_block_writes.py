@@ -15,7 +15,9 @@ since they are usually a scatter that is disjoint by construction, and so are th
 PyPTO file's reader takes as a whole tensor because it cannot see which elements a block
 touches: the arguments of an extern kernel (hand-written C++ whose blocks split the work in
 ways the reader cannot see) or of an op it does not know, and stores at offsets it cannot
-evaluate (each with a P001 note). A grid too large to list block by block (its blocks times
+evaluate (each with a P001 note). Blocks that all store one constant into the same element
+(`pl.write(flag, [b], 1)` from every block of a row) leave that constant whatever the order,
+and are not reported either. A grid too large to list block by block (its blocks times
 the task's accesses past the analysis budget, 60,000 executions) is examined on its first
 and last 64 blocks: the overlaps of neighbouring blocks, and of every block when the region
 does not depend on `block`, are found; a pattern that pairs only distant blocks is not.
@@ -56,6 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from lowering import body as ir_body
 from lowering.checks import describe
 from lowering.checks.access_instances import (
     distinct,
@@ -67,7 +70,8 @@ from lowering.checks.access_instances import (
 )
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Access, Graph
-from lowering.source import Diagnostic
+from lowering.source import Diagnostic, Span
+from lowering.symbolic import free_symbols
 
 CODE = "R505"
 NAME = "overlapping_block_writes"
@@ -78,6 +82,30 @@ SUMMARY = "blocks of one spmd grid write elements another block of the grid writ
 
 def _certain(found):
     return distinct([h for h in found if h.exact and not h.maybe], key=lambda h: (h.block, h.phase))
+
+
+def _at(tensor: str, span: Span) -> tuple:
+    """A store and its write access start at the same place (the access span ends with the target)."""
+    return tensor, span.file, span.line, span.col
+
+
+def _constant_stores(task) -> dict[tuple, object]:
+    """A plain store of ``task`` (by :func:`_at`) -> the scalar constant it writes in every
+    block and iteration (None for a place that stores anything else)."""
+    out: dict[tuple, object] = {}
+    for s in ir_body.nested_stmts(task.body):
+        if not isinstance(s, ir_body.StoreS) or s.mode != "write":
+            continue
+        v = s.value
+        if isinstance(v, ir_body.IntV) and not free_symbols(v.expr):
+            value: object = ("int", v.expr, v.type)
+        elif isinstance(v, ir_body.FloatV):
+            value = ("float", v.value, v.type)
+        else:
+            value = None
+        key = _at(s.tensor, s.span)
+        out[key] = value if out.get(key, value) == value else None
+    return out
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
@@ -95,6 +123,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             (a.tensor, a.span) for a in accs if a.mode == "write"
         }
         sample = grid_sample(task)
+        constants = _constant_stores(task)
         for w in accs:
             if w.mode != "write" or w.tensor in reported:
                 continue
@@ -108,6 +137,9 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 )
                 if pair is None:
                     continue
+                same = constants.get(_at(w.tensor, w.span))
+                if other.writes and same is not None and constants.get(_at(other.tensor, other.span)) == same:
+                    continue  # every block leaves the same constant there
                 reported.add(w.tensor)
                 yield _finding(graph, task, w, other, pair, (w.tensor, w.span) in rmw)
                 break
