@@ -182,6 +182,8 @@ class Elaborator(TaskElaboration):
             except _Abort:
                 continue
             for producer in producers:
+                if consumer not in by_name or producer not in by_name:
+                    continue  # a task whose elaboration failed: its own error is reported
                 manual = next((n for n in (consumer, producer) if by_name[n].manual), None)
                 if manual is not None:
                     self.report(

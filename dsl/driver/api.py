@@ -120,24 +120,31 @@ class CompiledLayer:
         """Refuse (E108 at the largest tensor) a run whose tensors exceed ``max_simulated_bytes()``."""
         ranks = ranks or self.ranks
         need, limit = self.memory_needed(ranks), max_simulated_bytes()
-        if need <= limit:
-            return
+        if need > limit:
+            raise self._memory_error(
+                ranks,
+                f"over the limit of {_bytes(limit)}",
+                f"simulate at smaller sizes (--set), or raise the limit with {MEMORY_ENV}=BYTES",
+            )
+
+    def out_of_memory(self, ranks: int | None = None) -> CompileError:
+        """E108 for a run under the limit that this machine could not allocate (a MemoryError)."""
+        return self._memory_error(
+            ranks or self.ranks,
+            f"under the limit of {_bytes(max_simulated_bytes())}, but this machine could not allocate them",
+            f"simulate at smaller sizes (--set), or set {MEMORY_ENV}=BYTES to what the machine has free",
+        )
+
+    def _memory_error(self, ranks: int, why: str, hint: str) -> CompileError:
         big = max(self.program.tensors, key=lambda t: math.prod(t.shape) * numpy_dtype(t.dtype).itemsize)
         size = math.prod(big.shape) * numpy_dtype(big.dtype).itemsize
         decl = self.graph.tensors.get(big.name)
         span = decl.span if decl is not None else self.graph.span
-        raise CompileError(
-            [
-                diag(
-                    "E108",
-                    span,
-                    f"simulating this layer needs {_bytes(need)} for its tensors on {ranks} rank(s), over "
-                    f"the limit of {_bytes(limit)}; the largest is {big.name} {tuple(big.shape)} "
-                    f"({_bytes(size)} per rank)",
-                    hint=f"simulate at smaller sizes (--set), or raise the limit with {MEMORY_ENV}=BYTES",
-                )
-            ]
+        message = (
+            f"simulating this layer needs {_bytes(self.memory_needed(ranks))} for its tensors on {ranks} "
+            f"rank(s), {why}; the largest is {big.name} {tuple(big.shape)} ({_bytes(size)} per rank)"
         )
+        return CompileError([diag("E108", span, message, hint=hint)])
 
     def make_inputs(self, seed: int = 0, ranks: int | None = None) -> list[dict[str, np.ndarray]]:
         """Inputs from the golden's ``make_inputs``, else seeded normal floats / zero integers

@@ -154,6 +154,13 @@ def cmd_run(session) -> int:
         layer, ranks, scalars, round_scalars = _prepare_replay(session, schedule)
     else:
         layer, ranks, scalars, round_scalars = prepare_run(session)
+    try:
+        return _run_in_process(args, layer, ranks, scalars, round_scalars, schedule)
+    except MemoryError:
+        raise layer.out_of_memory(ranks) from None
+
+
+def _run_in_process(args, layer, ranks, scalars, round_scalars, schedule) -> int:
     inputs = layer.make_inputs(args.seed, ranks)
     for per in inputs:
         per.update(scalars)

@@ -156,6 +156,28 @@ def test_a_tensor_too_large_to_simulate_is_e108_before_anything_is_allocated(tmp
     )
 
 
+@pytest.mark.parametrize("where", ["make_inputs", "run"])
+def test_tensors_under_the_limit_the_machine_cannot_allocate_are_e108_not_an_internal_error(
+    tmp_path, capsys, monkeypatch, where
+):
+    """A fuzz case: 4.8 GiB of inputs under the 8 GiB limit in a process that had less free."""
+    from dsl.driver.api import CompiledLayer
+
+    def no_memory(*_args, **_kwargs):
+        raise MemoryError("Unable to allocate 4.77 GiB for an array")
+
+    monkeypatch.setattr(CompiledLayer, where, no_memory)
+    (tmp_path / "l.dsl").write_text(
+        "layer l(T = 16) {\n  input x: f32[T, 4]\n  output y: f32[T, 4]\n  task t on aiv { y[:, :] = x[:, :] }\n}\n"
+    )
+    code, out, err = run(capsys, "run", str(tmp_path / "l.dsl"))
+    assert code == 2 and "internal error" not in out + err
+    assert (
+        f"{tmp_path / 'l.dsl'}:2:3: E108 simulating this layer needs 512 B for its tensors on 1 rank(s), under "
+        "the limit of 8.0 GiB, but this machine could not allocate them; the largest is x (16, 4) (256 B per rank)"
+    ) in out
+
+
 def test_the_simulator_memory_limit_is_configurable(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("DSLC_MAX_SIM_BYTES", "1000")
     code, out, _ = run(capsys, "run", str(SPLITK))
@@ -206,3 +228,45 @@ def test_help_lists_each_command_once_and_documents_policy(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "--policy {fifo,random,adversarial} how the simulated scheduler breaks ties" in text
     assert "--no-lint do not run the error-level lint before simulating" in text
+
+
+def test_prev_of_a_task_that_failed_to_elaborate_reports_that_tasks_error_only(tmp_path, capsys):
+    """A fuzz case: `after sendsend` (a typo) left task `arrive` out of the graph, and the later
+    `prev(arrive)` then looked it up: an internal KeyError instead of the typo's E401."""
+    (tmp_path / "l.dsl").write_text(
+        "layer l(T = 16) {\n  scalar epoch: i32 in 1..8\n  input x: f32[T, 4]\n  output y: f32[T, 4]\n"
+        "  task send on aiv { y[:, :] = x[:, :] }\n"
+        "  task arrive on aiv after sendsend { y[:, :] = x[:, :] }\n"
+        "  task sync on aiv after arrive, prev(arrive) { y[:, :] = x[:, :] }\n}\n"
+    )
+    for command in ("check", "run", "compile"):
+        extra = ["-o", str(tmp_path / "out")] if command == "compile" else []
+        code, out, err = run(capsys, command, str(tmp_path / "l.dsl"), *extra)
+        assert code == 2, command
+        assert f"{tmp_path / 'l.dsl'}:6:28: E401 unknown task 'sendsend'" in out + err, command
+
+
+def test_a_rank_count_past_the_analysis_budget_is_not_listed_rank_by_rank(tmp_path):
+    """A fuzz case: `EP in {2, 2147483648}` made D115 build a list of 2**31 ranks (MemoryError).
+    Run in a child capped at 2 GiB, so a regression fails here instead of filling the machine."""
+    import resource
+    import subprocess
+    import sys
+
+    (tmp_path / "l.dsl").write_text(
+        "layer l(EP = 8 in {2, 2147483648, 8}, D = 64) {\n  ranks EP\n  input x: f32[EP, D]\n"
+        "  output y: f32[1, D]\n  task mine on aiv { y[0, :] = x[rank, :] }\n}\n"
+    )
+
+    def cap():
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "dsl.driver.cli", "check", str(tmp_path / "l.dsl")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=cap,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 file(s) checked: 0 error(s), 0 warning(s), 0 note(s)" in proc.stdout + proc.stderr

@@ -51,7 +51,8 @@ take the same branch.
 ## Parameter and round coverage
 
 Parameters: every admissible point of each structure class, the compiled point first, thinned
-beyond 256 points.
+beyond 256 points; a point with more ranks, or more ranks x blocks for a barrier, than the
+signal analysis lists (400,000 executions) is not judged there.
 Rounds: one round (each round must pace every rank).
 """
 
@@ -64,6 +65,7 @@ from lowering.checks.bodies import BlockUniform
 from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Uncountable
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.signals import MAX_INSTANCES
 from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
 
@@ -137,6 +139,8 @@ def _barriers(graph: Graph, task: Task, env: dict, where: str) -> Iterator[Diagn
             return
         per_op[op.order] = c
         total.update(c)
+    if nranks * blocks > MAX_INSTANCES:
+        return  # too many to list (see the coverage section)
     everyone = [(r, b) for r in range(nranks) for b in range(blocks)]
     if len({total[k] for k in everyone}) <= 1:
         return
@@ -178,6 +182,8 @@ def _unpaced(graph: Graph, env: dict, where: str) -> Iterator[Diagnostic]:
     wait for the root's release are all paced once per round. What breaks is a rank that
     waits for nothing at all while its peers do."""
     nranks = counting.evaluate_or_raise(graph.ranks, env, "ranks")
+    if nranks > MAX_INSTANCES:
+        return  # too many ranks to list (see the coverage section)
     total: Counter = Counter()
     ops = []  # (task, signal, op, per-rank counts)
     for task in graph.tasks:
