@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from lintutil import FIXTURES, lint, triples
 
 from dsl.frontend import compile_file
@@ -37,6 +38,26 @@ def test_r501_respects_transitive_order(tmp_path):
         "}\n"
     )
     assert lint(src, codes=RACE_CODES) == []
+
+
+@pytest.mark.parametrize(
+    ("rows", "shown"),
+    [("0 : T", True), ("0 : 16", False)],  # the reader covers every row the scatter can reach, or not
+)
+def test_r501_says_when_an_overlap_rests_on_a_region_widened_over_data(tmp_path, rows, shown):
+    src = tmp_path / "scatter.dsl"
+    src.write_text(
+        "layer scatter(T = 64, D = 32) {\n"
+        "  input idx: i32[1, 1]\n  input x: f32[T, D]\n  inout y: f32[T, D]\n  output out: f32[T, D]\n"
+        f"  task gather on aiv {{ out[{rows}, :] = y[{rows}, :] }}\n"
+        "  task scatter on aiv {\n    let r = read(idx[0, 0])\n    y[r : r + 1, :] = x[0:1, :]\n  }\n"
+        "}\n"
+    )
+    (d,) = lint(src, codes={"R501"})
+    assert (d.code, d.span.line, d.span.col) == ("R501", 9, 5)
+    assert d.message.startswith("WAR race on `y`: scatter writes y[0:")
+    possible = "(possible, not shown: a region here depends on data or on a loop bound the analysis cannot"
+    assert (possible in d.message) is not shown
 
 
 def test_r501_names_manual_tasks(tmp_path):

@@ -61,6 +61,9 @@ class Conflict:
     cause: str
     where: str  # elements both touch (one instance)
     reader: Task | None = None  # waw: a later task that reads the contested elements back
+    # No pair of exact executions meets: the overlap needs a region the analysis widened to the
+    # extent (an index or a loop bound that depends on data) or an access under a data condition.
+    possible: bool = False
 
 
 def call_alias(graph: Graph, c: Conflict) -> Alias | None:
@@ -108,11 +111,11 @@ def _find(graph: Graph, ctx: CheckContext):
             found = _pair(graph, tensor.kind, t1, accs1, t2, accs2)
             if found is None:
                 continue
-            a, b, where = found
+            a, b, where, possible = found
             kind = "war" if not a.writes else ("raw" if not b.writes else "waw")
             cause = _cause(kind, tensor.manual_dep, t1, t2, tags[t2.name].get(name))
             reader = _reader(graph, users, j, b, readers) if kind == "waw" else None
-            yield Conflict(name, t1, t2, a, b, kind, cause, where, reader)
+            yield Conflict(name, t1, t2, a, b, kind, cause, where, reader, possible)
 
 
 def users_of(graph: Graph, tensor: str) -> list[tuple[Task, list[Access]]]:
@@ -185,10 +188,42 @@ def _pair(graph: Graph, kind: str, t1: Task, accs1: list[Access], t2: Task, accs
             if not hulls_meet(_hull(graph, t1, a), _hull(graph, t2, b)):
                 continue
             ha, hb = aligned(graph, _hits(graph, t1, a), _hits(graph, t2, b))
-            pair = first_overlap(ha, hb)
+            pair = first_overlap(ha, hb, accept=_shown)
+            possible = pair is None
+            if possible:
+                pair = first_overlap(ha, hb)
             if pair is not None:
-                return a, b, graph.tensors[a.tensor].name + intersection_text(pair[0].region, pair[1].region)
+                where = graph.tensors[a.tensor].name + intersection_text(pair[0].region, pair[1].region)
+                return a, b, where, possible
     return None
+
+
+def _shown(x, y) -> bool:
+    """Whether executions ``x`` and ``y`` (which meet) certainly overlap: both exact, or one
+    exact and containing the whole hull the other was widened to (every element the widened
+    one can touch is the exact one's)."""
+    if x.maybe or y.maybe:
+        return False
+    if x.exact and y.exact:
+        return True
+    if x.exact == y.exact:
+        return False
+    exact, widened = (x, y) if x.exact else (y, x)
+    return all(
+        e_step == 1 and e_lo <= w_lo and w_hi <= e_hi
+        for (e_lo, e_hi, e_step), (w_lo, w_hi, _) in zip(exact.region, widened.region, strict=True)
+    )
+
+
+def possible_text(group: list[Conflict]) -> str:
+    """What a finding on ``group`` (one site) adds when no instance of it is a shown overlap."""
+    if not all(c.possible for c in group):
+        return ""
+    return (
+        " (possible, not shown: a region here depends on data or on a loop bound the analysis cannot "
+        "evaluate and is taken over its whole extent; if the indices keep the accesses apart, suppress "
+        "this with the reason)"
+    )
 
 
 def _hits(graph: Graph, task: Task, access: Access):

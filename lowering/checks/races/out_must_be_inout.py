@@ -66,6 +66,7 @@ from lowering.checks.races.conflicts import (
     conflicts,
     grouped,
     instances_text,
+    possible_text,
     same_index,
 )
 from lowering.checks.rule import CheckContext, finding
@@ -96,7 +97,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 c.b.span,
                 f"{t2} reads {c.where} of manual_dep `{c.tensor}` that {t1} writes, but no chain of edges "
                 f"leads from {t1} to {t2}: a manual_dep tensor gets no inferred edges, its ordering rides "
-                f"only on `after`, so {t2} can read before the write lands{instances_text(group)}",
+                f"only on `after`, so {t2} can read before the write lands{possible_text(group)}{instances_text(group)}",
                 fix=after_fix(c.first, c.second, same_index(group)),
                 related=((c.a.span, f"the write of {t1}"),),
             )
@@ -108,7 +109,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             c.b.span,
             f"{t2} writes {c.where} as a pure Out (OUTPUT_EXISTING) after {t1} wrote it, and {reader} reads "
             f"it back: an Out argument looks up no earlier writer, so {t2} takes no WAW edge on {t1} and "
-            f"{reader} reads whichever write lands last{instances_text(group)}",
+            f"{reader} reads whichever write lands last{possible_text(group)}{instances_text(group)}",
             fix=f"declare `{c.tensor}` inout so every write registers as InOut (or run the writers in a "
             f"`range` loop, or {after_fix(c.first, c.second, same_index(group))})",
             related=((c.a.span, f"the earlier write of {t1}"),),

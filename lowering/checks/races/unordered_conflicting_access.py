@@ -21,7 +21,11 @@ Windows and signal cells are not checked here (peers write them; the handshake o
 reads, see the protocol rules). Pairs of atomic adds belong to N201, an unordered zero seed
 of an accumulator to N202, a read of a `manual_dep` tensor and a pure-`Out` write read back
 later to R503, and blocks of one grid to R505. Overlap is decided per element, from the
-exact region of every block and iteration at the layer's parameter point. The work is
+exact region of every block and iteration at the layer's parameter point. A region that
+depends on data (an index read from a tensor, a loop whose trip count comes from data) is
+taken over its whole extent: the pair is still reported, since nothing rules the overlap out,
+but the finding says "possible, not shown" unless the other access covers everything the
+widened one can reach (then the overlap is certain). The same holds for R503. The work is
 bounded: past 100,000 pairs of tasks whose regions meet in one graph, the analysis stops and
 an R501 note at the declaration of the tensor where it stopped says so.
 
@@ -73,6 +77,7 @@ from lowering.checks.races.conflicts import (
     conflicts,
     grouped,
     instances_text,
+    possible_text,
     same_index,
     truncated,
 )
@@ -124,7 +129,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             CODE,
             SEVERITY,
             c.b.span,
-            f"{kind} race on `{c.tensor}`: {_why(c)}{instances_text(group)}",
+            f"{kind} race on `{c.tensor}`: {_why(c)}{possible_text(group)}{instances_text(group)}",
             fix=after_fix(c.first, c.second, same_index(group)),
             related=((c.a.span, f"the access of {c.first.name}"), (c.second.header_span, "the later task")),
         )
