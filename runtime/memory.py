@@ -274,7 +274,12 @@ class BlockContext:
             raise ValueError(f"{self.task}[{self.block}]: wait cmp must be 'ge' or 'eq', got {cmp!r}")
         if self._mem.kinds.get(signal) != "signal":
             raise ValueError(f"{self.task}[{self.block}]: wait target {signal!r} is not a signal")
-        return cell_key(index)
+        key = cell_key(index)
+        shape = self._mem.arrays[signal].shape
+        if len(key) != len(shape) or not all(0 <= k < n for k, n in zip(key, shape, strict=False)):
+            # checked here, in the kernel: the cell is read when the wait is yielded, outside it
+            raise IndexError(f"wait on {format_cell(signal, key)}, outside {signal}'s shape {tuple(shape)}")
+        return key
 
     def wait(self, signal: str, index: Any, cmp: str = "ge", expected: int = 1) -> Wait:
         """A wait on this rank's cell ``signal[index]``; ``yield`` it to block until it holds."""

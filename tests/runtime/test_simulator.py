@@ -395,6 +395,21 @@ def test_kernel_exception_names_the_block():
         simulate(Program("k", (), (), (TaskSpec("bad", "aiv", 2, bad),)))
 
 
+@pytest.mark.parametrize("index", [2147483648, -1, (0, 0)])
+def test_a_wait_on_a_cell_outside_its_signal_is_a_kernel_error(index):
+    """A fuzz case: `wait released[2147483648]` on a one-cell signal was an IndexError of the
+    engine (an internal error of `dslc run --no-lint`), not an error of the kernel."""
+
+    def waits(ctx):
+        yield ctx.wait("ready", index, "ge", 1)
+
+    program = Program(
+        "w", (TensorSpec("ready", (1,), "int32", "signal"),), (), (TaskSpec("w", "aiv", 1, waits),)
+    )
+    with pytest.raises(KernelError, match=r"w\[0\] \(rank 0, round 1\) raised IndexError: wait on ready\["):
+        simulate(program)
+
+
 def test_presets_and_progress_flag_without_tty():
     for preset, n_aiv in (("sim", 16), ("a2a3", 48), ("a5", 72)):
         res = simulate(
