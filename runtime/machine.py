@@ -57,6 +57,25 @@ class Core:
         return f"<Core r{self.rank} {self.name}>"
 
 
+#: The fields of a :class:`TaskInst` the engine changes as a run goes (its scheduling state),
+#: but ``complete_at``, which only reports and traces read: what a snapshot of an instance holds
+#: (``runtime.verify.snapshots`` for the explorer, ``runtime.mpi.snapshot`` with ``complete_at``).
+INST_STATE = (
+    "n_incomplete",
+    "n_unresolved",
+    "resolved",
+    "complete",
+    "ready",
+    "early",
+    "queued",
+    "pred_done",
+    "retired",
+    "next_block",
+    "finished",
+    "barrier_gen",
+)
+
+
 class TaskInst:
     """One task of one round on one rank: its fan-in counters, queue membership and blocks."""
 
@@ -69,22 +88,11 @@ class TaskInst:
         "shape",
         "producers",
         "consumers",
-        "n_incomplete",
-        "n_unresolved",
-        "resolved",
-        "complete",
-        "ready",
-        "early",
-        "queued",
-        "pred_done",
-        "retired",
-        "next_block",
-        "finished",
+        *INST_STATE,
         "blocks",
         "mem",
         "complete_at",
         "barrier_wait",
-        "barrier_gen",
     )
 
     def __init__(self, spec: TaskSpec, si: int, rank: int, round_: int, mem: RankMemory) -> None:
@@ -119,25 +127,6 @@ class TaskInst:
 
     def __repr__(self) -> str:
         return f"<TaskInst {self.spec.name} r{self.rank} round{self.round}>"
-
-
-#: The fields of a :class:`TaskInst` the engine changes as a run goes (its scheduling state),
-#: but ``complete_at``, which only reports and traces read: what a snapshot of an instance holds
-#: (``runtime.verify.snapshots`` for the explorer, ``runtime.mpi.snapshot`` with ``complete_at``).
-INST_STATE = (
-    "n_incomplete",
-    "n_unresolved",
-    "resolved",
-    "complete",
-    "ready",
-    "early",
-    "queued",
-    "pred_done",
-    "retired",
-    "next_block",
-    "finished",
-    "barrier_gen",
-)
 
 
 class Block:
