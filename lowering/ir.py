@@ -195,6 +195,9 @@ class Tensor:
     # graphs read from PyPTO set these; rule R502 checks accesses through two views.
     view_of: str | None = None
     view_offset: int = 0
+    # False when the reader could not evaluate where the view starts (``view_offset`` is then
+    # 0, a placeholder): rule R502 does not judge byte overlaps through it.
+    view_placed: bool = True
     # The value a PyPTO ``pl.create_tensor(..., init_value=v)`` fills the buffer with when it is
     # created (before any task that uses it); None: not initialised.
     init_value: float | None = None
@@ -424,6 +427,11 @@ class Graph:
     # elsewhere the layer has other tasks, and ``admissible_points`` leaves those points out.
     structure: tuple[tuple[Expr, int], ...] = ()
     aliases: tuple[Alias, ...] = ()  # tensors a call binds under several names (rule R502)
+    # What the runtime scalar of a wait threshold counts. A dslc layer passes the round number
+    # (``rounds``: docs/lint.md). A PyPTO program passes a 1-based *call id* that restarts at
+    # every dispatch of the program (``calls``, runtime-model.md §1.9 "Epochs"): on a cell the
+    # program clears every dispatch, the first call's wait is judged at epoch 1 only.
+    epoch_counts: str = "rounds"
 
     def env(self) -> dict[str, int]:
         """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""

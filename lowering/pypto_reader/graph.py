@@ -33,6 +33,7 @@ from lowering.pypto_reader.modules import Loader, ModuleInfo, ModuleInterpreter
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.program import Program
 from lowering.pypto_reader.scopes import OrchReader
+from lowering.pypto_reader.signal_clears import zero_writes_as_clears
 from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal
 from lowering.symbolic import Const, EvalError, Expr, evaluate
 
@@ -243,6 +244,7 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
                     a.span,
                 )
     _fit_ranks(prog, tensors)
+    zero_writes_as_clears(prog.tasks, tensors)
     name = entry.node.name
     if name.endswith("_test") and len(name) > 5:
         name = name[: -len("_test")]
@@ -270,6 +272,7 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
         tasks=prog.tasks,
         ranks=prog.ranks,
         nranks=nranks,
+        epoch_counts="calls",
     )
     if guards or derived:
         graph.guards, graph.derived = guards, derived

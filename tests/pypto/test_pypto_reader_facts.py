@@ -169,9 +169,10 @@ def test_a_store_of_a_tile_with_a_valid_shape_writes_its_valid_rows_only():
 def test_notifies_chosen_by_a_scalar_argument_are_not_data():
     triples, out = findings("scalar_peers")
     # by_argument's peers follow `sub_rank`, which the caller passes: no D103; by_data's follow GM data
-    assert [t for t in triples if t[0] == "D103"] == [("D103", 36, 9)]
-    assert "the condition on line 34 depends on data" in next(d for d in out if d.code == "D103").message
-    assert triples == [("D103", 36, 9), ("D107", 23, 5), ("D107", 32, 5), ("D109", 32, 5)]
+    assert [t for t in triples if t[0] == "D103"] == [("D103", 38, 9)]
+    assert "the condition on line 36 depends on data" in next(d for d in out if d.code == "D103").message
+    # and no D113 at the clear of `done` (line 41): its cells' credits follow `sub_rank` too
+    assert triples == [("D103", 38, 9), ("D107", 25, 5), ("D107", 34, 5), ("D109", 34, 5)]
 
 
 def test_a_window_of_a_produced_row_holds_at_most_its_width_of_finite_candidates():
@@ -233,3 +234,43 @@ def test_a_program_class_built_in_a_builder_sees_the_builders_arguments():
         ("src", "read", [("(3 * ROWS)", "((3 * ROWS) + ROWS)"), ("0", "WIDTH")]),
         ("dst", "write", [("(3 * ROWS)", "((3 * ROWS) + ROWS)"), ("0", "(WIDTH // 2)")]),
     ]
+
+
+def test_a_zero_pl_write_into_a_signal_cell_is_the_cells_clear():
+    # the program-end clear, ordered after the waits: neither threshold goes stale (D113 took
+    # the constant threshold on a never-cleared counter) and the epoch-scaled one is judged at
+    # the first call of a dispatch only (D103 took epoch 2 against a cell cleared every round)
+    triples, _ = findings("signal_clear")
+    assert triples == []
+    (g,) = read_pypto(READER / "signal_clear" / "model.py").graphs
+    clear = g.task("clear_signals")
+    assert [(s.signal, s.op, str(s.value), str(s.peer)) for s in clear.notifies] == [
+        ("arrived", "set", "0", "rank"),
+        ("done", "set", "0", "rank"),
+    ]
+    assert [a.tensor for a in clear.accesses] == ["y"]  # the anchor read only
+
+
+def test_a_signal_clear_not_ordered_after_the_waits_is_unsafe():
+    triples, out = findings("signal_clear_early")
+    assert triples == [("D113", 50, 13), ("D113", 51, 13)]
+    assert (
+        "clear_signals zero-writes arrived (`= 0`): arrived[1] on rank 0 receives 1 credits" in out[0].message
+    )
+
+
+def test_a_fresh_buffer_assembled_in_orchestration_is_a_slice_of_its_target():
+    # the notes: the host read, the loop read once, where `piece` starts; no R502 between the
+    # two unplaced pieces (at their placeholder offset 0 they would meet)
+    triples, _ = findings("assemble_slice")
+    assert triples == [("P001", 34, 9), ("P001", 36, 9), ("P001", 40, 20)]
+    (g,) = read_pypto(READER / "assemble_slice" / "model.py").graphs
+    assert {(e.src, e.dst) for e in g.edges} == {
+        ("fill[0]", "use"),
+        ("fill[1]", "use"),
+        ("fill_late[0][*]", "use_late"),
+        ("fill_late[1][*]", "use_late"),
+    }
+    tile1 = g.tensors["tile[1]"]
+    assert (tile1.view_of, tile1.view_offset, tile1.view_placed) == ("out", 16 * 64 * 4, True)
+    assert not g.tensors["piece[1][*]"].view_placed  # `j` counts to a value read at run time

@@ -17,6 +17,9 @@ Two ways a signal (or a window) is reused across rounds unsafely (seed-bugs.md Â
    full per-round count of credits. For a window, the wait must be on a signal that
    publishes the window (its notifier is, or runs after, a task that remote-stores it).
    Clearing a cell on another rank is always reported: only the owner can observe its cell.
+   In PyPTO a clear is a zero ``pl.write`` into the signal's window (the reader turns it into
+   ``notify sig[i] @ rank = 0``). A clear of cells whose credits depend on a runtime scalar
+   argument (``tp_rank``) is not judged, as D103 does not judge such counts.
 
 The clear check is R9 as stated: it does not model a peer that is already a round ahead.
 ``dslc verify --rounds 2`` does, and finds that a clear after the full-count wait still races
@@ -72,6 +75,7 @@ from lowering.checks.protocol import counting
 from lowering.checks.protocol.counting import Unchecked, Uncountable
 from lowering.checks.rounds import ordered_before
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.signals import ScalarDependent
 from lowering.ir import Graph, SignalOp, Task
 from lowering.source import Diagnostic
 
@@ -240,6 +244,8 @@ def _signal_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                             f"the zero-write and leak into the next round"
                         )
                         break
+            except ScalarDependent:
+                continue  # fixed by the caller's scalar arguments, not by data: as D103, not judged
             except Uncountable as err:
                 problem = f"which cells it clears, or what they receive, depends on data ({err.reason})"
             if problem is not None:

@@ -14,7 +14,9 @@ the threshold must be ``epoch * n`` where ``n`` is the per-epoch count. Two refi
   so the threshold is ``prefix + (epoch - 1) * net`` (``net`` = what one round leaves in
   the cell after retires);
 - a cell cleared every round (``notify sig[i] @ rank = 0``) must be waited with the
-  per-round count, not an epoch multiple.
+  per-round count, not an epoch multiple. In a graph read from PyPTO the threshold's scalar
+  is a call id that restarts at every dispatch (runtime-model §1.9, *Epochs*), so on a cell
+  the program clears (a zero ``pl.write``) only the first call's threshold is judged.
 
 A count that depends on data -- a notify under a data-dependent ``if``, a loop over a
 data-dependent count, a data-dependent peer, cell or value, a notifier task with a
@@ -83,11 +85,14 @@ def _deferred_to_d113(c: CellCount) -> bool:
     return c.slope == 0 and c.net > 0 and c.f1 == c.prefix
 
 
-def _mismatch(c: CellCount) -> int | None:
+def _mismatch(c: CellCount, epoch_counts: str) -> int | None:
     """The first epoch (1 or 2) at which the threshold is wrong, or None."""
     if c.flag or c.credits == 0 or _deferred_to_d113(c):
         return None  # flags: D111/D113; cells nothing notifies: D106; no epoch growth: D113
-    for e in (1, 2):
+    # A PyPTO epoch is a call id that restarts at every dispatch: a cell cleared every
+    # dispatch only ever meets the first call's threshold (Graph.epoch_counts).
+    epochs = (1,) if c.cleared and epoch_counts == "calls" else (1, 2)
+    for e in epochs:
         if (c.f1 if e == 1 else c.f2) != c.required(e):
             return e
     return None
@@ -162,7 +167,9 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     break
                 except Unchecked:
                     break
-                bad = next(((c, e) for c in cells if (e := _mismatch(c)) is not None), None)
+                bad = next(
+                    ((c, e) for c in cells if (e := _mismatch(c, graph.epoch_counts)) is not None), None
+                )
                 if bad is None:
                     continue
                 c, e = bad
