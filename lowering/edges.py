@@ -132,6 +132,17 @@ def base_buffer(graph: Graph, name: str) -> tuple[str, int]:
     return tensor.name, offset
 
 
+def view_placed(graph: Graph, name: str) -> bool:
+    """Whether every view from ``name`` down to its base buffer has a known offset."""
+    tensor, seen = graph.tensors[name], set()
+    while tensor.view_of is not None and tensor.name not in seen and tensor.view_of in graph.tensors:
+        if not tensor.view_placed:
+            return False
+        seen.add(tensor.name)
+        tensor = graph.tensors[tensor.view_of]
+    return tensor.view_placed
+
+
 def _tag(graph: Graph, task: Task, fp: Footprint, writers: dict[str, set[str]]) -> str:
     if graph.tensors[fp.tensor].created_by == task.name:
         return OUTPUT  # the runtime allocates it for this task

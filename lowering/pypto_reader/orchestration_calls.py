@@ -105,6 +105,8 @@ class OrchestrationCalls:
             return self.reshape(node)
         if path in ("pl.slice", "pl.tensor.slice"):
             return self.slice_view(node)
+        if path in ("pl.assemble", "pl.tensor.assemble"):
+            return self.assemble_into(node)
         if path in ("pl.read", "pl.tensor.read", "pl.write", "pl.tensor.write"):
             what = "read" if path.endswith("read") else "write"
             self.notes.not_modelled(
@@ -184,13 +186,14 @@ class OrchestrationCalls:
             TensorInfo(
                 name, root.dtype, shape, root.kind if root.kind != "output" else "output", root.manual_dep,
                 span_of(self.file, node), root.distributed, root.declared_inout, view_of=src.root,
-                view_offset=offset,
+                view_offset=offset or 0, view_placed=offset is not None,
             )
         )  # fmt: skip
         return TensorVal(info.name)
 
-    def view_offset(self, src: TensorVal, root: TensorInfo, node: ast.AST) -> int:
-        """Byte offset of the first element of the slice ``src`` in its root (0 for the root)."""
+    def view_offset(self, src: TensorVal, root: TensorInfo, node: ast.AST) -> int | None:
+        """Byte offset of the first element of the slice ``src`` in its root (0 for the root;
+        None, with a note, when an offset or a dimension cannot be evaluated)."""
         if src.offsets is None:
             return 0
         dims = [self.value_of(d) for d in root.shape] if root.shape is not None else None
@@ -199,13 +202,49 @@ class OrchestrationCalls:
             self.notes.not_modelled(
                 span_of(self.file, node),
                 f"where in '{src.root}' this view starts (an offset or dimension the reader cannot evaluate)",
-                "its accesses are placed at the start of the buffer: edges and races through it may be missing",
+                "its accesses are placed at the start of the buffer: edges through it may be wrong, and "
+                "races through two views of the buffer (R502) are not judged",
             )
-            return 0
+            return None
         flat = 0
         for o, d in zip(offs, dims, strict=True):
             flat = flat * d + o  # type: ignore[operator]
         return flat * DTYPE_BYTES.get(root.dtype, 4)
+
+    def assemble_into(self, node: ast.Call) -> Val:
+        """``target = pl.assemble(target, buf, offsets)`` in orchestration, ``buf`` a ``pl.create_tensor``.
+
+        PyPTO's FuseCreateAssembleToSlice pass (runtime-model.md §3) allocates such a buffer as the
+        slice of ``target`` at ``offsets``: the tasks that wrote ``buf`` wrote those bytes of
+        ``target``, and its readers depend on them. The buffer becomes a view of the target.
+        """
+        b = self.arguments(node, ["target", "source", "offset"])
+        target = self.eval(b["target"]) if "target" in b else None
+        source = self.eval(b["source"]) if "source" in b else None
+        offs = self.int_seq(b.get("offset"))
+        info = self.prog.tensors.get(source.root) if isinstance(source, TensorVal) else None
+        root = self.prog.tensors.get(target.root) if isinstance(target, TensorVal) else None
+        if (
+            root is None
+            or info is None
+            or offs is None
+            or info.shape is None
+            or source.offsets is not None  # type: ignore[union-attr]
+            or info.view_of is not None
+            or info.kind != "scratch"
+        ):
+            self.notes.not_modelled(
+                span_of(self.file, node),
+                "an orchestration pl.assemble whose source is not a fresh pl.create_tensor buffer",
+                "the copy is in no task: edges from the source's writers to the target's readers are missing",
+            )
+            return target if isinstance(target, TensorVal) else UNKNOWN
+        view = _view(target, offs, info.shape, ())  # type: ignore[arg-type]
+        offset = self.view_offset(view, self.prog.tensors.get(view.root) or root, node)
+        info.view_of, info.view_offset, info.view_placed = view.root, offset or 0, offset is not None
+        info.kind, info.manual_dep = root.kind, root.manual_dep
+        info.distributed, info.declared_inout = root.distributed, root.declared_inout
+        return target
 
     def slice_view(self, node: ast.Call) -> Val:
         b = self.arguments(node, ["input", "shape", "offset"])

@@ -30,6 +30,7 @@ class TensorInfo:
     declared_inout: bool = False  # an InOut parameter of the entry (R-enclosing)
     view_of: str | None = None
     view_offset: int = 0
+    view_placed: bool = True  # False: where the view starts is unknown (view_offset is 0)
     init_value: float | None = None
     created_by: str | None = None  # the task that allocates it (a tile living past its scope)
 
@@ -79,6 +80,7 @@ class TensorTable:
             extra = {
                 "view_of": info.view_of,
                 "view_offset": info.view_offset,
+                "view_placed": info.view_placed,
                 "init_value": info.init_value,
                 "created_by": info.created_by,
             }

@@ -26,6 +26,10 @@ decode KV writeback wrote the cache through one view while the gather still read
 another, and `x_out` was wrong in 7 % of the runs. Per-name reasoning (a reviewer's, or a
 checker's) does not see the alias at all.
 
+A view whose start the PyPTO reader cannot evaluate (an offset that depends on data or on a
+loop the reader reads once) is not judged: its bytes are unknown, and the reader's P001 note
+at the view says so.
+
 ## Example
 
     kv      = buffer [T, D]
@@ -55,7 +59,7 @@ from collections.abc import Iterator
 from lowering.checks.access_instances import Hit, distinct, hits, local_tensor
 from lowering.checks.races.conflicts import call_alias, conflicts, grouped, instances_text
 from lowering.checks.rule import CheckContext, finding
-from lowering.edges import base_buffer, task_footprints_cached
+from lowering.edges import base_buffer, task_footprints_cached, view_placed
 from lowering.ir import Access, Graph, Task, Tensor
 from lowering.source import Diagnostic
 
@@ -133,7 +137,7 @@ def _call_aliases(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
 def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     groups: dict[str, dict[str, int]] = {}
     for name, tensor in graph.tensors.items():
-        if local_tensor(tensor):
+        if local_tensor(tensor) and view_placed(graph, name):  # where else it sits is unknown
             base, offset = base_buffer(graph, name)
             groups.setdefault(base, {})[name] = offset
     env = graph.env()
