@@ -295,6 +295,8 @@ class OrchestrationCalls:
             return UNKNOWN
         callee = self.eval(node.args[0])
         if not isinstance(callee, FuncVal):
+            callee = self.program_method(node.args[0]) or callee
+        if not isinstance(callee, FuncVal):
             self.notes.not_modelled(
                 span_of(self.file, node),
                 f"{path} of a kernel the reader cannot resolve",
@@ -313,6 +315,18 @@ class OrchestrationCalls:
         outs = tuple(v for v in self._last_outputs(callee, call))
         out_val: Val = outs[0] if len(outs) == 1 else SeqVal(outs)
         return SeqVal((out_val, TaskIdVal((name,))))
+
+    def program_method(self, node: ast.expr) -> FuncVal | None:
+        """``self.kernel`` in a ``@pl.jit`` function (no ``self`` bound): ``@pl.jit`` materialises
+        the file's kernels as methods of the program it builds, so it names the module's kernel."""
+        if not (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+        ):
+            return None
+        if self.frame.self_val is not None or "self" in self.frame.locals:
+            return None
+        found = self.frame.module.globals.get(node.attr)
+        return found if isinstance(found, FuncVal) and found.kind in ("incore", "extern") else None
 
     def _last_outputs(self, callee: FuncVal, call: ast.Call) -> list[Val]:
         frame = Frame(callee.module)

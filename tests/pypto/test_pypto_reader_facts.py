@@ -274,3 +274,11 @@ def test_a_fresh_buffer_assembled_in_orchestration_is_a_slice_of_its_target():
     tile1 = g.tensors["tile[1]"]
     assert (tile1.view_of, tile1.view_offset, tile1.view_placed) == ("out", 16 * 64 * 4, True)
     assert not g.tensors["piece[1][*]"].view_placed  # `j` counts to a value read at run time
+
+
+def test_a_kernel_submitted_as_self_kernel_from_a_jit_function_is_the_modules_kernel():
+    triples, _ = findings("program_method")
+    assert triples == []  # no P001 "a kernel the reader cannot resolve"
+    (g,) = read_pypto(READER / "program_method" / "model.py").graphs
+    assert [(t.name, t.blocks) for t in g.tasks] == [("scale", 4), ("publish", 1)]
+    assert [(e.src, e.dst, e.kind) for e in g.edges] == [("scale", "publish", "explicit")]
