@@ -203,7 +203,7 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
         for task in graph.tasks:
             if round_index == 0:
                 for dep in task.after:
-                    out.append(Edge(dep.target, task.name, "explicit", dep.span))
+                    out.append(Edge(dep.target, task.name, "host" if dep.host else "explicit", dep.span))
             if task.manual:
                 continue
             fps = _footprints(graph, task, env)

@@ -294,10 +294,13 @@ class Predicate:
 
 @dataclass(frozen=True)
 class DepRef:
-    """An explicit ``after`` edge as written (resolved to task names)."""
+    """An explicit ``after`` edge as written (resolved to task names). ``host``: an ordering
+    the orchestrator makes by waiting (a PyPTO host-side ``pl.read``) -- the task is submitted
+    after ``target`` completed -- not a dependency the runtime tracks."""
 
     target: str
     span: Span
+    host: bool = False
 
 
 @dataclass
@@ -338,7 +341,7 @@ class Task:
         return tuple(s for s in self.signals if s.kind == "notify")
 
 
-EDGE_KINDS = ("explicit", "raw", "waw", "creator")
+EDGE_KINDS = ("explicit", "raw", "waw", "creator", "host")
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +358,8 @@ class Edge:
     def reason(self) -> str:
         if self.kind == "explicit":
             return "after"
+        if self.kind == "host":
+            return "submitted after the host waited for it"
         if self.kind == "creator":
             return f"creator of {self.tensor}"
         what = "anchor read" if self.anchor else self.kind.upper()
@@ -469,10 +474,12 @@ class Graph:
             self.__dict__["_task_index"] = cache
         return cache
 
-    def predecessors(self) -> dict[str, set[str]]:
+    def predecessors(self, host: bool = True) -> dict[str, set[str]]:
+        """Direct predecessors; ``host=False`` leaves out host orderings (``DepRef.host``)."""
         preds: dict[str, set[str]] = {t.name: set() for t in self.tasks}
         for e in self.edges:
-            preds[e.dst].add(e.src)
+            if host or e.kind != "host":
+                preds[e.dst].add(e.src)
         return preds
 
     def ancestors(self) -> dict[str, frozenset[str]]:

@@ -119,7 +119,7 @@ def to_dot(g: Graph) -> str:
         style = ', style="rounded,bold"' if t.waits else ""
         lines.append(f"  {_q(t.name)} [label={_q(label)}{style}];")
     for e in g.edges:
-        style = ", style=dashed" if e.kind == "explicit" else ", style=dotted" if e.anchor else ""
+        style = ", style=dashed" if e.kind in ("explicit", "host") else ", style=dotted" if e.anchor else ""
         lines.append(f"  {_q(e.src)} -> {_q(e.dst)} [label={_q(e.reason)}{style}];")
     lines.append("}")
     return "\n".join(lines) + "\n"

@@ -36,6 +36,8 @@ def _incoming(graph: Graph) -> dict[str, list[Edge]]:
 def edge(e: Edge) -> str:
     if e.kind == "explicit":
         return f"after {e.src}"
+    if e.kind == "host":
+        return f"submitted after the host waited for {e.src} (line {e.span.line})"
     what = "anchor read" if e.anchor else e.kind.upper()
     return f"{what} of `{e.tensor}` (from {e.src})"
 

@@ -42,11 +42,30 @@ def descendants(graph: Graph, ctx: CheckContext) -> Mapping[str, Set[str]]:
 
 
 def predecessors(graph: Graph, ctx: CheckContext) -> dict[str, set[str]]:
-    """Direct producers of each task (every in-round edge)."""
+    """Direct producers of each task: every in-round edge the runtime tracks. A host ordering
+    (``DepRef.host``) is left out: the task is submitted after that producer completed, so it
+    is no early-dispatch candidate of it and never waits on it in a ready queue."""
     cached = ctx.cache.get("predecessors")
     if cached is None:
-        cached = ctx.cache["predecessors"] = graph.predecessors()
+        cached = ctx.cache["predecessors"] = graph.predecessors(host=False)
     return cached
+
+
+def host_waits(graph: Graph, ctx: CheckContext) -> dict[str, set[str]]:
+    """The tasks the orchestrator waited for before submitting each task (host edges only)."""
+    cached = ctx.cache.get("host_waits")
+    if cached is None:
+        cached = ctx.cache["host_waits"] = {t.name: set() for t in graph.tasks}
+        for e in graph.edges:
+            if e.kind == "host":
+                cached[e.dst].add(e.src)
+    return cached
+
+
+def submitted_while(graph: Graph, ctx: CheckContext, task: str, running: str, below: frozenset[str]) -> bool:
+    """Whether ``task`` can be submitted while ``running`` (and its descendants ``below``) is
+    incomplete: not when the host waited for one of them before submitting it."""
+    return not any(p == running or p in below for p in host_waits(graph, ctx)[task])
 
 
 def successors(graph: Graph, ctx: CheckContext) -> dict[str, list[str]]:

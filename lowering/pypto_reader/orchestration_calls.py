@@ -109,11 +109,17 @@ class OrchestrationCalls:
             return self.assemble_into(node)
         if path in ("pl.read", "pl.tensor.read", "pl.write", "pl.tensor.write"):
             what = "read" if path.endswith("read") else "write"
+            target = self.eval(node.args[0]) if node.args else None
+            if isinstance(target, TensorVal):  # the orchestrator waits: every later task comes after
+                self.prog.host_sync.block_on(
+                    self.prog.tasks, self.prog.tensors, target.root, span_of(self.file, node), what == "write"
+                )
+                return IntVal(Sym(f"host_{what}@{node.lineno}", DYNAMIC))
             self.notes.not_modelled(
                 span_of(self.file, node),
                 f"a host-side pl.{what} in orchestration (the orchestrator blocks until the tensor's "
                 + ("producer" if what == "read" else "producer and consumers")
-                + " complete)",
+                + " complete) of a tensor the reader cannot resolve",
                 "this implicit ordering is not in the graph: findings it would rule out may be false positives",
             )
             return IntVal(Sym(f"host_{what}@{node.lineno}", DYNAMIC))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from lowering.ir import Task
 from lowering.pypto_reader.constants import Params
+from lowering.pypto_reader.host_sync import HostSync
 from lowering.pypto_reader.kernel_cache import KernelCache
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.tensors import TensorTable
@@ -36,3 +37,4 @@ class Program:
     spec_shapes: dict[str, tuple[Expr, ...]] = field(default_factory=dict)
     spec_dtypes: dict[str, str] = field(default_factory=dict)
     kernels: KernelCache = field(default_factory=KernelCache)
+    host_sync: HostSync = field(default_factory=HostSync)  # host pl.read/pl.write the orchestrator waits on

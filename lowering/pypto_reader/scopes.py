@@ -423,7 +423,7 @@ class OrchReader(OrchestrationReader):
         task = Task(
             name=name, base=base, index=index, grid=grid, blocks=blocks, core=core, core_explicit=False,
             early_resolve=early, sync_start=sync, manual=self.manual > 0, in_sequential_loop=self.sequential > 0,
-            predicate=predicate, after=tuple(after),
+            predicate=predicate, after=tuple(self.prog.host_sync.after(after)),
             accesses=summary.accesses if summary is not None else tuple(accesses),
             signals=summary.signals if summary is not None else (),
             barriers=summary.barriers if summary is not None else (),

@@ -260,10 +260,10 @@ def test_a_signal_clear_not_ordered_after_the_waits_is_unsafe():
 
 
 def test_a_fresh_buffer_assembled_in_orchestration_is_a_slice_of_its_target():
-    # the notes: the host read, the loop read once, where `piece` starts; no R502 between the
+    # the notes: the loop read once, where `piece` starts; no R502 between the
     # two unplaced pieces (at their placeholder offset 0 they would meet)
     triples, _ = findings("assemble_slice")
-    assert triples == [("P001", 34, 9), ("P001", 36, 9), ("P001", 40, 20)]
+    assert triples == [("P001", 36, 9), ("P001", 40, 20)]  # `counts` has no writer to wait for
     (g,) = read_pypto(READER / "assemble_slice" / "model.py").graphs
     assert {(e.src, e.dst) for e in g.edges} == {
         ("fill[0]", "use"),
@@ -282,3 +282,22 @@ def test_a_kernel_submitted_as_self_kernel_from_a_jit_function_is_the_modules_ke
     (g,) = read_pypto(READER / "program_method" / "model.py").graphs
     assert [(t.name, t.blocks) for t in g.tasks] == [("scale", 4), ("publish", 1)]
     assert [(e.src, e.dst, e.kind) for e in g.edges] == [("scale", "publish", "explicit")]
+
+
+def test_a_host_read_in_orchestration_orders_every_later_task_after_the_tensors_writers():
+    triples, out = findings("host_read")
+    assert triples == [("R501", 30, 9), ("R501", 33, 9)]  # early vs count; consume vs early only
+    assert "consume overwrites scratch[0:1, 0:64] that early writes" in out[1].message
+    (g,) = read_pypto(READER / "host_read" / "model.py").graphs
+    assert [(e.src, e.dst, e.kind) for e in g.edges] == [
+        ("count", "consume", "host"),
+        ("count", "fanout", "host"),
+    ]
+    assert g.task("consume").after[0].span.line == 31  # the edge names the host read
+
+
+def test_tasks_submitted_after_a_host_wait_are_not_pre_staged_while_it_runs():
+    from lowering.checks.speculation.cone import cone
+
+    (g,) = read_pypto(READER / "host_read" / "model.py").graphs
+    assert [t.name for t in cone(g, CheckContext(g), g.task("count"))] == []

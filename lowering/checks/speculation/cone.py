@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 
-from lowering.checks.order import descendants, predecessors, successors
+from lowering.checks.order import descendants, predecessors, submitted_while, successors
 from lowering.checks.points import blocks
 from lowering.checks.rule import CheckContext
 from lowering.ir import Graph, Task
@@ -45,7 +45,7 @@ def cone(graph: Graph, ctx: CheckContext, root: Task, unflagged: frozenset[str] 
             continue
         decided.add(i)
         t = graph.tasks[i]
-        if t.predicate is not None:
+        if t.predicate is not None or not submitted_while(graph, ctx, t.name, root.name, below):
             continue
         incomplete = [p for p in preds[t.name] if p == root.name or p in below]
         if all(p in staged and flagged(p) for p in incomplete):

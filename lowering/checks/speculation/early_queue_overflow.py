@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks import describe
-from lowering.checks.order import descendants, predecessors, successors
+from lowering.checks.order import descendants, predecessors, submitted_while, successors
 from lowering.checks.points import admissible_envs, blocks
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, Task
@@ -64,7 +64,7 @@ def candidates(graph: Graph, ctx: CheckContext, producer: Task) -> list[Task]:
     out = []
     for name in successors(graph, ctx)[producer.name]:  # in submission order
         t = graph.task(name)
-        if t.predicate is not None:
+        if t.predicate is not None or not submitted_while(graph, ctx, name, producer.name, below):
             continue
         if all(p == producer.name or p not in below or graph.task(p).early_resolve for p in preds[t.name]):
             out.append(t)

@@ -1,0 +1,70 @@
+"""Host-side ``pl.read`` / ``pl.write`` in orchestration: the orchestrator blocks on them.
+
+PyPTO runs an orchestration-level ``pl.read(t, ...)`` as ``get_tensor_data``: the orchestrator
+waits until the tasks that write ``t`` complete; a ``pl.write`` (``set_tensor_data``) waits
+for its writers *and* readers (pypto-surface.md, "pl.read / pl.write"). Nothing is submitted
+while it waits, so every task submitted after such a call starts after those tasks: a
+``host`` edge from each of them to every later task (its span is the host call). It orders
+races and handshakes; the speculation rules leave it out (``checks.order.predecessors``):
+the later task is submitted after its producer completed.
+
+The barrier is kept small: when every task the new call waits for was submitted after the
+previous call, those tasks already come after the previous barrier, which is then implied.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from lowering.ir import DepRef, Task
+from lowering.pypto_reader.tensors import TensorTable
+from lowering.source import Span
+
+
+def _base(tensors: TensorTable, name: str) -> str:
+    seen: set[str] = set()
+    info = tensors.get(name)
+    while info is not None and info.view_of is not None and info.name not in seen:
+        seen.add(info.name)
+        name = info.view_of
+        info = tensors.get(name)
+    return name
+
+
+@dataclass
+class HostSync:
+    """The tasks every later submission waits for, with the host call that made it wait."""
+
+    barrier: dict[str, Span] = field(default_factory=dict)
+    since: int = 0  # tasks submitted when the barrier was last set
+
+    def block_on(
+        self, tasks: list[Task], tensors: TensorTable, tensor: str, span: Span, readers: bool
+    ) -> bool:
+        """The orchestrator waits for the writers (and, for a write, the readers) of ``tensor``
+        submitted so far; False when no task touches it (nothing to wait for)."""
+        base = _base(tensors, tensor)
+        waited = [
+            t.name
+            for t in tasks
+            if any(
+                (a.writes or (readers and a.mode != "anchor")) and _base(tensors, a.tensor) == base
+                for a in t.accesses
+            )
+        ]
+        if not waited:
+            return False
+        order = {t.name: i for i, t in enumerate(tasks)}
+        if all(order[name] >= self.since for name in waited):
+            self.barrier = {}
+        self.barrier.update((name, span) for name in waited)
+        self.since = len(tasks)
+        return True
+
+    def after(self, after: list[DepRef]) -> list[DepRef]:
+        """``after`` with an edge from every task of the barrier it does not name already."""
+        named = {d.target for d in after}
+        return [
+            *after,
+            *(DepRef(name, span, host=True) for name, span in self.barrier.items() if name not in named),
+        ]
