@@ -164,13 +164,37 @@ def _cube_fold(acc: np.ndarray, a: np.ndarray, b: np.ndarray, k_group: int) -> n
     return out
 
 
+#: The longest K whose int8 dot products fp32 holds exactly: every partial sum, in any order
+#: and with or without FMA, is an integer of magnitude <= K * 128 * 128 <= 2^24.
+_INT8_EXACT_K_FP32 = 2**24 // (128 * 128)
+
+
 def _product(a: np.ndarray, b: np.ndarray, acc: np.dtype) -> np.ndarray:
     if acc == INT32:
-        # float64 GEMM is exact here (|sum| < 2^53 for any K < 2^39); wrap like an int32 register.
-        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64).astype(np.int32)
+        return _int8_product(a, b)
     # Operands are copied to contiguous tiles first, as a TLOAD into L0 does; NumPy's GEMM on
     # strided views of a wide GM tensor is an order of magnitude slower than copy + GEMM.
     return np.matmul(_dense(a), _dense(b))
+
+
+def _int8_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The exact int8 x int8 product, wrapped to int32 like the cube's int32 register.
+
+    fp32 GEMM (half the work of float64 and no larger copies) over K chunks of at most
+    ``_INT8_EXACT_K_FP32``, each exact (see there); chunks sum exactly in int64.
+    """
+    k = a.shape[-1]
+    total = None
+    for k0 in range(0, k, _INT8_EXACT_K_FP32):
+        chunk = slice(k0, min(k0 + _INT8_EXACT_K_FP32, k))
+        part = np.matmul(_dense(a[..., chunk]), _dense(b[..., chunk, :]))
+        if k <= _INT8_EXACT_K_FP32:
+            return part.astype(np.int32)  # |part| <= 2^24: no wrap, exact conversion
+        total = part.astype(np.int64) if total is None else total + part.astype(np.int64)
+    if total is None:  # K = 0
+        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+        return np.zeros(shape, np.int32)
+    return total.astype(np.int32)
 
 
 def _dense(x: np.ndarray) -> np.ndarray:
