@@ -19,7 +19,7 @@ through MPI. Per variant: the SHA-256 of every rank's output tensors after the l
 which must be the same for every variant. Results are appended to ``--results FILE`` (a
 variant already there is not run again), then printed as tables.
 
-Run: python bench/bench_mpi.py [--rounds 40] [--procs 2 4 16] [--D 4096] [--skip-inprocess] [--tcp]
+Run: python bench/bench_mpi.py [--rounds 40] [--procs [2 4 16]] [--D 4096] [--skip-inprocess] [--tcp]
 """
 
 from __future__ import annotations
@@ -218,7 +218,9 @@ def main() -> None:
         p.add_argument("--fixture", help="directory of the drawn fixture (default: under the temp dir)")
     parsers[1].add_argument("--procs", type=int, required=True)
     parsers[1].add_argument("--out", required=True)
-    ap.add_argument("--procs", type=int, nargs="+", default=[2, 4, 16])
+    ap.add_argument(
+        "--procs", type=int, nargs="*", default=[2, 4, 16], help="MPI variants to run (none: in-process only)"
+    )
     ap.add_argument("--skip-inprocess", action="store_true")
     ap.add_argument("--tcp", action="store_true", help="MPI processes talk TCP, as across hosts")
     ap.add_argument("--results", help="JSON-lines file of the variants run (default: under the temp dir)")
