@@ -200,9 +200,12 @@ def _int8_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _dense(x: np.ndarray) -> np.ndarray:
     """A dense fp32 copy in the operand's stored order: a transposed view (``b_trans``) is
     copied as stored and handed back transposed, which BLAS takes without another copy."""
-    if x.ndim >= 2 and x.strides[-1] != x.itemsize and x.strides[-2] == x.itemsize:
-        return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2), dtype=np.float32), -1, -2)
-    return np.ascontiguousarray(x, dtype=np.float32)
+    transposed = x.ndim >= 2 and x.strides[-1] != x.itemsize and x.strides[-2] == x.itemsize
+    stored = x.swapaxes(-1, -2) if transposed else x
+    # The tile is copied as it is before it is widened: NumPy converts int8 to fp32 several
+    # times faster from contiguous memory than from a tile of a wider tensor's rows.
+    dense = np.ascontiguousarray(stored).astype(np.float32, copy=False)
+    return dense.swapaxes(-1, -2) if transposed else dense
 
 
 def _store(result: np.ndarray, acc: np.dtype, out_dtype: DTypeLike | None, op: str) -> np.ndarray:
