@@ -267,6 +267,8 @@ def test_int8_matmul_is_exact_past_fp32s_integers_and_wraps_like_int32() -> None
     # 131073 * 16384 = 2^31 + 2^14: past int32, wrapped as the int32 register wraps.
     big = np.full((1, 131073), -128, np.int8)
     assert T.matmul(big, big.T).tolist() == [[-(2**31) + 2**14]]
+    near = np.array([[2**31 - 2]], np.int32)  # and so does the accumulation of matmul_acc
+    assert T.matmul_acc(near, big[:, :1], big[:, :1].T).tolist() == [[-(2**31) + 2**14 - 2]]
     assert T.matmul(np.zeros((2, 0), np.int8), np.zeros((0, 3), np.int8)).tolist() == [[0] * 3] * 2
 
 
