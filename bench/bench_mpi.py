@@ -176,7 +176,7 @@ def run_variant(name: str, procs: int, args: argparse.Namespace) -> dict:
         if args.tcp:
             env.update(TCP_ENV)
     t0 = time.perf_counter()
-    print(f"{name}: running, rounds of the in-process variant logged to {out}.0.rounds.jsonl", flush=True)
+    print(f"{name}: running" + ("" if procs else f", rounds logged to {out}.0.rounds.jsonl"), flush=True)
     subprocess.run(argv, check=True, env=env)
     lines = sorted(
         (json.loads(Path(f).read_text()) for f in glob.glob(out + ".*.json")), key=lambda d: d["process"]
