@@ -183,17 +183,11 @@ def _int8_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     fp32 GEMM (half the work of float64 and no larger copies) over K chunks of at most
     ``_INT8_EXACT_K_FP32``, each exact (see there); chunks sum exactly in int64.
     """
-    k = a.shape[-1]
-    total = None
-    for k0 in range(0, k, _INT8_EXACT_K_FP32):
-        chunk = slice(k0, min(k0 + _INT8_EXACT_K_FP32, k))
-        part = np.matmul(_dense(a[..., chunk]), _dense(b[..., chunk, :]))
-        if k <= _INT8_EXACT_K_FP32:
-            return part.astype(np.int32)  # |part| <= 2^24: no wrap, exact conversion
-        total = part.astype(np.int64) if total is None else total + part.astype(np.int64)
-    if total is None:  # K = 0
-        shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
-        return np.zeros(shape, np.int32)
+    k, step = a.shape[-1], _INT8_EXACT_K_FP32
+    if k <= step:
+        return np.matmul(_dense(a), _dense(b)).astype(np.int32)  # |sum| <= 2^24: exact, no wrap
+    chunks = (slice(k0, k0 + step) for k0 in range(0, k, step))
+    total = sum(np.matmul(_dense(a[..., c]), _dense(b[..., c, :])).astype(np.int64) for c in chunks)
     return total.astype(np.int32)
 
 
