@@ -19,7 +19,7 @@ through MPI. Per variant: the SHA-256 of every rank's output tensors after the l
 which must be the same for every variant. Results are appended to ``--results FILE`` (a
 variant already there is not run again), then printed as tables.
 
-Run: python bench/bench_mpi.py [--rounds 40] [--procs 2 4 16] [--D 4096] [--skip-inprocess] [--tcp]
+Run: python bench/bench_mpi.py [--rounds 40] [--procs [2 4 16]] [--D 4096] [--skip-inprocess] [--tcp]
 """
 
 from __future__ import annotations
@@ -101,6 +101,19 @@ def _digests(program, outputs: list[dict]) -> list[dict[str, str]]:
     ]
 
 
+def _log_rounds(path: Path, t0: float, c0: float) -> None:
+    """Append wall, CPU and RSS to ``path`` as every round ends, so that a run stopped before
+    its last round still says how far it got (the simulator's progress hook, in-process only)."""
+    import runtime.simulator
+
+    def done(r: int) -> None:
+        line = {"round": r, "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+        with path.open("a") as f:
+            f.write(json.dumps({**line, "rss_kb": _status_kb("VmRSS")}) + "\n")
+
+    runtime.simulator._progress = lambda rounds, enabled: (None, done)
+
+
 def worker(args: argparse.Namespace) -> None:
     """One process of a variant: ``--procs 0`` is the in-process simulator."""
     try:  # sparse first touches of the receive windows would each zero a 2 MiB huge page
@@ -117,6 +130,7 @@ def worker(args: argparse.Namespace) -> None:
         inputs, scalars = _load_fixture(args.fixture)
         Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM to the current RSS (Linux)
         t0, c0 = time.perf_counter(), time.process_time()
+        _log_rounds(Path(f"{args.out}.0.rounds.jsonl"), t0, c0)
         result = layer.run([{**d, **scalars} for d in inputs], **kw)
         me, digests, comm = 0, _digests(layer.program, result.outputs), None
     else:
@@ -162,6 +176,7 @@ def run_variant(name: str, procs: int, args: argparse.Namespace) -> dict:
         if args.tcp:
             env.update(TCP_ENV)
     t0 = time.perf_counter()
+    print(f"{name}: running" + ("" if procs else f", rounds logged to {out}.0.rounds.jsonl"), flush=True)
     subprocess.run(argv, check=True, env=env)
     lines = sorted(
         (json.loads(Path(f).read_text()) for f in glob.glob(out + ".*.json")), key=lambda d: d["process"]
@@ -218,7 +233,9 @@ def main() -> None:
         p.add_argument("--fixture", help="directory of the drawn fixture (default: under the temp dir)")
     parsers[1].add_argument("--procs", type=int, required=True)
     parsers[1].add_argument("--out", required=True)
-    ap.add_argument("--procs", type=int, nargs="+", default=[2, 4, 16])
+    ap.add_argument(
+        "--procs", type=int, nargs="*", default=[2, 4, 16], help="MPI variants to run (none: in-process only)"
+    )
     ap.add_argument("--skip-inprocess", action="store_true")
     ap.add_argument("--tcp", action="store_true", help="MPI processes talk TCP, as across hosts")
     ap.add_argument("--results", help="JSON-lines file of the variants run (default: under the temp dir)")

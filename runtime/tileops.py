@@ -164,21 +164,42 @@ def _cube_fold(acc: np.ndarray, a: np.ndarray, b: np.ndarray, k_group: int) -> n
     return out
 
 
+#: The longest K whose int8 dot products fp32 holds exactly: every partial sum, in any order
+#: and with or without FMA, is an integer of magnitude <= K * 128 * 128 <= 2^24.
+_INT8_EXACT_K_FP32 = 2**24 // (128 * 128)
+
+
 def _product(a: np.ndarray, b: np.ndarray, acc: np.dtype) -> np.ndarray:
     if acc == INT32:
-        # float64 GEMM is exact here (|sum| < 2^53 for any K < 2^39); wrap like an int32 register.
-        return np.matmul(a.astype(np.float64), b.astype(np.float64)).astype(np.int64).astype(np.int32)
+        return _int8_product(a, b)
     # Operands are copied to contiguous tiles first, as a TLOAD into L0 does; NumPy's GEMM on
     # strided views of a wide GM tensor is an order of magnitude slower than copy + GEMM.
     return np.matmul(_dense(a), _dense(b))
 
 
+def _int8_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The exact int8 x int8 product, wrapped to int32 like the cube's int32 register.
+
+    fp32 GEMM (half the work of float64 and no larger copies) over K chunks of at most
+    ``_INT8_EXACT_K_FP32``, each exact (see there); chunks sum exactly in int64.
+    """
+    k, step = a.shape[-1], _INT8_EXACT_K_FP32
+    if k <= step:
+        return np.matmul(_dense(a), _dense(b)).astype(np.int32)  # |sum| <= 2^24: exact, no wrap
+    chunks = (slice(k0, k0 + step) for k0 in range(0, k, step))
+    total = sum(np.matmul(_dense(a[..., c]), _dense(b[..., c, :])).astype(np.int64) for c in chunks)
+    return total.astype(np.int32)
+
+
 def _dense(x: np.ndarray) -> np.ndarray:
     """A dense fp32 copy in the operand's stored order: a transposed view (``b_trans``) is
     copied as stored and handed back transposed, which BLAS takes without another copy."""
-    if x.ndim >= 2 and x.strides[-1] != x.itemsize and x.strides[-2] == x.itemsize:
-        return np.swapaxes(np.ascontiguousarray(np.swapaxes(x, -1, -2), dtype=np.float32), -1, -2)
-    return np.ascontiguousarray(x, dtype=np.float32)
+    transposed = x.ndim >= 2 and x.strides[-1] != x.itemsize and x.strides[-2] == x.itemsize
+    stored = x.swapaxes(-1, -2) if transposed else x
+    # The tile is copied as it is before it is widened: NumPy converts int8 to fp32 several
+    # times faster from contiguous memory than from a tile of a wider tensor's rows.
+    dense = np.ascontiguousarray(stored).astype(np.float32, copy=False)
+    return dense.swapaxes(-1, -2) if transposed else dense
 
 
 def _store(result: np.ndarray, acc: np.dtype, out_dtype: DTypeLike | None, op: str) -> np.ndarray:

@@ -250,6 +250,28 @@ def test_int8_matmul_accumulates_exactly_in_int32() -> None:
         T.matmul(a, b, out_dtype=T.FP32)
 
 
+def test_int8_matmul_is_exact_past_fp32s_integers_and_wraps_like_int32() -> None:
+    # 1024 products of -128 * -128 and one of 1 * 1: 2^24 + 1, which no fp32 holds. The
+    # fp32 GEMM of the int8 path must split K at 1024 (one product more would round).
+    a = np.full((2, 1025), -128, np.int8)
+    a[:, -1] = 1
+    b = np.ascontiguousarray(a.T)
+    assert T.matmul(a, b).tolist() == [[2**24 + 1] * 2] * 2
+    assert T.matmul(a, np.ascontiguousarray(a), b_trans=True).tolist() == [[2**24 + 1] * 2] * 2
+    rng = np.random.default_rng(5)  # batched, odd K, both layouts of b
+    a3 = rng.integers(-128, 128, (3, 4, 2500)).astype(np.int8)
+    b3 = rng.integers(-128, 128, (3, 5, 2500)).astype(np.int8)
+    want = np.einsum("bmk,bnk->bmn", a3.astype(np.int64), b3.astype(np.int64))
+    np.testing.assert_array_equal(T.matmul(a3, b3, b_trans=True), want)
+    np.testing.assert_array_equal(T.matmul(a3, np.swapaxes(b3, 1, 2).copy()), want)
+    # 131073 * 16384 = 2^31 + 2^14: past int32, wrapped as the int32 register wraps.
+    big = np.full((1, 131073), -128, np.int8)
+    assert T.matmul(big, big.T).tolist() == [[-(2**31) + 2**14]]
+    near = np.array([[2**31 - 2]], np.int32)  # and so does the accumulation of matmul_acc
+    assert T.matmul_acc(near, big[:, :1], big[:, :1].T).tolist() == [[-(2**31) + 2**14 - 2]]
+    assert T.matmul(np.zeros((2, 0), np.int8), np.zeros((0, 3), np.int8)).tolist() == [[0] * 3] * 2
+
+
 def test_float_matmul_transposes_and_out_dtype() -> None:
     rng = np.random.default_rng(2)
     a = rng.standard_normal((8, 32)).astype(np.float32)
