@@ -21,43 +21,41 @@ from lowering.pypto_reader.tensors import TensorTable
 from lowering.source import Span
 
 
-def _base(tensors: TensorTable, name: str) -> str:
-    seen: set[str] = set()
-    info = tensors.get(name)
-    while info is not None and info.view_of is not None and info.name not in seen:
-        seen.add(info.name)
-        name = info.view_of
-        info = tensors.get(name)
-    return name
-
-
 @dataclass
 class HostSync:
     """The tasks every later submission waits for, with the host call that made it wait."""
 
     barrier: dict[str, Span] = field(default_factory=dict)
     since: int = 0  # tasks submitted when the barrier was last set
+    # Per base buffer, the tasks submitted so far that write it and that only read it; tasks
+    # are indexed once, when the first host call after their submission looks.
+    writers: dict[str, list[Task]] = field(default_factory=dict)
+    readers: dict[str, list[Task]] = field(default_factory=dict)
+    indexed: int = 0
+
+    def _index(self, tasks: list[Task], tensors: TensorTable) -> None:
+        for t in tasks[self.indexed :]:
+            written = {tensors.base(a.tensor) for a in t.accesses if a.writes}
+            read = {tensors.base(a.tensor) for a in t.accesses if a.mode != "anchor"} - written
+            for base in written:
+                self.writers.setdefault(base, []).append(t)
+            for base in read:
+                self.readers.setdefault(base, []).append(t)
+        self.indexed = len(tasks)
 
     def block_on(
         self, tasks: list[Task], tensors: TensorTable, tensor: str, span: Span, readers: bool
     ) -> bool:
         """The orchestrator waits for the writers (and, for a write, the readers) of ``tensor``
         submitted so far; False when no task touches it (nothing to wait for)."""
-        base = _base(tensors, tensor)
-        waited = [
-            t.name
-            for t in tasks
-            if any(
-                (a.writes or (readers and a.mode != "anchor")) and _base(tensors, a.tensor) == base
-                for a in t.accesses
-            )
-        ]
+        self._index(tasks, tensors)
+        base = tensors.base(tensor)
+        waited = self.writers.get(base, []) + (self.readers.get(base, []) if readers else [])
         if not waited:
             return False
-        order = {t.name: i for i, t in enumerate(tasks)}
-        if all(order[name] >= self.since for name in waited):
-            self.barrier = {}
-        self.barrier.update((name, span) for name in waited)
+        if all(t.order >= self.since for t in waited):
+            self.barrier = {}  # every task waited for comes after the previous barrier
+        self.barrier.update((t.name, span) for t in waited)
         self.since = len(tasks)
         return True
 

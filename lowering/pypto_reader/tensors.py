@@ -53,6 +53,16 @@ class TensorTable:
     def get(self, name: str) -> TensorInfo | None:
         return self.infos.get(name)
 
+    def base(self, name: str) -> str:
+        """The buffer whose bytes ``name`` names: itself, or the end of its chain of views."""
+        seen: set[str] = set()
+        info = self.infos.get(name)
+        while info is not None and info.view_of is not None and info.name not in seen:
+            seen.add(info.name)
+            name = info.view_of
+            info = self.infos.get(name)
+        return name
+
     def build(
         self, env: dict[str, int], signals: set[str], windows: set[str], ranks: dict[str, int]
     ) -> dict[str, ir.Tensor]:

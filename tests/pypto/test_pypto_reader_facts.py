@@ -17,8 +17,9 @@ from lowering.pypto_reader import read_pypto
 READER = PYPTO_FIXTURES / "reader"
 
 
-def findings(name: str, **overrides: int):
-    result = read_pypto(READER / name / "model.py", overrides=overrides or None)
+def findings(name: str, path=None, **overrides: int):
+    """Sorted (code, line, column) and the diagnostics of fixture ``name`` (or of the file ``path``)."""
+    result = read_pypto(path or READER / name / "model.py", overrides=overrides or None)
     assert [d for d in result.diagnostics if d.code != "P001"] == []
     out = [*result.diagnostics]
     for g in result.graphs:
@@ -251,9 +252,16 @@ def test_a_zero_pl_write_into_a_signal_cell_is_the_cells_clear():
     assert [a.tensor for a in clear.accesses] == ["y"]  # the anchor read only
 
 
-def test_a_signal_clear_not_ordered_after_the_waits_is_unsafe():
-    triples, out = findings("signal_clear_early")
-    assert triples == [("D113", 50, 13), ("D113", 51, 13)]
+def test_a_signal_clear_not_ordered_after_the_waits_is_unsafe(tmp_path):
+    # `signal_clear` without its anchor read: the clear task is ordered after nothing, so it can
+    # zero `arrived` and `done` before this rank's waits have seen every peer's notify
+    text = (READER / "signal_clear" / "model.py").read_text(encoding="utf-8")
+    anchor = "        _anchor = pl.read(y, [0, 0])\n"
+    assert anchor in text
+    model = tmp_path / "model.py"
+    model.write_text(text.replace(anchor, ""), encoding="utf-8")
+    triples, out = findings("", path=model)
+    assert triples == [("D113", 45, 13), ("D113", 46, 13)]
     assert (
         "clear_signals zero-writes arrived (`= 0`): arrived[1] on rank 0 receives 1 credits" in out[0].message
     )
