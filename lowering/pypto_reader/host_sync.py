@@ -36,7 +36,7 @@ class HostSync:
     def _index(self, tasks: list[Task], tensors: TensorTable) -> None:
         for t in tasks[self.indexed :]:
             written = {tensors.base(a.tensor) for a in t.accesses if a.writes}
-            read = {tensors.base(a.tensor) for a in t.accesses if a.mode != "anchor"} - written
+            read = {tensors.base(a.tensor) for a in t.accesses} - written  # anchor reads consume too
             for base in written:
                 self.writers.setdefault(base, []).append(t)
             for base in read:

@@ -309,3 +309,30 @@ def test_tasks_submitted_after_a_host_wait_are_not_pre_staged_while_it_runs():
 
     (g,) = read_pypto(READER / "host_read" / "model.py").graphs
     assert [t.name for t in cone(g, CheckContext(g), g.task("count"))] == []
+
+
+def test_a_host_write_in_orchestration_waits_for_every_task_that_touches_the_tensor(tmp_path):
+    # `host_read` with the read of `n_buf` turned into a host write of `scratch`, after a task
+    # `peek` that reads it: the orchestrator waits for its writers and its reader, so `consume`
+    # no longer races `early`
+    text = (READER / "host_read" / "model.py").read_text(encoding="utf-8")
+    read = "    n = pl.read(n_buf, [0, 0])\n"
+    assert read in text
+    peek = (
+        '    with pl.at(level=pl.Level.CORE_GROUP, name_hint="peek"):\n'
+        "        z[0:1, :] = scratch[0:1, :]\n"
+        "    pl.write(scratch, [0, 0], pl.cast(0.0, pl.FP32))\n"
+    )
+    model = tmp_path / "model.py"
+    model.write_text(text.replace(read, peek), encoding="utf-8")
+    triples, _ = findings("", path=model)
+    assert triples == [
+        ("R501", 30, 9),
+        ("R503", 32, 21),
+        ("R503", 32, 21),
+    ]  # early vs count; peek reads count's and early's row
+    (g,) = read_pypto(model).graphs
+    assert sorted((e.src, e.dst) for e in g.edges if e.kind == "host") == [
+        ("count", "consume"), ("count", "fanout"), ("early", "consume"), ("early", "fanout"),
+        ("peek", "consume"), ("peek", "fanout"),
+    ]  # fmt: skip
