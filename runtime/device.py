@@ -34,5 +34,13 @@ PRESETS: dict[str, Device] = {
 DEFAULT_SCHED_THREADS = 3
 
 #: Unstaged early-dispatch candidate blocks one queue (per core shape, and one for sync_start
-#: grids) holds: simpler before #1812, seed-bugs.md R12.
-EARLY_QUEUE_CAPACITY = 64
+#: grids) holds in simpler before #1812 (seed-bugs.md §8.1 #899, rule R12).
+EARLY_QUEUE_CAPACITY_BEFORE_1812 = 64
+
+#: The capacity the lint and the simulator assume by default: the runtime pypto-lib requires
+#: today is simpler after #1812, whose capacity the references do not give; what is known is
+#: that it runs the 128 candidates of one routed-expert producer at EP8 that overflowed the 64
+#: of the older runtime (pypto-lib #899). So 128 is the largest fan-out known to run, and a
+#: count above it is the one a user must look at. ``--early-queue 64`` (or ``early-queue`` in
+#: ``[tool.dslc]``) checks against the older runtime. Decision recorded in docs/lint.md (D110).
+EARLY_QUEUE_CAPACITY = 128

@@ -26,6 +26,7 @@ from dsl.driver.cli_verify import add_parser as add_verify_parser
 from dsl.driver.cli_verify import cmd_verify
 from dsl.driver.codes import lookup, registry
 from dsl.driver.golden import GoldenError
+from dsl.driver.options import integer
 from dsl.driver.report import FORMATS, format_findings, one_per_site
 from dsl.driver.session import Session, UsageError, lint_config, lint_file, write_error
 from dsl.render import SourceCache, render
@@ -90,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--ignore", action="append", metavar="CODES", help="skip these codes or prefixes (comma list)"
     )
     check.add_argument("--preset", choices=sorted(PRESETS), help="device whose core counts the rules assume")
+    check.add_argument(
+        "--early-queue",
+        type=integer("--early-queue", 1, 1 << 20),
+        metavar="N",
+        help="early-dispatch queue capacity D110 assumes (default 128, the fan-out known to run on simpler "
+        "after #1812; 64 for simpler before it)",
+    )
     check.add_argument("--fail-on", choices=("error", "warning", "note"), help="lowest severity that exits 1")
     check.add_argument("--config", metavar="PYPROJECT", help="read [tool.dslc] from this file")
     check.add_argument(

@@ -78,7 +78,11 @@ def lint_pypto_file(session, path: Path, cfg) -> list[Diagnostic]:
     findings: list[Diagnostic] = []
     codes = {c for c in all_rules() if cfg.enabled(c, str(path))}
     for graph in result.graphs:
-        findings.extend(run_rules_safely(graph, CheckContext(graph, preset=cfg.preset), codes))
+        findings.extend(
+            run_rules_safely(
+                graph, CheckContext(graph, preset=cfg.preset, early_queue_capacity=cfg.early_queue), codes
+            )
+        )
     findings = list({(d.code, d.span, d.message): d for d in [*notes, *findings]}.values())
     findings = apply_suppressions(findings, result.graphs, str(path), result.text)
     return sorted(

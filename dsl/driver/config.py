@@ -4,6 +4,7 @@
     select = ["D", "L"]             # code prefixes or codes; default: everything
     ignore = ["D107"]
     preset = "a2a3"                 # a2a3 | a5 | sim: cores per rank the rules assume
+    early-queue = 128               # early-dispatch queue capacity D110 assumes (64: simpler before #1812)
     fail-on = "error"               # error | warning | note
     format = "text"                 # text | json | sarif | github
     [tool.dslc.per-path-ignores]
@@ -27,11 +28,11 @@ from pathlib import Path
 
 from dsl.codes import diag
 from dsl.driver.codes import registry
-from lowering.checks.rule import PRESETS
+from lowering.checks.rule import EARLY_QUEUE_CAPACITY, PRESETS
 from lowering.source import CompileError, Severity, Span
 
 FORMATS = ("text", "json", "sarif", "github")
-_KEYS = {"select", "ignore", "preset", "fail-on", "per-path-ignores", "format"}
+_KEYS = {"select", "ignore", "preset", "early-queue", "fail-on", "per-path-ignores", "format"}
 
 
 def known_codes() -> set[str]:
@@ -51,6 +52,7 @@ class LintConfig:
     ignore: tuple[str, ...] = ()
     per_path_ignores: dict[str, tuple[str, ...]] = field(default_factory=dict)
     preset: str = "a2a3"
+    early_queue: int = EARLY_QUEUE_CAPACITY
     fail_on: Severity = Severity.ERROR
     format: str = "text"
     source: Path | None = None
@@ -193,6 +195,11 @@ def load_config(start: Path | None = None, path: Path | None = None) -> LintConf
                 f"preset {section['preset']!r} is not one of {', '.join(sorted(PRESETS))}", "preset"
             )
         cfg.preset = section["preset"]
+    if "early-queue" in section:
+        value = section["early-queue"]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise f.error(f"early-queue {value!r} is not a positive integer", "early-queue")
+        cfg.early_queue = value
     if "fail-on" in section:
         value = section["fail-on"]
         try:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from dsl.frontend import elaborate_layer, parse_module, root_names
 from lowering.checks import all_rules, run_rules
 from lowering.checks.points import closeness, probe_points
-from lowering.checks.rule import CheckContext
+from lowering.checks.rule import EARLY_QUEUE_CAPACITY, CheckContext
 from lowering.graph_at import graph_at
 from lowering.ir import Graph, structure_holds
 from lowering.source import CompileError, Diagnostic
@@ -52,6 +52,7 @@ def lint_everywhere(
     elaborate: Callable[[dict[str, int]], Graph],
     codes: set[str] | None,
     preset: str,
+    early_queue: int = EARLY_QUEUE_CAPACITY,
 ) -> Coverage:
     """Lint ``graph`` (the compiled point) and the other admissible points of its layer.
 
@@ -75,7 +76,7 @@ def lint_everywhere(
     per_point: list[list[Diagnostic]] = []
     for g, selected in runs:
         label = _label(g, own, ranged, note)
-        batch = run_rules(g, CheckContext(g, preset=preset), selected)
+        batch = run_rules(g, CheckContext(g, preset=preset, early_queue_capacity=early_queue), selected)
         per_point.append([_labelled(d, label) for d in batch])
     for env, diagnostics in failed:
         label = _label_env(env, own, ranged, note)
@@ -142,6 +143,7 @@ def lint_source(
     layer: str | None,
     codes: set[str] | None,
     preset: str,
+    early_queue: int = EARLY_QUEUE_CAPACITY,
 ) -> tuple[list[Diagnostic], list[Graph]]:
     """Every finding of every root layer of ``text`` at every point it covers, and the graphs
     it elaborated (for suppressions); raises CompileError when the compiled point does not
@@ -164,7 +166,7 @@ def lint_source(
         def elaborate(at: dict[str, int], name: str = name) -> Graph:
             return elaborate_layer(module, file, name, {**(overrides or {}), **at})
 
-        cov = lint_everywhere(graph, elaborate, codes, preset)
+        cov = lint_everywhere(graph, elaborate, codes, preset, early_queue)
         findings.extend(cov.findings)
         elaborated.extend(cov.graphs)
     return findings, elaborated

@@ -96,6 +96,8 @@ def lint_config(args: argparse.Namespace) -> LintConfig:
         cfg.ignore = cfg.ignore + _selectors("--ignore", args.ignore)
     if args.preset:
         cfg.preset = args.preset
+    if args.early_queue is not None:
+        cfg.early_queue = args.early_queue
     if args.fail_on:
         cfg.fail_on = Severity(args.fail_on)
     if args.format:
@@ -114,7 +116,7 @@ def lint_file(session: Session, path: Path, cfg: LintConfig) -> list[Diagnostic]
         text = read_source(path)
         session.sources.add(str(path), text)
         findings, graphs = lint_source(
-            text, str(path), session.overrides, session.args.layer, codes, cfg.preset
+            text, str(path), session.overrides, session.args.layer, codes, cfg.preset, cfg.early_queue
         )
     except CompileError as err:
         return err.diagnostics

@@ -58,11 +58,14 @@ def test_lint_and_simulator_know_the_same_presets():
 
 
 def test_d110_fires_exactly_where_the_simulators_early_queue_overflows(tmp_path):
-    """At the capacity every consumer block is staged early (gated on its cores until the
-    doorbell) and D110 is silent; one block more and the simulator queues none early (it
+    """At the capacity the consumer blocks are staged early (gated on their cores until the
+    doorbell) as far as slots allow and D110 is silent; one block more and the simulator queues none early (it
     waits for normal readiness) while D110 reports it. Both use their defaults."""
     cap = EARLY_QUEUE_CAPACITY
-    for n, staged in ((cap, cap), (cap + 1, 0)):
+    # Staged blocks take the running and pending slots of the 48 AIV cores, except the running
+    # slot of the producer's core: at most 95 are gated, the rest run once the producer completes.
+    slots = 2 * SIM_PRESETS["a2a3"][1] - 1
+    for n, staged in ((cap, min(cap, slots)), (cap + 1, 0)):
         result = _layer(tmp_path, EARLY, n).run(cores="a2a3")
         consumers = [r for r in result.schedule if r.task == "consume"]
         assert len(consumers) == n

@@ -31,8 +31,9 @@ def test_d102_flags_a_gated_spinner_in_the_cone():
 
 def test_d110_names_the_failing_parameter_value():
     (d,) = mine(RULES / "D110" / "bad.dsl")
-    assert "publishes 128 early-dispatch candidate AIV blocks" in d.message
-    assert "(at EP=16)" in d.message
+    assert "publishes 256 early-dispatch candidate AIV blocks" in d.message
+    assert "(at EP=32)" in d.message
+    assert "more than the 128 candidates one flagged producer is known to publish" in d.message
     assert d.hint.startswith("remove early_resolve from task w2_mm")
 
 
@@ -42,4 +43,8 @@ def test_d110_capacity_comes_from_the_context():
     from lowering.checks.rule import CheckContext
 
     (g,) = compile_file(RULES / "D110" / "bad.dsl")
-    assert run_rules(g, CheckContext(g, early_queue_capacity=128), {"D110"}) == []
+    assert run_rules(g, CheckContext(g, early_queue_capacity=256), {"D110"}) == []
+    (old,) = run_rules(g, CheckContext(g, early_queue_capacity=64), {"D110"})
+    # the older runtime's 64 overflow from EP=16 (128 blocks); the message names that runtime
+    assert "(at EP in {16, 32})" in old.message, old.message
+    assert "early queue of simpler before #1812" in old.message

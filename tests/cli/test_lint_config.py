@@ -12,6 +12,8 @@ import dsl.driver.coverage
 from dsl.driver.config import LintConfig, load_config
 from lowering.source import Severity
 
+RULES = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
+
 STALE = "  # dslc: ignore[D101] stale"  # on good.dsl: an unused suppression, L001 (a warning)
 
 
@@ -149,6 +151,8 @@ def test_unreadable_config_is_e106(tmp_path, monkeypatch, capsys):
         ('[tool.dslc]\nselect = ["D"]\nfrobs = 1\n', "3:1", "unknown key(s) frobs; known: "),
         ('[tool.dslc]\nfail-on = "fatal"\n', "2:1", "fail-on 'fatal' is not error, warning or note"),
         ('[tool.dslc]\nformat = "xml"\n', "2:1", "format 'xml' is not one of text, json, sarif, github"),
+        ("[tool.dslc]\nearly-queue = 0\n", "2:1", "early-queue 0 is not a positive integer"),
+        ('[tool.dslc]\nearly_queue = "64"\n', "2:1", "early-queue '64' is not a positive integer"),
         ('[tool.dslc]\n\nselect = "D"\n', "3:1", "'select' must be a list of codes or code prefixes"),
         ('[tool.dslc]\nignore = ["ZZ9"]\n', "2:1", "'ignore': 'ZZ9' matches no dslc code"),
         ('[tool.dslc]\nper-path-ignores = ["D"]\n', "2:1", "'per-path-ignores' must be a table"),
@@ -163,6 +167,27 @@ def test_unreadable_config_is_e106(tmp_path, monkeypatch, capsys):
 def test_bad_values_are_e106_at_the_key(tmp_path, monkeypatch, capsys, text, where, message):
     line = config_error(capsys, tmp_path, monkeypatch, text)
     assert line.startswith(f"{tmp_path / 'pyproject.toml'}:{where}: E106 [tool.dslc]: {message}")
+
+
+def test_early_queue_from_config_reaches_d110_and_the_command_line_wins(tmp_path, monkeypatch, capsys):
+    """D110's bad fixture overflows 64 from EP=16 and the default 128 only at EP=32."""
+    monkeypatch.undo()  # the autouse pin to D101
+    pin_rules(monkeypatch, frozenset({"D110"}))
+    workspace(tmp_path, monkeypatch, "[tool.dslc]\nearly-queue = 64\n")
+    Path("bad.dsl").write_text((RULES / "D110" / "bad.dsl").read_text(encoding="utf-8"), encoding="utf-8")
+    assert load_config().early_queue == 64
+
+    def message(*argv) -> str:
+        r = run(capsys, "check", "bad.dsl", "--format", "json", "--select", "D110", *argv)
+        (finding,) = json.loads(r.out)
+        return finding["message"]
+
+    assert "early queue of simpler before #1812" in message()
+    assert "(at EP in {16, 32})" in message()
+    assert "known to publish on simpler after #1812" in message("--early-queue", "128")
+    assert "more than the 200 entries of the AIV early queue (--early-queue 200)" in message(
+        "--early-queue", "200"
+    )
 
 
 def test_bad_config_named_with_config_is_e106_too(tmp_path, monkeypatch, capsys):

@@ -4,9 +4,15 @@
 
 A task flagged ``early_resolve`` whose direct consumers that become early candidates (every
 other incomplete direct producer flagged, no predicate) add up, per core shape, to more
-blocks than the runtime's per-shape early-dispatch queue holds (64 by default,
-``CheckContext.early_queue_capacity``; sync_start consumers share one queue). Grids are
-evaluated at every admissible parameter point (seed-bugs.md §8.1, rule R12).
+blocks than the runtime's per-shape early-dispatch queue holds (``--early-queue``,
+``early-queue`` in ``[tool.dslc]``; sync_start consumers share one queue). Grids are evaluated
+at every admissible parameter point (seed-bugs.md §8.1, rule R12).
+
+The capacity is a property of the runtime version. simpler before #1812 held 64 per shape;
+pypto-lib requires the runtime after #1812, whose capacity the references do not give, and
+which is known to run the 128 candidates that overflowed the older queue (pypto-lib #899). The
+default is therefore 128: the rule reports the fan-outs nobody has shown to run. Pass
+``--early-queue 64`` to check a layer for the older runtime.
 
 ## Why it breaks on the device
 
@@ -19,11 +25,11 @@ candidates against a capacity of 64, a number that grows with EP while CI ran EP
 ## Example
 
     task w2_mm spmd(RECV_MAX / 128) on aic early_resolve { ... }
-    task w2_act spmd(RECV_MAX / 16) on aiv { ... }       # RECV_MAX = EP * 128: 128 blocks at EP=16
+    task w2_act spmd(RECV_MAX / 16) on aiv { ... }       # RECV_MAX = EP * 128: 256 blocks at EP=32
 
 ## Use instead
 
-    task w2_act spmd(RECV_MAX / 32) on aiv { ... }       # at most 64 blocks for every admissible EP
+    task w2_act spmd(RECV_MAX / 32) on aiv { ... }       # at most 128 blocks for every admissible EP
     # or drop early_resolve from w2_mm
 
 ## What dslc verify shows
@@ -48,6 +54,7 @@ from lowering.checks.points import admissible_envs, blocks
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
+from runtime.device import EARLY_QUEUE_CAPACITY, EARLY_QUEUE_CAPACITY_BEFORE_1812
 
 CODE = "D110"
 NAME = "early_queue_overflow"
@@ -90,6 +97,20 @@ def _queue(task: Task) -> str:
     return "sync_start" if task.sync_start else task.core
 
 
+def _beyond(cap: int, what: str) -> str:
+    if cap == EARLY_QUEUE_CAPACITY:
+        return (
+            f"more than the {cap} candidates one flagged producer is known to publish on simpler after "
+            f"#1812 (pypto-lib #899 needed #1812 for 128 routed-expert candidates at EP8, over the 64 of "
+            f"the older runtime; the newer capacity is not documented)"
+        )
+    if cap == EARLY_QUEUE_CAPACITY_BEFORE_1812:
+        return (
+            f"more than the {cap} entries of the {what} early queue of simpler before #1812 (pypto-lib #899)"
+        )
+    return f"more than the {cap} entries of the {what} early queue (--early-queue {cap})"
+
+
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     envs = admissible_envs(graph, ctx)
     cap = ctx.early_queue_capacity
@@ -115,9 +136,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 producer.header_span,
                 f"{producer.name} ({describe.grid_expr(graph, producer)}) is early_resolve and publishes {n} "
                 f"early-dispatch candidate {what} blocks at once ({grids}"
-                f"{f' at {point}' if point else ''}), more than the {cap} entries of the {what} early "
-                f"queue{f' ({at})' if at else ''}; a runtime without simpler#1812 cannot queue them "
-                f"(pypto-lib #899: 128 routed-expert candidates at EP8)",
+                f"{f' at {point}' if point else ''}), {_beyond(cap, what)}{f' ({at})' if at else ''}",
                 fix=f"remove early_resolve from task {producer.name} (or tile its consumers into at most "
                 f"{cap} {what} blocks)",
             )
