@@ -331,6 +331,17 @@ class Task:
     # their directions from parameter annotations, pl.no_dep / no_dep_args make NoDep); a
     # tensor not listed here gets the direction its accesses imply (lowering.edges).
     arg_tags: dict[str, str] | None = None
+    # The arms of orchestration branches on run-time values the task was submitted under, as
+    # (branch instance, arm) from the outermost: each execution of such an ``if`` takes one arm,
+    # so two tasks on different arms of one instance never run in the same dispatch. Only
+    # graphs read from PyPTO set it (a DSL layer-level ``if`` is decided at elaboration).
+    branch: tuple[tuple[int, int], ...] = ()
+
+    def excludes(self, other: Task) -> bool:
+        """``self`` and ``other`` sit on different arms of one branch instance: in any one
+        dispatch at most one of them is submitted."""
+        arms = dict(self.branch)
+        return any(arms.get(instance, arm) != arm for instance, arm in other.branch)
 
     @property
     def waits(self) -> tuple[SignalOp, ...]:

@@ -90,5 +90,6 @@ def incoming(graph: Graph, ctx: CheckContext) -> dict[str, list[Edge]]:
 
 
 def unordered(ctx: CheckContext, a: str, b: str) -> bool:
-    """Neither task is an ancestor of the other."""
-    return a != b and not ctx.reach.ordered(a, b)
+    """Both can be in flight in one dispatch: neither is an ancestor of the other, and they are
+    not on different arms of one run-time branch (``Task.excludes``)."""
+    return a != b and not ctx.reach.ordered(a, b) and not ctx.graph.task(a).excludes(ctx.graph.task(b))

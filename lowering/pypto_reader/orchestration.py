@@ -59,6 +59,9 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
         self.loops: list[tuple[str, object]] = []  # (var, value) of enclosing orchestration loops
         self.sequential = 0
         self.manual = 0
+        # the (branch instance, arm) stack of undecided orchestration ifs (Task.branch)
+        self.branch: list[tuple[int, int]] = []
+        self.branch_instances = 0
         self.pending_name: str | None = None  # the name a value is being assigned to
 
     def loop_indices(self) -> list[object]:
@@ -320,13 +323,24 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
         self.notes.not_modelled(
             span_of(self.file, s.test),
             "an orchestration branch on a value known only at run time",
-            "the tasks of both branches are in the graph, unconditionally",
+            "the tasks of both branches are in the graph; the rules never pair two tasks of different "
+            "branches (one dispatch takes one)",
         )
         start = dict(self.frame.locals)
-        self.exec_block(s.body)
+        self.branch_instances += 1
+        instance = self.branch_instances
+        self.exec_arm(instance, 0, s.body)
         after_body = dict(self.frame.locals)
-        self.exec_block(s.orelse)
+        self.exec_arm(instance, 1, s.orelse)
         self.forget_undecided_scalars(start, after_body)
+
+    def exec_arm(self, instance: int, arm: int, body: list[ast.stmt]) -> None:
+        """One arm of an undecided branch: the tasks it submits carry (instance, arm)."""
+        self.branch.append((instance, arm))
+        try:
+            self.exec_block(body)
+        finally:
+            self.branch.pop()
 
     def forget_undecided_scalars(self, start: dict[str, Val], after_body: dict[str, Val]) -> None:
         """A number or plain value the two branches leave different is unknown after the if:

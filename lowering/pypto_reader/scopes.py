@@ -429,7 +429,7 @@ class OrchReader(OrchestrationReader):
             barriers=summary.barriers if summary is not None else (),
             ops=summary.ops if summary is not None else frozenset(),
             body=summary.body if summary is not None else (), span=span,
-            header_span=header, order=len(self.prog.tasks),
+            header_span=header, order=len(self.prog.tasks), branch=tuple(self.branch),
         )  # fmt: skip
         if arg_tags:
             task.arg_tags = arg_tags

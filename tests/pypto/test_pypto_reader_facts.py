@@ -336,3 +336,36 @@ def test_a_host_write_in_orchestration_waits_for_every_task_that_touches_the_ten
         ("count", "consume"), ("count", "fanout"), ("early", "consume"), ("early", "fanout"),
         ("peek", "consume"), ("peek", "fanout"),
     ]  # fmt: skip
+
+
+def test_tasks_on_different_arms_of_a_run_time_branch_are_never_paired():
+    triples, out = findings("runtime_branch")
+    # hca_tail vs hca (one arm), late vs every arm's writer and csa's view; no pair across arms
+    assert triples == [
+        ("P001", 24, 8),
+        ("P001", 27, 10),
+        ("R501", 31, 13),
+        *[("R501", 37, 9)] * 3,
+        ("R502", 37, 9),
+    ]
+    pairs = sorted(
+        d.message.split(" that ")[1].split(" ")[0] for d in out if d.code == "R501" and d.span.line == 37
+    )
+    assert pairs == ["hca", "hca_tail", "swa"]
+    assert "late writes `cache` and csa reads `flat`" in next(d.message for d in out if d.code == "R502")
+    (g,) = read_pypto(READER / "runtime_branch" / "model.py").graphs
+    arms = {t.name: t.branch for t in g.tasks}
+    assert arms == {
+        "swa": ((1, 0),),
+        "hca": ((1, 1), (2, 0)),
+        "hca_tail": ((1, 1), (2, 0)),
+        "csa": ((1, 1), (2, 1)),
+        "late": (),
+    }
+    task = g.task
+    assert (
+        task("swa").excludes(task("hca"))
+        and task("hca").excludes(task("csa"))
+        and task("csa").excludes(task("swa"))
+    )
+    assert not task("hca").excludes(task("hca_tail")) and not task("late").excludes(task("swa"))

@@ -145,7 +145,7 @@ def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         if len(offsets) < 2:
             continue
         for t1, accs1, t2, accs2 in _candidates(graph, env, offsets):
-            if t1.name in ctx.ancestors[t2.name]:
+            if t1.name in ctx.ancestors[t2.name] or t1.excludes(t2):
                 continue
             hit = _first(graph, t1, accs1, t2, accs2, offsets)
             if hit is None:

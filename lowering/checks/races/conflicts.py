@@ -106,7 +106,7 @@ def _find(graph: Graph, ctx: CheckContext):
         readers: dict[tuple[int, int], Task | None] = {}
         for i, j in pairs:
             (t1, accs1), (t2, accs2) = users[i], users[j]
-            if t1.name in anc[t2.name]:
+            if t1.name in anc[t2.name] or t1.excludes(t2):
                 continue
             found = _pair(graph, tensor.kind, t1, accs1, t2, accs2)
             if found is None:
