@@ -60,6 +60,33 @@ def test_r501_says_when_an_overlap_rests_on_a_region_widened_over_data(tmp_path,
     assert (possible in d.message) is not shown
 
 
+def test_r501_is_a_note_naming_the_tables_when_both_regions_are_chosen_by_data(tmp_path):
+    """A ring-cache commit at a slot from `slot_mapping` against a gather of the rows of
+    `block_table`: nothing but the data can make them meet, so the lint states the assumption
+    (note) instead of reporting an error; with the gather's rows exact it stays an error."""
+    src = tmp_path / "ring.dsl"
+    src.write_text(
+        "layer ring(T = 64, D = 32) {\n"
+        "  input slot_mapping: i32[1, 1]\n  input block_table: i32[1, 1]\n  input x: f32[T, D]\n"
+        "  inout cache: f32[T, D]\n  output out: f32[16, D]\n"
+        "  task gather on aiv {\n    let p = read(block_table[0, 0])\n"
+        "    out[:, :] = cache[p : p + 16, :]\n  }\n"
+        "  task commit on aiv {\n    let s = read(slot_mapping[0, 0])\n    cache[s : s + 1, :] = x[0:1, :]\n  }\n"
+        "}\n"
+    )
+    (d,) = lint(src, codes={"R501"})
+    assert (d.code, d.severity.value, d.span.line, d.span.col) == ("R501", "note", 13, 5)
+    assert d.message.startswith("WAR race on `cache`: commit writes cache[0:")
+    assert (
+        "(not shown: both regions are chosen by `block_table` and `slot_mapping` and taken over their whole "
+        "extent; the lint assumes the data keeps them apart" in d.message
+    )
+    src.write_text(src.read_text(encoding="utf-8").replace("cache[p : p + 16, :]", "cache[0:16, :]"))
+    (d,) = lint(src, codes={"R501"})
+    assert (d.code, d.severity.value) == ("R501", "error")
+    assert "(possible, not shown:" in d.message
+
+
 def test_r501_names_manual_tasks(tmp_path):
     src = tmp_path / "manual.dsl"
     src.write_text(

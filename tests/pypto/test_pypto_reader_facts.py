@@ -369,3 +369,13 @@ def test_tasks_on_different_arms_of_a_run_time_branch_are_never_paired():
         and task("csa").excludes(task("swa"))
     )
     assert not task("hca").excludes(task("hca_tail")) and not task("late").excludes(task("swa"))
+
+
+def test_rows_both_chosen_by_tables_are_assumed_apart_and_said_so():
+    triples, out = findings("data_rows")
+    assert triples == [("R501", 38, 9), ("R502", 36, 13)]
+    r501, r502 = sorted(out, key=lambda d: d.code)
+    assert (r502.severity.value, r501.severity.value) == ("note", "error")
+    assert "both regions are chosen by `slot_mapping` and `slot_table`" in r502.message
+    assert "stamp writes cache[0:1, 0:32] that gather reads" in r501.message
+    assert "(possible, not shown:" in r501.message

@@ -28,7 +28,10 @@ checker's) does not see the alias at all.
 
 A view whose start the PyPTO reader cannot evaluate (an offset that depends on data or on a
 loop the reader reads once) is not judged: its bytes are unknown, and the reader's P001 note
-at the view says so.
+at the view says so. When both accesses take their rows from data (a commit at a slot from
+`slot_mapping` through one view, a gather of the rows a table names through the other) and
+no pair of exactly evaluated executions shares a byte, the finding is a note naming the tables
+and the assumption: the data keeps the rows apart (R501 explains why).
 
 ## Example
 
@@ -58,6 +61,7 @@ from collections.abc import Iterator
 
 from lowering.checks.access_instances import Hit, distinct, hits, local_tensor
 from lowering.checks.races.conflicts import call_alias, conflicts, grouped, instances_text
+from lowering.checks.races.data_rows import assumed_text, data_symbols
 from lowering.checks.rule import CheckContext, finding
 from lowering.edges import base_buffer, task_footprints_cached, view_placed
 from lowering.ir import Access, Graph, Task, Tensor
@@ -81,12 +85,14 @@ def _bytes(h: Hit, tensor: Tensor, offset: int) -> tuple[int, int] | None:
     return offset + first * tensor.itemsize, offset + (last + 1) * tensor.itemsize
 
 
-def _overlap(graph: Graph, t1: Task, a: Access, t2: Task, b: Access, offsets: dict[str, int]):
+def _overlap(
+    graph: Graph, t1: Task, a: Access, t2: Task, b: Access, offsets: dict[str, int], exact: bool = False
+):
     """The first bytes the two accesses share, ``"unknown"`` when some extent is dynamic and
-    they may, None when they do not."""
+    they may, None when they do not. ``exact``: only executions evaluated exactly count."""
     ta, tb = graph.tensors[a.tensor], graph.tensors[b.tensor]
-    ra = [_bytes(h, ta, offsets[a.tensor]) for h in distinct(hits(graph, t1, a))]
-    rb = [_bytes(h, tb, offsets[b.tensor]) for h in distinct(hits(graph, t2, b))]
+    ra = [_bytes(h, ta, offsets[a.tensor]) for h in distinct(hits(graph, t1, a)) if h.exact or not exact]
+    rb = [_bytes(h, tb, offsets[b.tensor]) for h in distinct(hits(graph, t2, b)) if h.exact or not exact]
     if not ra or not rb:
         return None
     if None in ra or None in rb:
@@ -152,14 +158,20 @@ def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 continue
             a, b, shared = hit
             kind = "WAR" if not a.writes else ("RAW" if not b.writes else "WAW")
-            where = (
-                f"which share bytes {shared[0]}:{shared[1]} of `{base}`"
-                if isinstance(shared, tuple)
-                else f"which may share bytes of `{base}` (an extent is known only at run time)"
+            assumed = (
+                data_symbols(a, loops=True)
+                and data_symbols(b, loops=True)
+                and _overlap(graph, t1, a, t2, b, offsets, exact=True) is None
             )
+            if assumed:
+                where = f"which may share bytes of `{base}`{assumed_text([(t1, a), (t2, b)])}"
+            elif isinstance(shared, tuple):
+                where = f"which share bytes {shared[0]}:{shared[1]} of `{base}`"
+            else:
+                where = f"which may share bytes of `{base}` (an extent is known only at run time)"
             yield finding(
                 CODE,
-                SEVERITY,
+                "note" if assumed else SEVERITY,
                 b.span,
                 f"{kind} through two views of buffer `{base}`: {t2.name} "
                 f"{'writes' if b.writes else 'reads'} `{b.tensor}` and {t1.name} "

@@ -29,6 +29,7 @@ from lowering.checks.access_instances import (
     local_tensor,
 )
 from lowering.checks.index import accesses_of
+from lowering.checks.races.data_rows import assumed_text, data_symbols
 from lowering.checks.rule import CheckContext
 from lowering.edges import OUTPUT_EXISTING, argument_tags
 from lowering.ir import Access, Alias, Graph, Task
@@ -64,6 +65,8 @@ class Conflict:
     # No pair of exact executions meets: the overlap needs a region the analysis widened to the
     # extent (an index or a loop bound that depends on data) or an access under a data condition.
     possible: bool = False
+    # Possible only, and both regions are chosen by data (races.data_rows): assumed apart.
+    assumed: bool = False
 
 
 def call_alias(graph: Graph, c: Conflict) -> Alias | None:
@@ -115,7 +118,8 @@ def _find(graph: Graph, ctx: CheckContext):
             kind = "war" if not a.writes else ("raw" if not b.writes else "waw")
             cause = _cause(kind, tensor.manual_dep, t1, t2, tags[t2.name].get(name))
             reader = _reader(graph, users, j, b, readers) if kind == "waw" else None
-            yield Conflict(name, t1, t2, a, b, kind, cause, where, reader, possible)
+            assumed = possible and bool(data_symbols(a, loops=True)) and bool(data_symbols(b, loops=True))
+            yield Conflict(name, t1, t2, a, b, kind, cause, where, reader, possible, assumed)
 
 
 def users_of(graph: Graph, tensor: str) -> list[tuple[Task, list[Access]]]:
@@ -215,11 +219,15 @@ def _shown(x, y) -> bool:
     )
 
 
-def possible_text(group: list[Conflict]) -> str:
-    """What a finding on ``group`` (one site) adds when no instance of it is a shown overlap."""
+def certainty(group: list[Conflict], severity: str) -> tuple[str, str]:
+    """The severity of a finding on ``group`` (one site) and what its message adds: nothing for a
+    shown overlap; "possible, not shown" when some region was widened; a note naming the
+    assumption when every instance rests on regions both chosen by data."""
+    if all(c.assumed for c in group):
+        return "note", assumed_text([(c.first, c.a) for c in group] + [(c.second, c.b) for c in group])
     if not all(c.possible for c in group):
-        return ""
-    return (
+        return severity, ""
+    return severity, (
         " (possible, not shown: a region here depends on data or on a loop bound the analysis cannot "
         "evaluate and is taken over its whole extent; if the indices keep the accesses apart, suppress "
         "this with the reason)"

@@ -49,57 +49,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lowering import body as ir_body
 from lowering.checks import describe
 from lowering.checks.access_instances import distinct, first_overlap, hits, local_tensor
+from lowering.checks.races.data_rows import data_symbols
+from lowering.checks.races.data_rows import sources as task_sources
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Access, Graph, Task
 from lowering.source import Diagnostic
-from lowering.symbolic import DYNAMIC, free_symbols
 
 CODE = "R506"
 NAME = "data_indexed_rows_assumed_distinct"
 FAMILY = "races"
 SEVERITY = "note"
 SUMMARY = "blocks of one spmd grid write rows read from a tensor; the lint assumes those rows distinct"
-
-
-def _data_symbols(access: Access) -> set[str]:
-    """The data-valued locals (``let r = read(...)``) the access's region is indexed by."""
-    exprs = [e for r in access.region for e in (r.start, r.stop)]
-    return {s.name for e in exprs for s in free_symbols(e) if s.kind == DYNAMIC}
-
-
-def _sources(task: Task) -> dict[str, set[str]]:
-    """Local name -> the tensors its value is read from, through other locals."""
-    direct: dict[str, set[str]] = {}
-    uses: dict[str, set[str]] = {}
-    for s in ir_body.nested_stmts(task.body):
-        if not isinstance(s, ir_body.LetS | ir_body.AssignS):
-            continue
-        tensors, names = direct.setdefault(s.name, set()), uses.setdefault(s.name, set())
-        for v in ir_body.nested_values(s.value):
-            if isinstance(v, ir_body.LoadV) and not v.local:
-                tensors.add(v.tensor)
-            elif isinstance(v, ir_body.LocalV) or (isinstance(v, ir_body.LoadV) and v.local):
-                names.add(v.name if isinstance(v, ir_body.LocalV) else v.tensor)
-            elif isinstance(v, ir_body.IntV):
-                names.update(sym.name for sym in free_symbols(v.expr) if sym.kind == DYNAMIC)
-    out: dict[str, set[str]] = {}
-
-    def resolve(name: str, seen: frozenset[str]) -> set[str]:
-        if name in out:
-            return out[name]
-        found = set(direct.get(name, ()))
-        for other in uses.get(name, ()):
-            if other not in seen:
-                found |= resolve(other, seen | {other})
-        out[name] = found
-        return found
-
-    for name in direct:
-        resolve(name, frozenset({name}))
-    return out
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
@@ -111,7 +73,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         for w in task.accesses:
             if w.mode != "write" or not local_tensor(graph.tensors[w.tensor]):
                 continue
-            names = _data_symbols(w)
+            names = data_symbols(w)
             if not names:
                 continue
             # data-indexed dimensions span the whole extent here: an overlap across blocks
@@ -123,7 +85,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             if pair is None:
                 continue
             if sources is None:
-                sources = _sources(task)
+                sources = task_sources(task)
             tables = tuple(sorted({t for n in names for t in sources.get(n, ())}))
             by_tables.setdefault(tables, []).append(w)
         for tables, writes in by_tables.items():

@@ -63,10 +63,10 @@ from lowering.checks.races.conflicts import (
     Conflict,
     after_fix,
     call_alias,
+    certainty,
     conflicts,
     grouped,
     instances_text,
-    possible_text,
     same_index,
 )
 from lowering.checks.rule import CheckContext, finding
@@ -90,14 +90,15 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     for group in grouped([c for c in conflicts(graph, ctx) if _mine(c) and call_alias(graph, c) is None]):
         c = group[0]
         t1, t2 = c.first.name, c.second.name
+        severity, shown = certainty(group, SEVERITY)
         if c.cause == MANUAL_DEP:
             yield finding(
                 CODE,
-                SEVERITY,
+                severity,
                 c.b.span,
                 f"{t2} reads {c.where} of manual_dep `{c.tensor}` that {t1} writes, but no chain of edges "
                 f"leads from {t1} to {t2}: a manual_dep tensor gets no inferred edges, its ordering rides "
-                f"only on `after`, so {t2} can read before the write lands{possible_text(group)}{instances_text(group)}",
+                f"only on `after`, so {t2} can read before the write lands{shown}{instances_text(group)}",
                 fix=after_fix(c.first, c.second, same_index(group)),
                 related=((c.a.span, f"the write of {t1}"),),
             )
@@ -105,11 +106,11 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         reader = c.reader.name if c.reader is not None else "a later task"
         yield finding(
             CODE,
-            SEVERITY,
+            severity,
             c.b.span,
             f"{t2} writes {c.where} as a pure Out (OUTPUT_EXISTING) after {t1} wrote it, and {reader} reads "
             f"it back: an Out argument looks up no earlier writer, so {t2} takes no WAW edge on {t1} and "
-            f"{reader} reads whichever write lands last{possible_text(group)}{instances_text(group)}",
+            f"{reader} reads whichever write lands last{shown}{instances_text(group)}",
             fix=f"declare `{c.tensor}` inout so every write registers as InOut (or run the writers in a "
             f"`range` loop, or {after_fix(c.first, c.second, same_index(group))})",
             related=((c.a.span, f"the earlier write of {t1}"),),

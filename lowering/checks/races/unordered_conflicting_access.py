@@ -25,7 +25,12 @@ exact region of every block and iteration at the layer's parameter point. A regi
 depends on data (an index read from a tensor, a loop whose trip count comes from data) is
 taken over its whole extent: the pair is still reported, since nothing rules the overlap out,
 but the finding says "possible, not shown" unless the other access covers everything the
-widened one can reach (then the overlap is certain). The same holds for R503. The work is
+widened one can reach (then the overlap is certain). When *both* regions are chosen by data
+(a ring-cache commit at a slot from `slot_mapping` against a gather of the rows `block_table`
+names), nothing in the program shows an overlap: the finding is a note that names the tables
+and the assumption the lint makes -- that the data keeps the rows apart, as a paged or ring
+cache does (`races/data_rows.py`). Where the rows can coincide by design, that note is the
+one to act on. The same holds for R503 (and R502 between views). The work is
 bounded: past 100,000 pairs of tasks whose regions meet in one graph, the analysis stops and
 an R501 note at the declaration of the tensor where it stopped says so.
 
@@ -74,10 +79,10 @@ from lowering.checks.races.conflicts import (
     Conflict,
     after_fix,
     call_alias,
+    certainty,
     conflicts,
     grouped,
     instances_text,
-    possible_text,
     same_index,
     truncated,
 )
@@ -125,11 +130,12 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     for group in grouped(mine):
         c = group[0]
         kind = {"war": "WAR", "raw": "RAW", "waw": "WAW"}[c.kind]
+        severity, shown = certainty(group, SEVERITY)
         yield finding(
             CODE,
-            SEVERITY,
+            severity,
             c.b.span,
-            f"{kind} race on `{c.tensor}`: {_why(c)}{possible_text(group)}{instances_text(group)}",
+            f"{kind} race on `{c.tensor}`: {_why(c)}{shown}{instances_text(group)}",
             fix=after_fix(c.first, c.second, same_index(group)),
             related=((c.a.span, f"the access of {c.first.name}"), (c.second.header_span, "the later task")),
         )
