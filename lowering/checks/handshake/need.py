@@ -12,6 +12,7 @@ from itertools import chain
 
 from lowering.checks.order import descendants, unordered
 from lowering.checks.points import admissible_envs, group_envs, signal_exprs
+from lowering.checks.protocol.counting import Unchecked, Uncountable, analyse_wait, reuse_wait
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable, notifiers_of, notify_counts, waited_cells
 from lowering.ir import Graph, SignalOp, Task
@@ -58,8 +59,12 @@ def same_epoch_notifiers(
     """Notifiers of ``wait``'s cells that can release it in the current epoch.
 
     Left out: tasks that run after the waiter (they feed a later epoch: a credit for the next
-    round) and tasks whose only notifies on the signal are zero-write clears.
+    round) and tasks whose only notifies on the signal are zero-write clears; and every
+    notifier when the wait lags a round (``CellCount.lags``: it needs only what the earlier
+    rounds deposited, as the wait before a window is reused does).
     """
+    if lags_a_round(graph, ctx, waiter, wait, env):
+        return set()
     after = descendants(graph, ctx)[waiter.name]
     out = set()
     for name in needed_notifiers(graph, waiter, wait, env):
@@ -70,6 +75,19 @@ def same_epoch_notifiers(
             continue
         out.add(name)
     return out
+
+
+def lags_a_round(graph: Graph, ctx: CheckContext, waiter: Task, wait: SignalOp, env: dict[str, int]) -> bool:
+    """``wait`` is a reuse wait (``counting.reuse_wait``): the deposits of the earlier rounds
+    alone satisfy it."""
+    key = ("lags", waiter.name, wait.order, tuple(sorted(env.items())))
+    if key not in ctx.cache:
+        try:
+            cells = analyse_wait(graph, ctx, waiter, wait, env)
+        except (Uncountable, Unchecked):
+            cells = []
+        ctx.cache[key] = reuse_wait(graph, ctx, waiter, wait, cells)
+    return ctx.cache[key]
 
 
 def notifiers_needed(graph: Graph, ctx: CheckContext, waiter: Task) -> set[str]:

@@ -248,6 +248,31 @@ class CellCount:
     def required(self, e: int) -> int:
         return self.prefix + (e - 1) * self.net
 
+    @property
+    def lags(self) -> bool:
+        """The threshold never asks for more than the earlier rounds left in the cell (at most
+        ``(e - 1) * net`` at epoch e): the wait needs none of this round's deposits."""
+        return self.f1 <= 0 and self.slope <= self.net
+
+
+def reuse_wait(graph: Graph, ctx: CheckContext, waiter: Task, wait: SignalOp, cells: list[CellCount]) -> bool:
+    """A wait for the credits of earlier rounds before a peer's window is overwritten.
+
+    Its threshold lags (every cell: ``CellCount.lags``) and what it gates is a remote store:
+    the waiting task stores to a peer after the wait, or it is a task of waits alone whose
+    direct successors do. A lagging wait that gates a read of published data is an off-by-one
+    instead, and stays D103's."""
+    if not cells or not all(c.lags for c in cells):
+        return False
+    if any(a.peer is not None and a.writes and a.order > wait.order for a in waiter.accesses):
+        return True
+    if any(a.mode != "anchor" for a in waiter.accesses):
+        return False
+    successors = {e.dst for e in graph.edges if e.src == waiter.name}
+    return any(
+        a.peer is not None and a.writes for t in graph.tasks if t.name in successors for a in t.accesses
+    )
+
 
 def analyse_wait(
     graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict[str, int]

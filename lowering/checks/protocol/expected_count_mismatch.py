@@ -16,7 +16,14 @@ the threshold must be ``epoch * n`` where ``n`` is the per-epoch count. Two refi
 - a cell cleared every round (``notify sig[i] @ rank = 0``) must be waited with the
   per-round count, not an epoch multiple. In a graph read from PyPTO the threshold's scalar
   is a call id that restarts at every dispatch (runtime-model §1.9, *Epochs*), so on a cell
-  the program clears (a zero ``pl.write``) only the first call's threshold is judged.
+  the program clears (a zero ``pl.write``) only the first call's threshold is judged;
+- a *reuse wait* -- the wait before a peer's window is overwritten, ``wait consumed[p] >=
+  epoch - 1`` followed by a ``remote_store`` to ``p`` in the same task (or in the direct
+  successors of a task of waits alone) -- asks only for the credits the earlier rounds left
+  (``(epoch - 1) * net`` at most) and is right as written: the peer's consumption credit of
+  this round comes after this round's exchange. The same lag on a wait that gates a read of
+  published data is an off-by-one and is reported (``good_reuse_wait.dsl`` /
+  ``bad_data_lag.dsl``). D101 does not ask a reuse wait for this round's notifiers either.
 
 A count that depends on data -- a notify under a data-dependent ``if``, a loop over a
 data-dependent count, a data-dependent peer, cell or value, a notifier task with a
@@ -167,6 +174,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     break
                 except Unchecked:
                     break
+                if counting.reuse_wait(graph, ctx, task, wait, cells):
+                    continue  # asks only for the earlier rounds' credits before a window is reused
                 bad = next(
                     ((c, e) for c in cells if (e := _mismatch(c, graph.epoch_counts)) is not None), None
                 )
