@@ -35,7 +35,7 @@ from lowering.pypto_reader.program import Program
 from lowering.pypto_reader.scopes import OrchReader
 from lowering.pypto_reader.signal_clears import zero_writes_as_clears
 from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal
-from lowering.symbolic import Const, EvalError, Expr, evaluate
+from lowering.symbolic import Const, EvalError, Expr, Sym, evaluate
 
 RANK_NAMES = ("my_rank", "rank", "local_rank", "ep_rank", "rank_id", "cur_rank", "self_rank")
 WORLD_NAMES = ("EP", "EP_WORLD_SIZE", "EP_SIZE", "WORLD_SIZE", "N_RANKS", "NRANKS", "NUM_RANKS")
@@ -166,7 +166,7 @@ def build_graphs(
                     "its accesses are compared conservatively: any two may overlap",
                 )
         if world is None and _cross_rank(prog):
-            world = _world_constant(module)
+            world = _world_constant(module) or _world_from_signal_rows(prog)
             if world is None:
                 notes.not_modelled(
                     span_of(module.file, entry.node),
@@ -222,6 +222,24 @@ def _world_constant(module: ModuleInfo) -> Expr | None:
         if isinstance(v, IntVal):
             return v.expr
     return None
+
+
+def _world_from_signal_rows(prog: Program) -> Expr | None:
+    """The world size a signal tensor is laid out for: a cell index that a notify fills with
+    the notifier's own rank (``offsets=[my_rank, 0]``) runs over one row per rank, so that
+    dimension of the tensor is the number of ranks. Used only when nothing names the world;
+    several different extents give no answer."""
+    rank = Sym("rank", "rank")
+    found: set[Expr] = set()
+    for task in prog.tasks:
+        for op in task.notifies:
+            info = prog.tensors.infos.get(op.signal)
+            if info is None or info.shape is None:
+                continue
+            for i, index in enumerate(op.index):
+                if index == rank and i < len(info.shape):
+                    found.add(info.shape[i])
+    return found.pop() if len(found) == 1 else None
 
 
 def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) -> ir.Graph:

@@ -379,3 +379,11 @@ def test_rows_both_chosen_by_tables_are_assumed_apart_and_said_so():
     assert "both regions are chosen by `slot_mapping` and `slot_table`" in r502.message
     assert "stamp writes cache[0:1, 0:32] that gather reads" in r501.message
     assert "(possible, not shown:" in r501.message
+
+
+def test_the_world_size_is_the_rank_rows_of_a_signal_when_nothing_names_it():
+    triples, out = findings("signal_world")
+    # no D106 for the cells of ranks 2 and 3, no "two ranks are assumed" note
+    assert triples == [("D107", 21, 5), ("D113", 27, 17)]
+    (g,) = read_pypto(READER / "signal_world" / "model.py").graphs
+    assert g.nranks == 4
