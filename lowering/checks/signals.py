@@ -18,7 +18,7 @@ from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.ir import Condition, Graph, Loop, SignalOp, Task
 from lowering.source import Span
-from lowering.symbolic import SCALAR, EvalError, Expr, evaluate, free_symbols
+from lowering.symbolic import DYNAMIC, SCALAR, EvalError, Expr, Sym, evaluate, free_symbols
 
 MAX_INSTANCES = 400_000
 
@@ -236,9 +236,32 @@ def _waited_cells(
 ) -> dict[tuple[int, tuple], Expr]:
     out: dict[tuple[int, tuple], Expr] = {}
     index = [compiled(i) for i in op.index]
-    for scoped, rank, _block in run(graph, task, op.loops, op.conds, env, ignore_predicate=True):
-        out[(rank, _cell(index, scoped))] = op.expected
+    chosen = data_chosen_cell(graph, op, env)
+    envs = [env] if chosen is None else [{**env, chosen[0]: v} for v in range(chosen[1])]
+    for at in envs:
+        for scoped, rank, _block in run(graph, task, op.loops, op.conds, at, ignore_predicate=True):
+            out[(rank, _cell(index, scoped))] = op.expected
     return out
+
+
+def data_chosen_cell(graph: Graph, wait: SignalOp, env: dict[str, int]) -> tuple[str, int] | None:
+    """(name, extent) when one index of ``wait`` is exactly one value read from data and the
+    other indices involve no data: the cells it can name are that dimension's (at ``env``)."""
+    tensor = graph.tensors.get(wait.signal)
+    found = None
+    for i, index in enumerate(wait.index):
+        if not any(s.kind == DYNAMIC for s in free_symbols(index)):
+            continue
+        if found is not None or not isinstance(index, Sym) or tensor is None or i >= len(tensor.shape):
+            return None
+        try:
+            extent = evaluate(tensor.shape[i], env)
+        except (EvalError, TypeError):
+            return None
+        if not 0 < extent <= 4096:
+            return None
+        found = (index.name, extent)
+    return found
 
 
 def notifiers_of(graph: Graph, signal: str) -> list[tuple[Task, SignalOp]]:

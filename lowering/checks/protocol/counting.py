@@ -33,7 +33,7 @@ from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext
-from lowering.checks.signals import NotCountable, run
+from lowering.checks.signals import NotCountable, data_chosen_cell, run
 from lowering.ir import Access, Graph, SignalOp, Task
 from lowering.source import Span
 from lowering.symbolic import DYNAMIC, SCALAR, Const, EvalError, Expr, free_symbols
@@ -176,11 +176,21 @@ def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]
 def wait_cells(
     graph: Graph, task: Task, wait: SignalOp, env: dict[str, int]
 ) -> Iterator[tuple[int, tuple[int, ...], dict[str, int], int]]:
-    """(rank, cell, scoped environment, block) of every wait instance that may run."""
+    """(rank, cell, scoped environment, block) of every wait instance that may run.
+
+    A cell index that is a value read from data (``wait ready[owner]`` with ``owner`` from a
+    table) is taken at every cell of that dimension the wait's conditions admit: the wait is
+    right only if each of them gets the count it expects, whatever the table holds."""
     index_f = [compiled(i) for i in wait.index]
+    envs = [env]
+    chosen = data_chosen_cell(graph, wait, env)
+    if chosen is not None:
+        name, extent = chosen
+        envs = [{**env, name: v} for v in range(extent)]
     try:
-        for scoped, rank, block in run(graph, task, wait.loops, wait.conds, env, lenient=True):
-            yield rank, tuple(_value(f, scoped, "cell index") for f in index_f), scoped, block
+        for at in envs:
+            for scoped, rank, block in run(graph, task, wait.loops, wait.conds, at, lenient=True):
+                yield rank, tuple(_value(f, scoped, "cell index") for f in index_f), scoped, block
     except Uncountable as err:
         raise type(err)(err.reason, task.name, wait.span) from None
 

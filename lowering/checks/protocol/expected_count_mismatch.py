@@ -25,6 +25,11 @@ the threshold must be ``epoch * n`` where ``n`` is the per-epoch count. Two refi
   published data is an off-by-one and is reported (``good_reuse_wait.dsl`` /
   ``bad_data_lag.dsl``). D101 does not ask a reuse wait for this round's notifiers either.
 
+A waited cell chosen by data -- ``wait ready[owner]`` with ``owner`` read from a table -- is
+judged at every cell of that dimension the wait's conditions admit: the threshold must be
+right whichever rank the table names (``good_data_cell.dsl``; a cell no notify reaches is
+D106's, ``../D106/bad_data_cell.dsl``).
+
 A count that depends on data -- a notify under a data-dependent ``if``, a loop over a
 data-dependent count, a data-dependent peer, cell or value, a notifier task with a
 ``when`` predicate, or a threshold read from data -- is an error too: the arithmetic cannot
