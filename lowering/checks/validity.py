@@ -62,6 +62,9 @@ class Abs:
     marked: bool = False  # the extent comes from valid()/fillpad() (a declaration)
     chain: Chain | None = None
     origin: tuple[Expr, ...] = ()  # expressions the extent came from (to name a constant)
+    # The readout event this value's slice recorded (the head of a sorted row): withdrawn when
+    # the value turns out to be an operand of a format-2 merge, a list rather than a readout.
+    readout: SortEvent | None = None
 
 
 @dataclass(frozen=True)
@@ -392,18 +395,11 @@ class Interpreter:
             return replace(base, chain=self._mrgsort(base.chain, bl, span))
         if op == "mrgsort_merge":
             return self._merge(args, span)
-        if op == "topk_pairs" and merging:  # the head run as an operand of a format-2 merge
+        if op == "topk_pairs":  # the head of a sorted row: a readout, or a format-2 merge operand
             base = args[0]
             if base is not None and base.chain is not None and isinstance(v.args[1], ir_body.IntV):
                 width = binop("*", Const(2), v.args[1].expr)
                 return self._slice(base.chain, ir_body.Range(Const(0), width, Const(1)), span)
-            return Abs()
-        if op == "topk_pairs":
-            base = args[0]
-            if base is not None and base.chain is not None and isinstance(v.args[1], ir_body.IntV):
-                k = self.ub(v.args[1].expr)
-                if k is not None:
-                    self._readout(base.chain, 2 * k, span)
             return Abs()
         return Abs()
 
@@ -456,20 +452,24 @@ class Interpreter:
         start, stop = self.exact(cols.start), self.ub(cols.stop)
         if start is None or stop is None:
             return Abs()
+        event = None
         if start == 0 and not self.merging:
-            self._readout(chain, stop, span)  # (a merge operand is a list, not a readout)
+            event = self._readout(chain, stop, span)  # (a merge operand is a list, not a readout)
         width = 2 * chain.run
         records = (stop - start) // 2
         if start % width or records <= 0:
-            return Abs()
+            return Abs(readout=event)
         within = start // width == (stop - 1) // width
         run = records if within else chain.run
         part = replace(chain, records=records, run=min(run, records), finite=min(chain.finite, records))
-        return Abs(chain=part)
+        return Abs(chain=part, readout=event)
 
     def _merge(self, args: list[Abs | None], span: Span) -> Abs:
         """Format-2 ``mrgsort(a, b[, c[, d]])``: 2 to 4 sorted lists into one (pto-isa
         TMRGSORT); the result is sorted only when every operand is."""
+        for a in args:  # a head slice bound to a name before the merge: an operand, not a readout
+            if a is not None and a.readout is not None:
+                self.facts.sorts[:] = [e for e in self.facts.sorts if e is not a.readout]
         chains = [a.chain for a in args if a is not None and a.chain is not None]
         if len(chains) != len(args) or not 2 <= len(chains) <= 4:
             return Abs()
@@ -492,8 +492,10 @@ class Interpreter:
         )
         return Abs(chain=merged)
 
-    def _readout(self, chain: Chain, prefix: int, span: Span) -> None:
-        self.facts.sorts.append(SortEvent("readout", span, self.task.name, chain, {"prefix": prefix}))
+    def _readout(self, chain: Chain, prefix: int, span: Span) -> SortEvent:
+        event = SortEvent("readout", span, self.task.name, chain, {"prefix": prefix})
+        self.facts.sorts.append(event)
+        return event
 
 
 def _join(a: Abs | None, b: Abs | None) -> Abs:

@@ -36,13 +36,13 @@ def test_seeds_init_value_and_on_core_seed_with_offsets_recomputed_per_loop():
 
 def test_format_two_merge_and_valid_extent_assigned_in_if_else():
     triples, out = findings("sorting")
-    assert triples == [("S302", 31, 9)]  # route_unsorted only
+    assert triples == [("S302", 32, 9)]  # route_unsorted only: route_heads' named heads are merge operands
     assert "mrgsort of 2 operands (format 2) merges lists that are not sorted" in out[0].message
 
 
 def test_the_bound_of_finite_candidates_is_the_cap_not_the_row_width():
     triples, out = findings("sorting", CAP=200)
-    assert triples == [("S301", 45, 15), ("S302", 31, 9)]
+    assert triples == [("S301", 46, 15), ("S302", 32, 9)]
     s301 = next(d for d in out if d.code == "S301")
     assert "up to 200 finite candidates" in s301.message  # the cap, not PAD=256
 
