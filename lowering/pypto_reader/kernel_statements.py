@@ -419,13 +419,14 @@ def loop_carried(stmts: list[ast.stmt]) -> set[str]:
                     events.append(("read", names_read(item.context_expr)))
                 events.extend(linear(s.body))
             elif isinstance(s, ast.AugAssign):
-                events.append(("read", names_read(s.value) | _targets(s.target)))
+                events.append(("read", names_read(s.value) | names_read(s.target) | _targets(s.target)))
                 events.append(("store", _targets(s.target)))
             elif isinstance(s, ast.Assign | ast.AnnAssign):
                 if s.value is not None:
                     events.append(("read", names_read(s.value)))
                 targets = s.targets if isinstance(s, ast.Assign) else [s.target]
                 for t in targets:
+                    events.append(("read", names_read(t)))  # the indices of a subscript target
                     events.append(("store", _targets(t)))
             elif not isinstance(s, ast.FunctionDef | ast.ClassDef):
                 events.append(("read", names_read(s)))
@@ -463,7 +464,15 @@ def _live(events: list[tuple[str, set[str]]]) -> set[str]:
 
 
 def _targets(t: ast.expr) -> set[str]:
-    return {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    """The names an assignment target binds: ``a``, ``a, (b, *c)``. A subscript or attribute
+    target (``y[tg : tg + 16, :] = ...``) binds none: the names in it are read."""
+    if isinstance(t, ast.Name):
+        return {t.id}
+    if isinstance(t, ast.Tuple | ast.List):
+        return {n for e in t.elts for n in _targets(e)}
+    if isinstance(t, ast.Starred):
+        return _targets(t.value)
+    return set()
 
 
 def assignment_counts(stmts: list[ast.stmt]) -> Counter[str]:

@@ -6,6 +6,8 @@ code, line and column, and each clean case would fail if the fact were lost.
 
 from __future__ import annotations
 
+import ast
+
 import pytest
 from pyptoutil import PYPTO_FIXTURES
 
@@ -387,3 +389,27 @@ def test_the_world_size_is_the_rank_rows_of_a_signal_when_nothing_names_it():
     assert triples == [("D107", 21, 5), ("D113", 27, 17)]
     (g,) = read_pypto(READER / "signal_world" / "model.py").graphs
     assert g.nranks == 4
+
+
+def test_a_block_offset_assigned_before_a_kernel_loop_stays_the_blocks_offset():
+    triples, out = findings("loop_offsets")
+    assert triples == [("R505", 31, 13)]  # shift's overlapping blocks; no R506 "rows from data"
+    assert "blocks 0 and 1 both write z[8:16, 0:32]" in out[0].message
+    (g,) = read_pypto(READER / "loop_offsets" / "model.py").graphs
+    (write,) = [a for a in g.task("scale").accesses if a.tensor == "y"]
+    assert str(write.region[0]) == "(block * 16):((block * 16) + 16)"
+
+
+def test_loop_carried_names_are_those_a_loop_reads_before_it_assigns_them():
+    from lowering.pypto_reader.kernel_statements import loop_carried
+
+    body = ast.parse(
+        "tg = b * 16\n"
+        "k = 0\n"
+        "for i in pl.range(4):\n"
+        "    y[tg : tg + 16, k : k + 8] = x[tg : tg + 16, :]\n"  # tg only read; k read, then bumped
+        "    k = k + 8\n"
+        "    w[j] = 1\n"  # j assigned below, read here: carried into the next iteration
+        "    j = i\n"
+    ).body
+    assert loop_carried(body) == {"k", "j"}
