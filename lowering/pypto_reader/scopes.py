@@ -54,7 +54,7 @@ from lowering.pypto_reader.values import (
     Val,
 )
 from lowering.source import Span
-from lowering.symbolic import Const, EvalError, Expr, Sym, evaluate
+from lowering.symbolic import DYNAMIC, Const, EvalError, Expr, Sym, evaluate, substitute
 
 
 class OrchReader(OrchestrationReader):
@@ -87,7 +87,7 @@ class OrchReader(OrchestrationReader):
                 "a grid size the reader cannot evaluate (a data-dependent block count)",
                 "the task is modelled with 1 block: occupancy and speculation counts are not checked for it",
             )
-            return Const(1)
+            return UNKNOWN_GRID
         return e
 
     def task_name(self, hint: str) -> tuple[str, str, int | None]:
@@ -404,6 +404,10 @@ class OrchReader(OrchestrationReader):
             blocks = evaluate(grid, self.prog.params.env())
         except EvalError:
             blocks = 1
+        if grid is UNKNOWN_GRID:
+            accesses = tuple(_any_block(a) for a in (summary.accesses if summary is not None else accesses))
+            if summary is not None:
+                summary = replace(summary, accesses=accesses)
         units: frozenset[str] = frozenset()
         if summary is not None:
             units = summary.units
@@ -495,6 +499,27 @@ class OrchReader(OrchestrationReader):
 
 
 # ---------------------------------------------------------------- helpers
+
+#: The grid of a task whose block count the reader cannot evaluate: modelled as one block, and
+#: recognised by identity (``grid is UNKNOWN_GRID``) so that its accesses are made those of
+#: *some* block (``_any_block``) rather than of block 0 alone.
+UNKNOWN_GRID = Const(1)
+_SOME_BLOCK = {"block": Sym("block?", DYNAMIC)}
+
+
+def _any_block(access: Access) -> Access:
+    """``access`` as run by a block the model does not know: ``block`` becomes an unknown
+    value, so the region spans what any block of the unknown grid can touch."""
+
+    def sub(e: Expr) -> Expr:
+        return substitute(e, _SOME_BLOCK)
+
+    region = tuple(replace(r, start=sub(r.start), stop=sub(r.stop), step=sub(r.step)) for r in access.region)
+    loops = tuple(
+        replace(lp, start=sub(lp.start), stop=sub(lp.stop), step=sub(lp.step)) for lp in access.loops
+    )
+    conds = tuple(replace(c, expr=sub(c.expr)) for c in access.conds)
+    return replace(access, region=region, loops=loops, conds=conds)
 
 
 def _globals_of(module: ModuleInfo) -> Callable[[str, ast.AST], Val]:

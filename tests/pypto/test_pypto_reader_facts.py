@@ -413,3 +413,17 @@ def test_loop_carried_names_are_those_a_loop_reads_before_it_assigns_them():
         "    j = i\n"
     ).body
     assert loop_carried(body) == {"k", "j"}
+
+
+def test_a_grid_sized_by_data_writes_the_rows_of_any_block():
+    triples, out = findings("unknown_grid")
+    assert triples == [("P001", 26, 22), ("R501", 27, 9)]
+    r501 = out[1]
+    assert "fill writes y[32:48, 0:64] that peek reads" in r501.message
+    assert "(possible, not shown:" in r501.message
+    (g,) = read_pypto(READER / "unknown_grid" / "model.py").graphs
+    assert g.task("fill").blocks == 1
+    assert [str(r) for r in g.task("fill").accesses[1].region] == [
+        "(block? * 16):((block? * 16) + 16)",
+        "0:D",
+    ]

@@ -26,7 +26,7 @@ or a notifier task with a ``when`` predicate) raises :class:`Uncountable`.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lowering.body import RemoteStoreS, nested_stmts
 from lowering.checks.fasteval import Compiled, compiled
@@ -284,13 +284,79 @@ def reuse_wait(graph: Graph, ctx: CheckContext, waiter: Task, wait: SignalOp, ce
     )
 
 
+def deferred_to_d113(c: CellCount) -> bool:
+    """A threshold that is right for round 1 but does not grow on a persistent counter."""
+    return c.slope == 0 and c.net > 0 and c.f1 == c.prefix
+
+
+def mismatch(c: CellCount, epoch_counts: str) -> int | None:
+    """The first epoch (1 or 2) at which the threshold is wrong, or None (D103's judgement)."""
+    if c.flag or c.credits == 0 or deferred_to_d113(c):
+        return None  # flags: D111/D113; cells nothing notifies: D106; no epoch growth: D113
+    # A PyPTO epoch is a call id that restarts at every dispatch: a cell cleared every
+    # dispatch only ever meets the first call's threshold (Graph.epoch_counts).
+    epochs = (1,) if c.cleared and epoch_counts == "calls" else (1, 2)
+    for e in epochs:
+        if (c.f1 if e == 1 else c.f2) != c.required(e):
+            return e
+    return None
+
+
+def _from_zero(c: CellCount) -> CellCount:
+    """``c`` with the epoch scalar counted from 0: round e passes e - 1."""
+    return replace(c, f1=2 * c.f1 - c.f2, f2=c.f1)
+
+
+def epoch_base(graph: Graph, ctx: CheckContext, epoch: str | None) -> int:
+    """The value a PyPTO program passes for its epoch scalar at the first call: 1, or 0.
+
+    In a PyPTO graph the epoch is a scalar argument the caller chooses (``Graph.epoch_counts ==
+    "calls"``); runtime-model §1.9 describes 1-based protocol epochs (``moe_epoch *
+    N_LOCAL``), but a program may count its calls from 0 and wait for ``epoch + 1``. The base
+    is the program's: 0 when every wait written with the scalar (reuse waits aside) is right
+    counted from 0 and some is wrong counted from 1; otherwise 1. All waits of the scalar are
+    judged together, so one consistent program passes and an inconsistent one still fails."""
+    if epoch is None or graph.epoch_counts != "calls":
+        return 1
+    key = ("protocol.epoch_base", epoch)
+    if key not in ctx.cache:
+        ok = {0: True, 1: True}
+        env = graph.env()
+        for task in graph.tasks:
+            for wait in task.waits:
+                try:
+                    if epoch_name(wait.expected) != epoch:
+                        continue
+                    cells = _analyse(graph, ctx, task, wait, env)
+                except (Uncountable, Unchecked):
+                    continue
+                for base in (0, 1):
+                    counted = cells if base == 1 else [_from_zero(c) for c in cells]
+                    if not reuse_wait(graph, ctx, task, wait, counted) and any(
+                        mismatch(c, graph.epoch_counts) is not None for c in counted
+                    ):
+                        ok[base] = False
+        ctx.cache[key] = 0 if ok[0] and not ok[1] else 1
+    return ctx.cache[key]
+
+
 def analyse_wait(
     graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict[str, int]
 ) -> list[CellCount]:
-    """One :class:`CellCount` per distinct (rank, cell, threshold) the wait can spin on.
+    """One :class:`CellCount` per distinct (rank, cell, threshold) the wait can spin on, its
+    thresholds taken at the program's epoch base (:func:`epoch_base`).
 
     Raises :class:`Uncountable` (a count depends on data) or :class:`Unchecked`.
     """
+    cells = _analyse(graph, ctx, task, wait, env)
+    if cells and epoch_base(graph, ctx, cells[0].epoch) == 0:
+        return [_from_zero(c) for c in cells]
+    return cells
+
+
+def _analyse(
+    graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict[str, int]
+) -> list[CellCount]:
     try:
         epoch = epoch_name(wait.expected)
     except Uncountable as err:

@@ -92,24 +92,6 @@ SUMMARY = "a wait's threshold is not epoch x the notifies its cell receives per 
 POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
-def _deferred_to_d113(c: CellCount) -> bool:
-    """A threshold that is right for round 1 but does not grow on a persistent counter."""
-    return c.slope == 0 and c.net > 0 and c.f1 == c.prefix
-
-
-def _mismatch(c: CellCount, epoch_counts: str) -> int | None:
-    """The first epoch (1 or 2) at which the threshold is wrong, or None."""
-    if c.flag or c.credits == 0 or _deferred_to_d113(c):
-        return None  # flags: D111/D113; cells nothing notifies: D106; no epoch growth: D113
-    # A PyPTO epoch is a call id that restarts at every dispatch: a cell cleared every
-    # dispatch only ever meets the first call's threshold (Graph.epoch_counts).
-    epochs = (1,) if c.cleared and epoch_counts == "calls" else (1, 2)
-    for e in epochs:
-        if (c.f1 if e == 1 else c.f2) != c.required(e):
-            return e
-    return None
-
-
 def _grid(graph: Graph, task: Task, env: dict) -> str:
     blocks = counting.evaluate_or_raise(task.grid, env, "grid")
     size = f"spmd {blocks}" if blocks != 1 else "1 block"
@@ -182,7 +164,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 if counting.reuse_wait(graph, ctx, task, wait, cells):
                     continue  # asks only for the earlier rounds' credits before a window is reused
                 bad = next(
-                    ((c, e) for c in cells if (e := _mismatch(c, graph.epoch_counts)) is not None), None
+                    ((c, e) for c in cells if (e := counting.mismatch(c, graph.epoch_counts)) is not None),
+                    None,
                 )
                 if bad is None:
                     continue
