@@ -427,3 +427,15 @@ def test_a_grid_sized_by_data_writes_the_rows_of_any_block():
         "(block? * 16):((block? * 16) + 16)",
         "0:D",
     ]
+
+
+def test_a_program_that_counts_its_calls_from_zero_is_judged_from_zero(tmp_path):
+    triples, out = findings("epoch_base")
+    assert triples == [("D101", 34, 17), ("D103", 39, 17)]  # `ack` makes the program inconsistent
+    assert "ready[1, 0] on rank 0 >= epoch + 1 (= 2 at epoch 1)" in out[1].message
+    text = (READER / "epoch_base" / "model.py").read_text(encoding="utf-8")
+    start = text.index('    with pl.at(level=pl.Level.CORE_GROUP, name_hint="ack"')
+    end = text.index("    return got")
+    model = tmp_path / "model.py"
+    model.write_text(text[:start] + text[end:], encoding="utf-8")
+    assert findings("", path=model)[0] == []  # counted from 0: the reuse wait lags, the data wait is right
