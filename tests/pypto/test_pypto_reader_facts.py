@@ -439,3 +439,9 @@ def test_a_program_that_counts_its_calls_from_zero_is_judged_from_zero(tmp_path)
     model = tmp_path / "model.py"
     model.write_text(text[:start] + text[end:], encoding="utf-8")
     assert findings("", path=model)[0] == []  # counted from 0: the reuse wait lags, the data wait is right
+
+
+def test_a_valid_shape_is_metadata_of_the_tile_not_another_tile_in_ub():
+    triples, out = findings("valid_operand")
+    assert triples == [("C403", 35, 5)]  # `wide` only: proj's weight tiles are L1 operands
+    assert out[0].message.startswith("wide: on-chip Vec (UB) footprint is 1572864 B")

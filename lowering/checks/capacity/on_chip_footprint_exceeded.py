@@ -114,6 +114,15 @@ def _uses(stmts) -> tuple[set[str], set[str]]:
     return mat, acc - mat
 
 
+def _declared(v: ir_body.Value) -> ir_body.Value:
+    """The value under ``valid(x, ...)`` wrappers: a valid extent (``set_validshape``, a slice's
+    ``valid_shape=``) is metadata of the tile, not another tile -- a let of ``valid(load)`` is
+    the loaded tile itself, in the space its uses give it."""
+    while isinstance(v, ir_body.CallV) and v.op == "valid" and v.args:
+        v = v.args[0]
+    return v
+
+
 def _touched(s: ir_body.Stmt) -> frozenset[str]:
     """The locals a statement (and everything nested in it) reads, binds, assigns or stores into."""
     names = ir_body.read_names((s,))
@@ -221,7 +230,7 @@ class _Footprint:
                     items[space] = [*items[space], buf]
                     if i in last:
                         ends.setdefault(last[i], []).append((space, buf))
-                if not isinstance(s.value, ir_body.LoadV):
+                if not isinstance(_declared(s.value), ir_body.LoadV):
                     self.temporaries(s.value, temps, copies, pipes)
             elif isinstance(s, ir_body.AssignS | ir_body.EvalS):
                 if not isinstance(s.value, ir_body.LoadV):
