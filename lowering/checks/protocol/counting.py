@@ -387,13 +387,18 @@ def _analyse(
         for d in by_cell.get((rank, cell), ()):
             net += d.value
             credits += max(d.value, 0)
-            if d.src != rank:
-                where = "unordered"  # a peer's execution: nothing local orders it after this wait
-            else:
-                where = rel.get((d.task, d.op.order))
-                if where is None:
-                    where = relation(ctx, d.task, d.op.order, task.name, wait.order)
-                    rel[(d.task, d.op.order)] = where
+            where = rel.get((d.task, d.op.order))
+            if where is None:
+                where = relation(ctx, d.task, d.op.order, task.name, wait.order)
+                rel[(d.task, d.op.order)] = where
+            if d.src != rank and (where == "before" or d.value < 0):
+                # A peer's execution: nothing local orders it before this wait, and a retire
+                # (a negative deposit) the peer makes after its own wait can land before ours.
+                # A *credit* ordered after the waiter (on the peer, after the peer's instance
+                # of it) is after it here too: a wait that needed it in this epoch would need
+                # the peer's waiter to pass first, and that one, by symmetry, ours -- a
+                # deadlock, not a count. So it is a later phase of the cell.
+                where = "unordered"
             if where != "after":
                 prefix += d.value
                 contributors.setdefault(d.task, []).append(d)
