@@ -26,9 +26,9 @@ EXPECTED = {
     "models/deepseek_v4_flash/hc_pre.dsl:hc_pre": None,
     "models/deepseek_v4_flash/hc_pre_fused.dsl:hc_pre_fused": None,  # one MIX kernel with two SyncAll<false>
     "models/deepseek_v4_flash/moe.dsl:moe": None,
-    # tile logic and select (csa_pack), gather_rows and a tile both cores write (csa_attn)
-    "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A701",
-    # column-strided RoPE views (idx_compress, idx_query), i8 B without b_trans (idx_query)
+    # csa_attn branches on a tile (A703); csa_o_lora needs 417 KiB of UB (A711)
+    "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A703",
+    # i8 B without b_trans (idx_query, A701); idx_score needs 448 KiB of UB (A711)
     "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A701",
     "tests/fixtures/layers/moe_dispatch.dsl:moe_dispatch": None,
     "tests/fixtures/layers/split_k.dsl:hc_pre_linear": None,
@@ -113,9 +113,18 @@ def _write(tmp: Path, unit: list[tuple[str, dict[str, str]]]) -> None:
 
 def _inline() -> dict[str, dict[str, str]]:
     """The golden-text sources of the MIX kernels: hand-offs both ways, a loop, a barrier, a rescale."""
+    from test_ascendc_logic import COMPARE, GATHER_ROWS, PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES, RESCALE
 
-    return {"mix:handoffs": emit(HANDOFFS), "mix:phases": emit(PHASES), "mix:rescale": emit(RESCALE)}
+    return {
+        "mix:handoffs": emit(HANDOFFS),
+        "mix:phases": emit(PHASES),
+        "mix:rescale": emit(RESCALE),
+        **{
+            f"logic:{k}": emit(v)
+            for k, v in (("pack", PACK), ("cmp", COMPARE), ("rope", ROPE), ("gr", GATHER_ROWS))
+        },
+    }
 
 
 def test_every_supported_layer_type_checks_against_the_headers(devkit, projects, tmp_path):
@@ -155,18 +164,30 @@ MISTAKES = {
     "unknown pipe": ("mx", r"CrossCoreSetFlag<0x2, PIPE_MTE3>", "CrossCoreSetFlag<0x2, PIPE_MTE9>"),
     "task ratio with an argument": ("mx", r"GetTaskRatio\(\)", "GetTaskRatio(1)"),
     "SyncAll of a non-bool": ("ph", r"SyncAll<false>", "SyncAll<AscendC::TPipe>"),
+    "unknown compare mode": ("pack", r"CMPMODE::GE", "CMPMODE::GEQ"),
+    "Select without its mode": ("pack", r"AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, ", ""),
+    "GatherMask without its count": ("rope", r", kept3\)", ")"),
+    "ShiftRight of a float tile into an int one": (
+        "pack",
+        r"ShiftRight\(ub12, in1,",
+        "ShiftRight(ub12, ub2,",
+    ),
+    "Brcb with a block count": ("rope", r"BrcbRepeatParams\{1, 8\}", "BrcbRepeatParams{1, 8, 8}"),
 }
 
 
 def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
     """Each mistake goes into its own copy of a kernels header (own symbols and guard); one
     compile of all the copies must report an error in every copy."""
+    from test_ascendc_logic import PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES
 
     texts = {
         "hc_post": kernels(projects["models/deepseek_v4_flash/hc_post.dsl:hc_post"]),
         "mx": kernels(emit(HANDOFFS)),
         "ph": kernels(emit(PHASES)),
+        "pack": kernels(emit(PACK)),
+        "rope": kernels(emit(ROPE)),
     }
     includes = []
     for i, (mistake, (layer, pattern, replacement)) in enumerate(sorted(MISTAKES.items())):
