@@ -442,18 +442,122 @@ def mix(x: asl.GlobalAddress, w: asl.GlobalAddress, z: asl.GlobalAddress, ws: as
     qin.free_tensor(slot)
 
 
+@asc.jit
+def logic(x: asl.GlobalAddress, y: asl.GlobalAddress, z: asl.GlobalAddress):
+    """select(x < y and not (x == 0), x, 0.0): Compare and CompareScalar into bit masks, Not
+    and And on the masks as uint16 words, Select with a scalar."""
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 256, 256, in_slots=2, calc_bytes=352)
+    xg = gm(x)
+    yg = gm(y)
+    zg = gm(z)
+    out = qout.alloc_tensor(F32)
+    a = load(qin, xg, 64)
+    b = load(qin, yg, 64)
+    lt = calc.get_with_offset(32, 0, asl.uint8)
+    asl.compare(lt, a, b, asl.CMPMODE.LT, 64)
+    qin.free_tensor(a)
+    qin.free_tensor(b)
+    c = load(qin, xg, 64)
+    eq = calc.get_with_offset(32, 32, asl.uint8)
+    asl.compare_scalar(eq, c, 0.0, asl.CMPMODE.EQ, 64)
+    qin.free_tensor(c)
+    ne = calc.get_with_offset(32, 64, asl.uint8)
+    eq16 = eq.reinterpret_cast(asl.uint16)
+    ne16 = ne.reinterpret_cast(asl.uint16)
+    asl.bitwise_not(ne16, eq16, 8)
+    both = calc.get_with_offset(32, 32, asl.uint8)
+    lt16 = lt.reinterpret_cast(asl.uint16)
+    both16 = both.reinterpret_cast(asl.uint16)
+    asl.bitwise_and(both16, lt16, ne16, 8)
+    d = load(qin, xg, 64)
+    asl.select(out, both, d, 0.0, asl.SelMode.VSEL_TENSOR_SCALAR_MODE, 64)
+    qin.free_tensor(d)
+    store(qout, out, zg, 64)
+
+
+@asc.jit
+def int_ops(c: asl.GlobalAddress, z: asl.GlobalAddress):
+    """select(c >= 0, c // 16 + c % 16, -1) on i32: the compare through an f32 cast,
+    ShiftRight, And of 16-bit lanes with 15, Select of the i32 bits as f32."""
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 256, 256, calc_bytes=1056)
+    cg = gm(c)
+    zg = gm(z)
+    out = qout.alloc_tensor(I32)
+    c1 = load(qin, cg, 64, dtype=I32)
+    as_f32 = calc.get_with_offset(64, 0, F32)
+    asl.cast(dst=as_f32, src=c1, round_mode=asl.RoundMode.CAST_RINT, count=64)
+    ge = calc.get_with_offset(32, 256, asl.uint8)
+    asl.compare_scalar(ge, as_f32, 0.0, asl.CMPMODE.GE, 64)
+    qin.free_tensor(c1)
+    c2 = load(qin, cg, 64, dtype=I32)
+    quot = calc.get_with_offset(64, 0, I32)
+    asl.shift_right(quot, c2, 4, 64)
+    qin.free_tensor(c2)
+    c3 = load(qin, cg, 64, dtype=I32)
+    rem = calc.get_with_offset(64, 288, I32)
+    low = calc.get_with_offset(64, 544, I32)
+    asl.duplicate(low, 15, 64)
+    rem16 = rem.reinterpret_cast(asl.int16)
+    c16 = c3.reinterpret_cast(asl.int16)
+    low16 = low.reinterpret_cast(asl.int16)
+    asl.bitwise_and(rem16, c16, low16, 128)
+    qin.free_tensor(c3)
+    total = calc.get_with_offset(64, 544, I32)
+    asl.add(dst=total, src0=quot, src1=rem, count=64)
+    minus = calc.get_with_offset(64, 0, I32)
+    asl.duplicate(minus, -1, 64)
+    total_f = total.reinterpret_cast(F32)
+    out_f = out.reinterpret_cast(F32)
+    minus_f = minus.reinterpret_cast(F32)
+    asl.select(out_f, ge, total_f, minus_f, asl.SelMode.VSEL_TENSOR_TENSOR_MODE, 64)
+    store(qout, out, zg, 64, dtype=I32)
+
+
+@asc.jit
+def strided(x: asl.GlobalAddress, y: asl.GlobalAddress):
+    """y[:, 1::2] = cast(x[:, 0::2], f16) over [8, 64]: GatherMask (pattern 1, one repeat per
+    row), Cast, Brcb of each lane into a block, one strided DataCopyPad per row."""
+    pipe = asl.TPipe()
+    qin, qout, calc = vector_buffers(pipe, 2048, 8192, calc_bytes=1792)
+    xg = gm(x)
+    yg = gm(y)
+    value = calc.get_with_offset(256, 0, asl.float16)
+    inp = load(qin, xg, 512)
+    even = calc.get_with_offset(256, 512, F32)
+    params = asl.GatherMaskParams(
+        src0_block_stride=1, repeat_times=8, src0_repeat_stride=8, src1_repeat_stride=0
+    )
+    asl.gather_mask(dst=even, src0=inp, src1_pattern=1, reduce_mode=False, mask=0, params=params)
+    qin.free_tensor(inp)
+    asl.cast(dst=value, src=even, round_mode=asl.RoundMode.CAST_RINT, count=256)
+    out = qout.alloc_tensor(asl.float16)
+    asl.brcb(out, value, 32, asl.BrcbRepeatParams(1, 8))
+    qout.enque(out)
+    out = qout.deque(asl.float16)
+    for r in asl.static_range(8):  # unrolled, as the normal form unrolls dslc's row loop
+        asl.data_copy_pad(
+            dst=yg[1 + r * 64], src=out[r * 512], data_copy_params=asl.DataCopyExtParams(32, 2, 0, 2, 0)
+        )
+    qout.free_tensor(out)
+
+
 KERNELS = {
     k.fn.__name__: k
     for k in (exp, pad_div, scalar_ops, row_sum, row_max, row_expand, cast, atomic_copy, sort, notify_wait)
-    + (matmul, unary, binary, mix, gather)
+    + (matmul, unary, binary, mix, gather, logic, int_ops, strided)
 }
 
 
 def translate(fn) -> str:
     code = fn.fn.__code__
     names = list(code.co_varnames[: code.co_argcount])
-    ints = {"notify_wait": set(names), "gather": {"i"}}.get(fn.fn.__name__, set())
-    types = {n: PointerArgType(KT.int32 if n in ints else KT.float32) for n in names}
+    ints = {"notify_wait": set(names), "gather": {"i"}, "int_ops": {"c", "z"}}.get(fn.fn.__name__, set())
+    halves = {"strided": {"y"}}.get(fn.fn.__name__, set())
+    types = {
+        n: PointerArgType(KT.int32 if n in ints else KT.float16 if n in halves else KT.float32) for n in names
+    }
     module = fn._run_codegen(Specialization(types, {}), CodegenOptions())
     compiler = Compiler.__new__(Compiler)  # __init__ looks for bisheng; the passes do not need it
     compiler.options = CompileOptions()

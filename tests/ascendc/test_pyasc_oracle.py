@@ -110,6 +110,22 @@ CASES = {
   output z: f32[1, 16]
   task t on aiv { z[:, :] = gather(x[:, :], i[:, :]) }
 }""",
+    "logic": """layer o(R = 1) {
+  input x: f32[1, 64]
+  input y: f32[1, 64]
+  output z: f32[1, 64]
+  task t on aiv { z[:, :] = select(x[:, :] < y[:, :] and not (x[:, :] == 0.0), x[:, :], 0.0) }
+}""",
+    "int_ops": """layer o(R = 1) {
+  input c: i32[1, 64]
+  output z: i32[1, 64]
+  task t on aiv { z[:, :] = select(c[:, :] >= 0, c[:, :] / 16 + c[:, :] % 16, -1) }
+}""",
+    "strided": """layer o(R = 8) {
+  input x: f32[R, 64]
+  output y: f16[R, 64]
+  task t on aiv { y[:, 1 : 64 : 2] = cast(x[:, 0 : 64 : 2], f16) }
+}""",
     "mix": """layer o(R = 16) {
   input x: f32[R, 64]
   input w: f32[16, 64]
@@ -174,6 +190,7 @@ class Normaliser:
         self.version: dict[str, int] = {}
         self.numbered: dict[str, str] = {}
         self.records: list[str] = []
+        self.casts: dict[str, str | None] = {}  # "ReinterpretCast<T>(X)" -> its first result
 
     def name(self, var: str, define: bool = False) -> str:
         if define:
@@ -264,6 +281,15 @@ class Normaliser:
                 targs = re.sub(r"\b0x([0-9a-fA-F]+)\b", lambda h: str(int(h.group(1), 16)), targs)
                 parts = ([self.name(receiver)] if receiver else []) + [self.arg(a) for a in _split(args)]
                 record = f"{fn}{targs}({', '.join(parts)})"
+                if fn == "ReinterpretCast" and result:
+                    # pyasc's passes merge identical casts of one tensor (CSE); so does the normal form
+                    seen = self.casts.setdefault(record, None)
+                    if seen is not None:
+                        self.values[result] = seen
+                        continue
+                    self.casts[record] = self.name(result, define=True)
+                    self.records.append(f"{self.casts[record]} = {record}")
+                    continue
                 if result:
                     record = f"{self.name(result, define=True)} = {record}"
                 self.records.append(record)

@@ -111,7 +111,12 @@ class StridedOps:
         lead = 1 if start is not None and start % block_elems(self.graph.tensors[v.tensor].dtype) == 1 else 0
         # an odd start one lane past a block: load from the block (DataCopy) and keep the odd lanes
         first = col.start - Const(lead)
-        last = ir_body.Range(first, col.start + Const((cols - 1) * step + 1), Const(1))
+        span = lead + (cols - 1) * step + 1
+        block = block_elems(self.graph.tensors[v.tensor].dtype)
+        dims = self.dims(v.tensor, self.span)
+        if start is not None and start - lead + round_up(span, block) <= dims[-1]:
+            span = round_up(span, block)  # whole blocks of the same rows: a DataCopy, not a Pad
+        last = ir_body.Range(first, first + Const(span), Const(1))
         dense = ir_body.LoadV(v.tensor, (*v.region[:-1], last), v.type, v.local)
         tile = self.load(dense)
         out = self.strided_view(tile, "0", lead, tile.rows, 1, cols, step)
