@@ -230,3 +230,23 @@ def test_the_calc_buffer_keeps_one_repeat_of_slack_for_what_compare_reads_past_a
     text = kernels(emit(COMPARE))
     assert "// UB 20992 B" in text  # inQueue 2 x 4096 + outQueue 4096 + calc 8448 + 256 of slack
     assert "pipe.InitBuffer(calcBuf, 8704);" in text
+
+
+def test_a_let_of_not_of_a_tile_is_a_mask_though_the_front_end_types_it_as_a_scalar():
+    text = """layer n(R = 8) {
+  input x: f32[R, 64]
+  output z: f32[R, 64]
+  task t on aiv {
+    let m = not (x[:, :] > 0.0)
+    z[:, :] = select(m, x[:, :], 0.0)
+  }
+}"""
+    filecheck(
+        kernels(emit(text)),
+        """
+        CHECK: AscendC::CompareScalar(ub2, in1, 0.0f, AscendC::CMPMODE::GT, 512);
+        CHECK-NOT: GetValue
+        CHECK: AscendC::Not(as5, as4, 32);
+        CHECK: AscendC::Select(out6, ub3, in7, 0.0f, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, 512);
+        """,
+    )

@@ -193,7 +193,6 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
 
     def tile_let(self, s: ir_body.LetS) -> None:
         v = s.value
-        rows, cols = self.shape(v.type)
         mutable = s.name in self.reassigned
         if v.type.dtype == "bool":  # a mask: bound where the compare wrote it, for the block
             if mutable:
@@ -202,6 +201,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             self.temps.pop(mask.base, None)
             self.bind(s.name, mask)
             return
+        rows, cols = self.shape(v.type)
         if isinstance(v, ir_body.LoadV) and not v.local and not mutable:
             self.bind(s.name, self.load(v, scope_end=True))
             return
