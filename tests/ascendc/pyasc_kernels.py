@@ -543,21 +543,90 @@ def strided(x: asl.GlobalAddress, y: asl.GlobalAddress):
     qout.free_tensor(out)
 
 
+def stage_i8(buffer, src, n: int, d: int, c0_stride: int, size: int):
+    """GM [n, d] int8 -> an Nz tile of L1 (``Nd2Nz``), each side of its MTE2 events."""
+    tile = buffer.get_with_offset(size, 0, asl.int8)
+    asl.set_flag(asl.HardEvent.MTE1_MTE2, 0)
+    asl.wait_flag(asl.HardEvent.MTE1_MTE2, 0)
+    nd2nz = asl.Nd2NzParams(
+        nd_num=1, n_value=n, d_value=d, src_nd_matrix_stride=0, src_d_value=d,
+        dst_nz_c0_stride=c0_stride, dst_nz_n_stride=1, dst_nz_matrix_stride=0,
+    )  # fmt: skip
+    asl.data_copy(dst=tile, src=src, intri_params=nd2nz)
+    asl.set_flag(asl.HardEvent.MTE2_MTE1, 0)
+    asl.wait_flag(asl.HardEvent.MTE2_MTE1, 0)
+    return tile
+
+
+@asc.jit
+def matmul_kn(x: asl.GlobalAddress, w: asl.GlobalAddress, y: asl.GlobalAddress):
+    """An int8 [16, 64] x [64, 32] matmul with B given as [K, N] (no b_trans): B's Nz image in
+    L1 has K along the rows of each 32-lane column block, so each 32x32 square goes to L0B
+    through LoadDataWithTranspose (two 16x32 fractals), one call per 32 rows of K."""
+    pipe = asl.TPipe()
+    xg = gm(x)
+    wg = gm(w)
+    yg = gm(y)
+    l1a = asl.TBuf(asl.TPosition.A1)
+    l1b = asl.TBuf(asl.TPosition.B1)
+    l0a = asl.TBuf(asl.TPosition.A2)
+    l0b = asl.TBuf(asl.TPosition.B2)
+    l0c = asl.TBuf(asl.TPosition.CO1)
+    pipe.init_buffer(l1a, 1024)
+    pipe.init_buffer(l1b, 2048)
+    pipe.init_buffer(l0a, 1024)
+    pipe.init_buffer(l0b, 2048)
+    pipe.init_buffer(l0c, 2048)
+    acc = l0c.get_with_offset(512, 0, I32)
+    l1 = [stage_i8(l1a, xg, 16, 64, 16, 1024), stage_i8(l1b, wg, 64, 32, 64, 2048)]
+    a2 = l0a.get_with_offset(1024, 0, asl.int8)
+    b2 = l0b.get_with_offset(2048, 0, asl.int8)
+    asl.set_flag(asl.HardEvent.M_MTE1, 0)
+    asl.wait_flag(asl.HardEvent.M_MTE1, 0)
+    load2d = asl.LoadData2DParams(
+        start_index=0, repeat_times=2, src_stride=1, sid=0, dst_gap=0, if_transpose=False, addr_mode=0
+    )
+    asl.load_data(dst=a2, src=l1[0], params=load2d)
+    square = asl.LoadData2dTransposeParams(
+        start_index=0, repeat_times=1, src_stride=2, dst_gap=1, dst_frac_gap=0, addr_mode=0
+    )
+    asl.load_data_with_transpose(b2, l1[1], square)
+    asl.load_data_with_transpose(b2[1024], l1[1][1024], square)
+    asl.set_flag(asl.HardEvent.MTE1_M, 0)
+    asl.wait_flag(asl.HardEvent.MTE1_M, 0)
+    asl.set_flag(asl.HardEvent.FIX_M, 0)
+    asl.wait_flag(asl.HardEvent.FIX_M, 0)
+    mm = asl.MmadParams(m=16, n=32, k=64, unit_flag=0, cmatrix_source=False, cmatrix_init_val=True)
+    asl.mmad(dst=acc, fm=a2, filter=b2, params=mm)
+    asl.set_flag(asl.HardEvent.M_FIX, 0)
+    asl.wait_flag(asl.HardEvent.M_FIX, 0)
+    asl.fixpipe(
+        dst=yg, src=acc, params=asl.FixpipeParamsV220(n_size=32, m_size=16, src_stride=16, dst_stride=32)
+    )
+
+
 KERNELS = {
     k.fn.__name__: k
     for k in (exp, pad_div, scalar_ops, row_sum, row_max, row_expand, cast, atomic_copy, sort, notify_wait)
-    + (matmul, unary, binary, mix, gather, logic, int_ops, strided)
+    + (matmul, unary, binary, mix, gather, logic, int_ops, strided, matmul_kn)
 }
 
 
 def translate(fn) -> str:
     code = fn.fn.__code__
     names = list(code.co_varnames[: code.co_argcount])
-    ints = {"notify_wait": set(names), "gather": {"i"}, "int_ops": {"c", "z"}}.get(fn.fn.__name__, set())
+    ints = {"notify_wait": set(names), "gather": {"i"}, "int_ops": {"c", "z"}, "matmul_kn": {"y"}}.get(
+        fn.fn.__name__, set()
+    )
     halves = {"strided": {"y"}}.get(fn.fn.__name__, set())
-    types = {
-        n: PointerArgType(KT.int32 if n in ints else KT.float16 if n in halves else KT.float32) for n in names
-    }
+    bytes_ = {"matmul_kn": {"x", "w"}}.get(fn.fn.__name__, set())
+
+    def kind(n: str):
+        return (
+            KT.int8 if n in bytes_ else KT.int32 if n in ints else KT.float16 if n in halves else KT.float32
+        )
+
+    types = {n: PointerArgType(kind(n)) for n in names}
     module = fn._run_codegen(Specialization(types, {}), CodegenOptions())
     compiler = Compiler.__new__(Compiler)  # __init__ looks for bisheng; the passes do not need it
     compiler.options = CompileOptions()

@@ -28,8 +28,8 @@ EXPECTED = {
     "models/deepseek_v4_flash/moe.dsl:moe": None,
     # csa_attn branches on a tile (A703); csa_o_lora needs 417 KiB of UB (A711)
     "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A703",
-    # i8 B without b_trans (idx_query, A701); idx_score needs 448 KiB of UB (A711)
-    "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A701",
+    # idx_query needs 612 KiB of UB, idx_score 448 KiB (A711), at the real configuration
+    "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A711",
     "tests/fixtures/layers/moe_dispatch.dsl:moe_dispatch": None,
     "tests/fixtures/layers/split_k.dsl:hc_pre_linear": None,
     "tests/fixtures/run/handshake_post.dsl:handshake": None,
@@ -43,8 +43,8 @@ EXPECTED = {
     "tests/fixtures/seed/combine_pre.dsl:moe_combine": None,
     "tests/fixtures/seed/csa_guard_post.dsl:prefill_csa": None,
     "tests/fixtures/seed/csa_guard_pre.dsl:prefill_csa": None,
-    "tests/fixtures/seed/dispatch_post.dsl:moe_dispatch": "A701",  # i8 matmul without b_trans
-    "tests/fixtures/seed/dispatch_pre.dsl:moe_dispatch": "A701",  # i8 matmul without b_trans
+    "tests/fixtures/seed/dispatch_post.dsl:moe_dispatch": None,  # i8 B [K, N]: LoadDataWithTranspose
+    "tests/fixtures/seed/dispatch_pre.dsl:moe_dispatch": None,
     "tests/fixtures/seed/epoch_restart_post.dsl:moe_dispatch_pro": None,
     "tests/fixtures/seed/epoch_restart_pre.dsl:moe_dispatch_pro": None,
     "tests/fixtures/seed/gm_roundtrip_out_post.dsl:pack_rows": None,
@@ -112,7 +112,9 @@ def _write(tmp: Path, unit: list[tuple[str, dict[str, str]]]) -> None:
 
 
 def _inline() -> dict[str, dict[str, str]]:
-    """The golden-text sources of the MIX kernels: hand-offs both ways, a loop, a barrier, a rescale."""
+    """Golden-text sources: the MIX kernels (hand-offs both ways, a loop, a barrier, a rescale), the
+    mask / strided / gather_rows kernels and the [K, N] matmuls."""
+    from test_ascendc_cube_kn import BF16_KN, I8_KN
     from test_ascendc_logic import COMPARE, GATHER_ROWS, PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES, RESCALE
 
@@ -124,6 +126,8 @@ def _inline() -> dict[str, dict[str, str]]:
             f"logic:{k}": emit(v)
             for k, v in (("pack", PACK), ("cmp", COMPARE), ("rope", ROPE), ("gr", GATHER_ROWS))
         },
+        "cube:bf16_kn": emit(BF16_KN),
+        "cube:i8_kn": emit(I8_KN),
     }
 
 
@@ -173,12 +177,18 @@ MISTAKES = {
         "ShiftRight(ub12, ub2,",
     ),
     "Brcb with a block count": ("rope", r"BrcbRepeatParams\{1, 8\}", "BrcbRepeatParams{1, 8, 8}"),
+    "transposing load with 2D params": (
+        "mq",
+        r"LoadData2dTransposeParams\{0, 2, 16, 1, 0\}",
+        "LoadData2DParams{0, 2, 16, 0, 0, true, 0}",
+    ),
 }
 
 
 def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
     """Each mistake goes into its own copy of a kernels header (own symbols and guard); one
     compile of all the copies must report an error in every copy."""
+    from test_ascendc_cube_kn import I8_KN
     from test_ascendc_logic import PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES
 
@@ -188,6 +198,7 @@ def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
         "ph": kernels(emit(PHASES)),
         "pack": kernels(emit(PACK)),
         "rope": kernels(emit(ROPE)),
+        "mq": kernels(emit(I8_KN)),
     }
     includes = []
     for i, (mistake, (layer, pattern, replacement)) in enumerate(sorted(MISTAKES.items())):

@@ -126,6 +126,12 @@ CASES = {
   output y: f16[R, 64]
   task t on aiv { y[:, 1 : 64 : 2] = cast(x[:, 0 : 64 : 2], f16) }
 }""",
+    "matmul_kn": """layer o(K = 64) {
+  input x: i8[16, K]
+  input w: i8[K, 32]
+  output y: i32[16, 32]
+  task t on aic { y[:, :] = matmul(x[:, :], w[:, :]) }
+}""",
     "mix": """layer o(R = 16) {
   input x: f32[R, 64]
   input w: f32[16, 64]
@@ -156,7 +162,10 @@ _FETCH = re.compile(
 _SKIP = ("InitBuffer", "SetGlobalBuffer", "set_ffts_base_addr", "KERNEL_TASK_TYPE_DEFAULT")
 #: Constructors with trailing parameters that the short form leaves at these values (headers:
 #: kernel_struct_fixpipe.h FixpipeParamsV220's 5- and 12-argument constructors).
-_DEFAULTS = {"FixpipeParamsV220": ["0", "0", "1", "0", "0", "0", "0"]}  # quantPre NoQuant .. isChannelSplit
+_DEFAULTS = {
+    "FixpipeParamsV220": ["0", "0", "1", "0", "0", "0", "0"],  # quantPre NoQuant .. isChannelSplit
+    "LoadData2dTransposeParams": ["0"],  # addrMode (kernel_struct_mm.h: 0 by default)
+}
 _STRUCT = re.compile(r"^(?:AscendC::)?(\w+(?:<[^;{}()]*>)?) (\w+)\s*[{(](.*)[})];$")
 _ALIAS = re.compile(r"^AscendC::(?:LocalTensor|GlobalTensor)<[^>]*> (\w+) = (\w+)\[(\w+)\];$")
 _CONST = re.compile(r"^constexpr [\w:<> ]+? (\w+) = (.+);$")
@@ -235,7 +244,7 @@ class Normaliser:
         values = [self.arg(a) for a in _split(args)]
         base = kind.split("<")[0]
         if base in _DEFAULTS and len(values) == 5:
-            values += _DEFAULTS[base]
+            values = values + _DEFAULTS[base]
         return f"{kind}{{{', '.join(values)}}}"
 
     def read(self, text: str, drop: set[str]) -> list[str]:
