@@ -250,3 +250,47 @@ def test_a_let_of_not_of_a_tile_is_a_mask_though_the_front_end_types_it_as_a_sca
         CHECK: AscendC::Select(out6, ub3, in7, 0.0f, AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, 512);
         """,
     )
+
+
+LONG_ROWS = """
+layer lanes() {
+  const R = 4
+  input  x: f32[R, 128]
+  output y: f32[R, 50]
+  output s: f32[8, 128]
+  task t on aiv {
+    let a = exp(x[:, :])
+    y[:, :] = a[:, 1 : 100 : 2]
+    s[0 : 4, :] = x[:, :] * 2.0
+    s[4 : 8, :] = gather_rows(s[0 : 4, :], full(i32, [1, 4], 1))
+  }
+}
+"""
+
+
+def test_a_strided_view_of_a_long_row_is_a_gathermask_per_row_with_room_for_the_last_repeat():
+    filecheck(
+        kernels(emit(LONG_ROWS)),
+        """
+        CHECK: AscendC::Exp(ub1, in2, 512);
+        CHECK: AscendC::LocalTensor<float> ub5 = calcBuf.GetWithOffset<float>(280, 2048);
+        CHECK-NEXT: for (int32_t r6 = 0; r6 < 4; ++r6) {
+        CHECK-NEXT: AscendC::GatherMask(ub5[r6 * 56], ub1[r6 * 128], static_cast<uint8_t>(2), false, static_cast<uint32_t>(0), AscendC::GatherMaskParams{1, 2, 8, 0}, kept4);
+        CHECK: AscendC::DataCopyPad(t_y, out3, AscendC::DataCopyExtParams{4, 200, 0, 0, 0});
+        """,
+    )
+
+
+def test_gather_rows_of_a_tensor_the_task_stored_to_waits_for_the_store():
+    filecheck(
+        kernels(emit(LONG_ROWS)),
+        """
+        CHECK: AscendC::DataCopy(t_s, out7, 512);
+        CHECK: AscendC::Duplicate(ub10, static_cast<int32_t>(1), 8);
+        CHECK-NEXT: event_t event11 = static_cast<event_t>(pipe.FetchEventID(AscendC::HardEvent::MTE3_MTE2));
+        CHECK-NEXT: AscendC::SetFlag<AscendC::HardEvent::MTE3_MTE2>(event11);
+        CHECK-NEXT: AscendC::WaitFlag<AscendC::HardEvent::MTE3_MTE2>(event11);
+        CHECK: AscendC::DataCopy(in12[j13 * 128], t_s[row14 * 128], 128);
+        CHECK: AscendC::DataCopy(t_s[512], out9, 512);
+        """,
+    )

@@ -115,7 +115,7 @@ def _inline() -> dict[str, dict[str, str]]:
     """Golden-text sources: the MIX kernels (hand-offs both ways, a loop, a barrier, a rescale), the
     mask / strided / gather_rows kernels and the [K, N] matmuls."""
     from test_ascendc_cube_kn import BF16_KN, I8_KN
-    from test_ascendc_logic import COMPARE, GATHER_ROWS, PACK, ROPE
+    from test_ascendc_logic import COMPARE, GATHER_ROWS, LONG_ROWS, PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES, RESCALE
 
     return {
@@ -126,6 +126,7 @@ def _inline() -> dict[str, dict[str, str]]:
             f"logic:{k}": emit(v)
             for k, v in (("pack", PACK), ("cmp", COMPARE), ("rope", ROPE), ("gr", GATHER_ROWS))
         },
+        "logic:long_rows": emit(LONG_ROWS),
         "cube:bf16_kn": emit(BF16_KN),
         "cube:i8_kn": emit(I8_KN),
     }

@@ -188,6 +188,8 @@ class StridedOps:
             _, _, rstep, cstep = self.region_shape(src_v.tensor, src_v.region)
             if cstep != 1:
                 raise refuse("A701", "gather_rows of a column-strided slice", self.span)
+            if src_v.tensor in self.dma_written:
+                self.hard_event("MTE3_MTE2")  # this task stored to it before: the store lands first
             dst = self.queue_tile("inQueue", rows, cols, dtype)
             src = None
         else:
