@@ -49,8 +49,8 @@ EXPECTED = {
     "tests/fixtures/seed/epoch_restart_pre.dsl:moe_dispatch_pro": None,
     "tests/fixtures/seed/gm_roundtrip_out_post.dsl:pack_rows": None,
     "tests/fixtures/seed/gm_roundtrip_out_pre.dsl:pack_rows": None,
-    "tests/fixtures/seed/hc_head_oob_post.dsl:hc_head": "A701",  # valid() on the cube core
-    "tests/fixtures/seed/hc_head_oob_pre.dsl:hc_head": "A704",  # x's rows depend on a runtime scalar
+    "tests/fixtures/seed/hc_head_oob_post.dsl:hc_head": None,  # valid() rows on the cube: a runtime Nd2Nz
+    "tests/fixtures/seed/hc_head_oob_pre.dsl:hc_head": None,  # x's rows a runtime scalar: its capacity
     "tests/fixtures/seed/hc_pre_post.dsl:hc_pre": None,
     "tests/fixtures/seed/hc_pre_pre.dsl:hc_pre": None,
     "tests/fixtures/seed/indexer_topk_post.dsl:prefill_indexer": None,
@@ -117,6 +117,7 @@ def _inline() -> dict[str, dict[str, str]]:
     from test_ascendc_cube_kn import BF16_KN, I8_KN
     from test_ascendc_logic import COMPARE, GATHER_ROWS, LONG_ROWS, PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES, RESCALE
+    from test_ascendc_runtime_rows import RUNTIME_ROWS
 
     return {
         "mix:handoffs": emit(HANDOFFS),
@@ -129,6 +130,7 @@ def _inline() -> dict[str, dict[str, str]]:
         "logic:long_rows": emit(LONG_ROWS),
         "cube:bf16_kn": emit(BF16_KN),
         "cube:i8_kn": emit(I8_KN),
+        "rows:runtime": emit(RUNTIME_ROWS),
     }
 
 

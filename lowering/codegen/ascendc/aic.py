@@ -130,6 +130,12 @@ class CubeWriter(BodyWriter):
             self.into_accumulator(v, acc)
         elif isinstance(v, ir_body.LoadV) and not v.local:
             self.bind(s.name, self.stage(v, "A", s.name))
+        elif isinstance(v, ir_body.CallV) and v.op == "valid" and self.is_gm_slice(v.args[0]):
+            # valid(x[...], rows[, cols]): only the valid part is read; the padding of the L1
+            # tile keeps what it held (valid() leaves the tail unspecified)
+            extents = [self.scalar(e).code for e in v.args[1:]]
+            rows, cols = (extents[0], extents[1]) if len(extents) == 2 else (None, extents[0])
+            self.bind(s.name, self.stage(v.args[0], "A", s.name, valid=(rows, cols)))
         else:
             raise refuse(
                 "A701",
@@ -159,9 +165,13 @@ class CubeWriter(BodyWriter):
         return self.const_int(t.shape[0]), self.const_int(t.shape[1])
 
     # ---------------------------------------------------------------- L1 staging
+    def is_gm_slice(self, v: ir_body.Value) -> bool:
+        return isinstance(v, ir_body.LoadV) and not v.local
+
     def stage(
-        self, v: ir_body.LoadV, side: str, what: str, k0: int = 0, kc: int | None = None, k_rows: bool = False
-    ) -> CubeTile:
+        self, v: ir_body.LoadV, side: str, what: str, k0: int = 0, kc: int | None = None, k_rows: bool = False,
+        valid: tuple[str | None, str | None] = (None, None),
+    ) -> CubeTile:  # fmt: skip
         """GM [rows, cols] (columns k0 .. k0 + kc; rows with ``k_rows``, B given as [K, N]) -> L1 in
         Nz format (MTE2). Rows are padded to a fractal, or to a 32x32 square for an int8 B [K, N]
         (its LoadDataWithTranspose moves whole squares)."""
@@ -198,8 +208,13 @@ class CubeWriter(BodyWriter):
         code = self.int(start + skip) if k0 else self.int(start)
         at = gm if code == "0" else f"{gm}[{code}]"
         self.flag("MTE1_MTE2")  # the previous LoadData has read this L1 range
+        n_value, d_value = str(rows), str(cols)
+        if valid[0] is not None:  # 0 .. the slice's rows, whatever the runtime extent
+            n_value = f"static_cast<uint16_t>(dslc::Max(0, dslc::Min({rows}, {valid[0]})))"
+        if valid[1] is not None and valid[1] != str(cols):
+            d_value = f"static_cast<uint16_t>(dslc::Max(0, dslc::Min({cols}, {valid[1]})))"
         self.emit(
-            f"AscendC::DataCopy({var}, {at}, AscendC::Nd2NzParams{{1, {rows}, {cols}, 0, {row_step * width}, "
+            f"AscendC::DataCopy({var}, {at}, AscendC::Nd2NzParams{{1, {n_value}, {d_value}, 0, {row_step * width}, "
             f"{prows}, 1, 0}});"
         )
         self.flag("MTE2_MTE1")

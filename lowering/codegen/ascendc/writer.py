@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from lowering import body as ir_body
 from lowering.codegen.ascendc import names
-from lowering.codegen.ascendc.cxx import IntWriter, cxx_type, float_literal
+from lowering.codegen.ascendc.cxx import IntWriter, capacity_dims, cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.masks import tile_valued
 from lowering.codegen.ascendc.mix import CrossFlagS
@@ -129,10 +129,16 @@ class BodyWriter:
         return names.tensor(tensor)
 
     def dims(self, tensor: str, span: Span) -> tuple[int, ...]:
-        t = self.graph.tensors[tensor]
-        if any(d is None for d in t.dims) or len(t.dims) > 2:
-            raise refuse("A704", f"tensor {tensor} must be at most 2-D with static dims", span)
-        return tuple(t.dims)  # type: ignore[arg-type]
+        """Static dims; a leading dim that depends on ranged runtime scalars at its capacity."""
+        dims = capacity_dims(self.graph, tensor, self.env)
+        if dims is None or len(dims) > 2:
+            raise refuse(
+                "A704",
+                f"tensor {tensor} must be at most 2-D with static dims (a runtime leading dim needs "
+                "scalars with a range)",
+                span,
+            )
+        return dims
 
     def row_major(self, tensor: str, region: tuple[ir_body.Range, ...], span: Span) -> tuple[Expr, list[int]]:
         """(element offset of the region's first element, row-major strides)."""
