@@ -145,6 +145,28 @@ CASES = {
 }""",
         ("A701", 6, 5, "a column-strided view starting 2 lanes into a 32-byte block"),
     ),
+    "a mask of another row layout": (
+        """layer c(T = 4) {
+  input h: f16[T, 8]
+  input x: f32[T, 8]
+  output z: f32[T, 8]
+  task t on aiv {
+    z[:, :] = select(h[:, :] > 0.0, x[:, :], 0.0)
+  }
+}""",
+        ("A701", 6, 5, "select() of a f32 tile with a mask laid out for rows of 16 lanes"),
+    ),
+    "masks of two row layouts": (
+        """layer c(T = 4) {
+  input h: f16[T, 8]
+  input x: f32[T, 8]
+  output z: f32[T, 8]
+  task t on aiv {
+    z[:, :] = select((h[:, :] > 0.0) and (x[:, :] > 0.0), x[:, :], 0.0)
+  }
+}""",
+        ("A701", 6, 5, "'and' of masks laid out for different row strides (16 and 8 lanes)"),
+    ),
     "select of i8": (
         """layer c(T = 16) {
   input x: i8[T, 64]
