@@ -1,13 +1,14 @@
 """AscendC target: emission time, kernels and lines per layer, type-check time, support.
 
-    python bench/bench_ascendc.py [--repeat 3] [--no-typecheck]
+    python bench/bench_ascendc.py [--repeat 3] [--no-typecheck] [--only TEXT]
 
 For every model layer (default parameters) and every simulator fixture: the front end's
 time (parse + elaborate, for scale), the emitter's (``render_project``, best of --repeat),
 the kernels and the lines of the kernels header and host program, and -- with
 ``DSLC_ASC_DEVKIT`` set -- the wall and CPU time of ``g++ -fsyntax-only`` of the layer's
 project (kernels and host program in one unit) against the asc-devkit headers. A layer the
-target refuses is listed with the code and message of its first refusal. Prints Markdown.
+target refuses is listed with the code and message of its first refusal. ``--only`` keeps the
+layers whose ``file:layer`` name contains TEXT (repeatable). Prints Markdown.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-typecheck", action="store_true")
+    ap.add_argument("--only", action="append", default=[], help="keep layers whose name contains this")
     args = ap.parse_args()
     devkit = None if args.no_typecheck else find_devkit()[0]
     rows, refused = [], []
@@ -49,6 +51,8 @@ def main() -> None:
         front = (time.perf_counter() - t0) / max(len(graphs), 1)
         for graph in graphs:
             name = f"{path.relative_to(ROOT).as_posix()}:{graph.name}"
+            if args.only and not any(text in name for text in args.only):
+                continue
             best, files, error = float("inf"), None, None
             for _ in range(args.repeat):
                 t0 = time.perf_counter()

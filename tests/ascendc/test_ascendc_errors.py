@@ -75,13 +75,130 @@ CASES = {
     ),
     "an op without a lowering": (
         """layer c(T = 16) {
-  input x: i32[T, 16]
-  output y: i32[T, 16]
+  input x: f32[T, 16]
+  output y: f32[16, T]
   task t on aiv {
-    y[:, :] = select(x[:, :] >= 0, x[:, :], x[:, :])
+    y[:, :] = transpose(x[:, :])
   }
 }""",
-        ("A701", 5, 5, "select() has no AscendC lowering"),
+        ("A701", 5, 5, "transpose of a tile with more than one row and column"),
+    ),
+    **{
+        f"tile {what}": (
+            f"""layer c(T = 16) {{
+  input x: {dtype}[T, 64]
+  input y: {dtype}[T, 64]
+  scalar n: i32
+  output z: {dtype}[T, 64]
+  task t on aiv {{
+    let a = x[:, :]
+    z[:, :] = {expr}
+  }}
+}}""",
+            ("A70" + code[-1], 8, 5, message),
+        )
+        for what, dtype, expr, code, message in (
+            ("// by 3", "i32", "a / 3", "A701", "'//' of an i32 tile by 3: only a constant power of two"),
+            (
+                "% by a runtime scalar",
+                "i32",
+                "a % n",
+                "A701",
+                "'%' of an i32 tile by s_n: only a constant power",
+            ),
+            ("% on f32", "f32", "a % 2.0", "A701", "'%' on f32 tiles: only integer tiles"),
+            ("// by a tile", "i32", "a / y[:, :]", "A701", "'//' with a tile divisor"),
+            ("i32 < i32", "i32", "select(a < y[:, :], a, a)", "A702", "'lt' of two i32 tiles"),
+            ("i32 < runtime", "i32", "select(a < n, a, a)", "A702", "'lt' of an i32 tile with s_n"),
+            (
+                "i32 < 2^24",
+                "i32",
+                "select(a < 16777216, a, a)",
+                "A702",
+                "against a constant integer below 2^24",
+            ),
+            ("bool cast", "f32", "cast(a > 0.0, f32)", "A702", "no cast from bool to f32"),
+            (
+                "and of a scalar",
+                "f32",
+                "select((a > 0.0) and (n > 0), a, a)",
+                "A701",
+                "'and' of a bool tile and a",
+            ),
+            (
+                "step 4 view",
+                "f32",
+                "zeros(f32, [T, 64]) + col_expand_mul(a, a[0 : 1, 0 : 64 : 4])",
+                "A701",
+                "a column-strided view of a f32 tile with step 4",
+            ),
+        )  # fmt: skip
+    },
+    "a strided view two lanes into a block": (
+        """layer c(T = 16) {
+  input x: f32[T, 64]
+  output z: f32[T, 31]
+  task t on aiv {
+    let a = exp(x[:, :])
+    z[:, :] = a[:, 2 : 64 : 2]
+  }
+}""",
+        ("A701", 6, 5, "a column-strided view starting 2 lanes into a 32-byte block"),
+    ),
+    "a mask of another row layout": (
+        """layer c(T = 4) {
+  input h: f16[T, 8]
+  input x: f32[T, 8]
+  output z: f32[T, 8]
+  task t on aiv {
+    z[:, :] = select(h[:, :] > 0.0, x[:, :], 0.0)
+  }
+}""",
+        ("A701", 6, 5, "select() of a f32 tile with a mask laid out for rows of 16 lanes"),
+    ),
+    "masks of two row layouts": (
+        """layer c(T = 4) {
+  input h: f16[T, 8]
+  input x: f32[T, 8]
+  output z: f32[T, 8]
+  task t on aiv {
+    z[:, :] = select((h[:, :] > 0.0) and (x[:, :] > 0.0), x[:, :], 0.0)
+  }
+}""",
+        ("A701", 6, 5, "'and' of masks laid out for different row strides (16 and 8 lanes)"),
+    ),
+    "select of i8": (
+        """layer c(T = 16) {
+  input x: i8[T, 64]
+  input f: f32[T, 64]
+  output z: i8[T, 64]
+  task t on aiv {
+    z[:, :] = select(f[:, :] > 0.0, x[:, :], x[:, :])
+  }
+}""",
+        ("A702", 6, 5, "select() of i8 tiles: Select moves 16- and 32-bit lanes"),
+    ),
+    "reassigned mask": (
+        """layer c(T = 16) {
+  input f: f32[T, 64]
+  output z: f32[T, 64]
+  task t on aiv {
+    let m = f[:, :] > 0.0
+    m = f[:, :] > 1.0
+    z[:, :] = select(m, f[:, :], 0.0)
+  }
+}""",
+        ("A701", 5, 5, "reassigning the bool tile m"),
+    ),
+    "strided store of i8": (
+        """layer c(T = 16) {
+  input x: f32[T, 64]
+  output z: i8[T, 128]
+  task t on aiv {
+    z[:, 0 : 128 : 2] = cast(x[:, :], i8)
+  }
+}""",
+        ("A701", 5, 5, "a column-strided store of i8"),
     ),
     "UB overflow": (
         """layer u(T = 256) {

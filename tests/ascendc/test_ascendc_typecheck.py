@@ -26,10 +26,10 @@ EXPECTED = {
     "models/deepseek_v4_flash/hc_pre.dsl:hc_pre": None,
     "models/deepseek_v4_flash/hc_pre_fused.dsl:hc_pre_fused": None,  # one MIX kernel with two SyncAll<false>
     "models/deepseek_v4_flash/moe.dsl:moe": None,
-    # tile logic and select (csa_pack), gather_rows and a tile both cores write (csa_attn)
-    "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A701",
-    # column-strided RoPE views (idx_compress, idx_query), i8 B without b_trans (idx_query)
-    "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A701",
+    # csa_attn branches on a tile (A703); csa_o_lora needs 417 KiB of UB (A711)
+    "models/deepseek_v4_flash/prefill_csa.dsl:prefill_csa": "A703",
+    # idx_query needs 612 KiB of UB, idx_score 448 KiB (A711), at the real configuration
+    "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A711",
     "tests/fixtures/layers/moe_dispatch.dsl:moe_dispatch": None,
     "tests/fixtures/layers/split_k.dsl:hc_pre_linear": None,
     "tests/fixtures/run/handshake_post.dsl:handshake": None,
@@ -43,14 +43,14 @@ EXPECTED = {
     "tests/fixtures/seed/combine_pre.dsl:moe_combine": None,
     "tests/fixtures/seed/csa_guard_post.dsl:prefill_csa": None,
     "tests/fixtures/seed/csa_guard_pre.dsl:prefill_csa": None,
-    "tests/fixtures/seed/dispatch_post.dsl:moe_dispatch": "A701",  # i8 matmul without b_trans
-    "tests/fixtures/seed/dispatch_pre.dsl:moe_dispatch": "A701",  # i8 matmul without b_trans
+    "tests/fixtures/seed/dispatch_post.dsl:moe_dispatch": None,  # i8 B [K, N]: LoadDataWithTranspose
+    "tests/fixtures/seed/dispatch_pre.dsl:moe_dispatch": None,
     "tests/fixtures/seed/epoch_restart_post.dsl:moe_dispatch_pro": None,
     "tests/fixtures/seed/epoch_restart_pre.dsl:moe_dispatch_pro": None,
     "tests/fixtures/seed/gm_roundtrip_out_post.dsl:pack_rows": None,
     "tests/fixtures/seed/gm_roundtrip_out_pre.dsl:pack_rows": None,
-    "tests/fixtures/seed/hc_head_oob_post.dsl:hc_head": "A701",  # valid() on the cube core
-    "tests/fixtures/seed/hc_head_oob_pre.dsl:hc_head": "A704",  # x's rows depend on a runtime scalar
+    "tests/fixtures/seed/hc_head_oob_post.dsl:hc_head": None,  # valid() rows on the cube: a runtime Nd2Nz
+    "tests/fixtures/seed/hc_head_oob_pre.dsl:hc_head": None,  # x's rows a runtime scalar: its capacity
     "tests/fixtures/seed/hc_pre_post.dsl:hc_pre": None,
     "tests/fixtures/seed/hc_pre_pre.dsl:hc_pre": None,
     "tests/fixtures/seed/indexer_topk_post.dsl:prefill_indexer": None,
@@ -112,10 +112,26 @@ def _write(tmp: Path, unit: list[tuple[str, dict[str, str]]]) -> None:
 
 
 def _inline() -> dict[str, dict[str, str]]:
-    """The golden-text sources of the MIX kernels: hand-offs both ways, a loop, a barrier, a rescale."""
+    """Golden-text sources: the MIX kernels (hand-offs both ways, a loop, a barrier, a rescale), the
+    mask / strided / gather_rows kernels and the [K, N] matmuls."""
+    from test_ascendc_cube_kn import BF16_KN, I8_KN
+    from test_ascendc_logic import COMPARE, GATHER_ROWS, LONG_ROWS, PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES, RESCALE
+    from test_ascendc_runtime_rows import RUNTIME_ROWS
 
-    return {"mix:handoffs": emit(HANDOFFS), "mix:phases": emit(PHASES), "mix:rescale": emit(RESCALE)}
+    return {
+        "mix:handoffs": emit(HANDOFFS),
+        "mix:phases": emit(PHASES),
+        "mix:rescale": emit(RESCALE),
+        **{
+            f"logic:{k}": emit(v)
+            for k, v in (("pack", PACK), ("cmp", COMPARE), ("rope", ROPE), ("gr", GATHER_ROWS))
+        },
+        "logic:long_rows": emit(LONG_ROWS),
+        "cube:bf16_kn": emit(BF16_KN),
+        "cube:i8_kn": emit(I8_KN),
+        "rows:runtime": emit(RUNTIME_ROWS),
+    }
 
 
 def test_every_supported_layer_type_checks_against_the_headers(devkit, projects, tmp_path):
@@ -155,18 +171,37 @@ MISTAKES = {
     "unknown pipe": ("mx", r"CrossCoreSetFlag<0x2, PIPE_MTE3>", "CrossCoreSetFlag<0x2, PIPE_MTE9>"),
     "task ratio with an argument": ("mx", r"GetTaskRatio\(\)", "GetTaskRatio(1)"),
     "SyncAll of a non-bool": ("ph", r"SyncAll<false>", "SyncAll<AscendC::TPipe>"),
+    "unknown compare mode": ("pack", r"CMPMODE::GE", "CMPMODE::GEQ"),
+    "Select without its mode": ("pack", r"AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, ", ""),
+    "GatherMask without its count": ("rope", r", kept3\)", ")"),
+    "ShiftRight of a float tile into an int one": (
+        "pack",
+        r"ShiftRight\(ub12, in1,",
+        "ShiftRight(ub12, ub2,",
+    ),
+    "Brcb with a block count": ("rope", r"BrcbRepeatParams\{1, 8\}", "BrcbRepeatParams{1, 8, 8}"),
+    "transposing load with 2D params": (
+        "mq",
+        r"LoadData2dTransposeParams\{0, 2, 16, 1, 0\}",
+        "LoadData2DParams{0, 2, 16, 0, 0, true, 0}",
+    ),
 }
 
 
 def test_the_check_catches_api_mistakes(devkit, projects, tmp_path):
     """Each mistake goes into its own copy of a kernels header (own symbols and guard); one
     compile of all the copies must report an error in every copy."""
+    from test_ascendc_cube_kn import I8_KN
+    from test_ascendc_logic import PACK, ROPE
     from test_ascendc_mix import HANDOFFS, PHASES
 
     texts = {
         "hc_post": kernels(projects["models/deepseek_v4_flash/hc_post.dsl:hc_post"]),
         "mx": kernels(emit(HANDOFFS)),
         "ph": kernels(emit(PHASES)),
+        "pack": kernels(emit(PACK)),
+        "rope": kernels(emit(ROPE)),
+        "mq": kernels(emit(I8_KN)),
     }
     includes = []
     for i, (mistake, (layer, pattern, replacement)) in enumerate(sorted(MISTAKES.items())):

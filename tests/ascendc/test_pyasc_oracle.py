@@ -110,6 +110,28 @@ CASES = {
   output z: f32[1, 16]
   task t on aiv { z[:, :] = gather(x[:, :], i[:, :]) }
 }""",
+    "logic": """layer o(R = 1) {
+  input x: f32[1, 64]
+  input y: f32[1, 64]
+  output z: f32[1, 64]
+  task t on aiv { z[:, :] = select(x[:, :] < y[:, :] and not (x[:, :] == 0.0), x[:, :], 0.0) }
+}""",
+    "int_ops": """layer o(R = 1) {
+  input c: i32[1, 64]
+  output z: i32[1, 64]
+  task t on aiv { z[:, :] = select(c[:, :] >= 0, c[:, :] / 16 + c[:, :] % 16, -1) }
+}""",
+    "strided": """layer o(R = 8) {
+  input x: f32[R, 64]
+  output y: f16[R, 64]
+  task t on aiv { y[:, 1 : 64 : 2] = cast(x[:, 0 : 64 : 2], f16) }
+}""",
+    "matmul_kn": """layer o(K = 64) {
+  input x: i8[16, K]
+  input w: i8[K, 32]
+  output y: i32[16, 32]
+  task t on aic { y[:, :] = matmul(x[:, :], w[:, :]) }
+}""",
     "mix": """layer o(R = 16) {
   input x: f32[R, 64]
   input w: f32[16, 64]
@@ -140,7 +162,10 @@ _FETCH = re.compile(
 _SKIP = ("InitBuffer", "SetGlobalBuffer", "set_ffts_base_addr", "KERNEL_TASK_TYPE_DEFAULT")
 #: Constructors with trailing parameters that the short form leaves at these values (headers:
 #: kernel_struct_fixpipe.h FixpipeParamsV220's 5- and 12-argument constructors).
-_DEFAULTS = {"FixpipeParamsV220": ["0", "0", "1", "0", "0", "0", "0"]}  # quantPre NoQuant .. isChannelSplit
+_DEFAULTS = {
+    "FixpipeParamsV220": ["0", "0", "1", "0", "0", "0", "0"],  # quantPre NoQuant .. isChannelSplit
+    "LoadData2dTransposeParams": ["0"],  # addrMode (kernel_struct_mm.h: 0 by default)
+}
 _STRUCT = re.compile(r"^(?:AscendC::)?(\w+(?:<[^;{}()]*>)?) (\w+)\s*[{(](.*)[})];$")
 _ALIAS = re.compile(r"^AscendC::(?:LocalTensor|GlobalTensor)<[^>]*> (\w+) = (\w+)\[(\w+)\];$")
 _CONST = re.compile(r"^constexpr [\w:<> ]+? (\w+) = (.+);$")
@@ -174,6 +199,7 @@ class Normaliser:
         self.version: dict[str, int] = {}
         self.numbered: dict[str, str] = {}
         self.records: list[str] = []
+        self.casts: dict[str, str | None] = {}  # "ReinterpretCast<T>(X)" -> its first result
 
     def name(self, var: str, define: bool = False) -> str:
         if define:
@@ -218,7 +244,7 @@ class Normaliser:
         values = [self.arg(a) for a in _split(args)]
         base = kind.split("<")[0]
         if base in _DEFAULTS and len(values) == 5:
-            values += _DEFAULTS[base]
+            values = values + _DEFAULTS[base]
         return f"{kind}{{{', '.join(values)}}}"
 
     def read(self, text: str, drop: set[str]) -> list[str]:
@@ -264,6 +290,15 @@ class Normaliser:
                 targs = re.sub(r"\b0x([0-9a-fA-F]+)\b", lambda h: str(int(h.group(1), 16)), targs)
                 parts = ([self.name(receiver)] if receiver else []) + [self.arg(a) for a in _split(args)]
                 record = f"{fn}{targs}({', '.join(parts)})"
+                if fn == "ReinterpretCast" and result:
+                    # pyasc's passes merge identical casts of one tensor (CSE); so does the normal form
+                    seen = self.casts.setdefault(record, None)
+                    if seen is not None:
+                        self.values[result] = seen
+                        continue
+                    self.casts[record] = self.name(result, define=True)
+                    self.records.append(f"{self.casts[record]} = {record}")
+                    continue
                 if result:
                     record = f"{self.name(result, define=True)} = {record}"
                 self.records.append(record)

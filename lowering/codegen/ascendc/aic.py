@@ -130,6 +130,12 @@ class CubeWriter(BodyWriter):
             self.into_accumulator(v, acc)
         elif isinstance(v, ir_body.LoadV) and not v.local:
             self.bind(s.name, self.stage(v, "A", s.name))
+        elif isinstance(v, ir_body.CallV) and v.op == "valid" and self.is_gm_slice(v.args[0]):
+            # valid(x[...], rows[, cols]): only the valid part is read; the padding of the L1
+            # tile keeps what it held (valid() leaves the tail unspecified)
+            extents = [self.scalar(e).code for e in v.args[1:]]
+            rows, cols = (extents[0], extents[1]) if len(extents) == 2 else (None, extents[0])
+            self.bind(s.name, self.stage(v.args[0], "A", s.name, valid=(rows, cols)))
         else:
             raise refuse(
                 "A701",
@@ -159,8 +165,16 @@ class CubeWriter(BodyWriter):
         return self.const_int(t.shape[0]), self.const_int(t.shape[1])
 
     # ---------------------------------------------------------------- L1 staging
-    def stage(self, v: ir_body.LoadV, side: str, what: str, k0: int = 0, kc: int | None = None) -> CubeTile:
-        """GM [rows, cols] (columns k0 .. k0 + kc) -> L1 in Nz format (MTE2)."""
+    def is_gm_slice(self, v: ir_body.Value) -> bool:
+        return isinstance(v, ir_body.LoadV) and not v.local
+
+    def stage(
+        self, v: ir_body.LoadV, side: str, what: str, k0: int = 0, kc: int | None = None, k_rows: bool = False,
+        valid: tuple[str | None, str | None] = (None, None),
+    ) -> CubeTile:  # fmt: skip
+        """GM [rows, cols] (columns k0 .. k0 + kc; rows with ``k_rows``, B given as [K, N]) -> L1 in
+        Nz format (MTE2). Rows are padded to a fractal, or to a 32x32 square for an int8 B [K, N]
+        (its LoadDataWithTranspose moves whole squares)."""
         dtype = self.graph.tensors[v.tensor].dtype
         if dtype not in _OPERANDS:
             raise refuse("A702", f"matmul operands of {dtype} (f16, bf16, f32 or i8)", self.span)
@@ -171,8 +185,11 @@ class CubeWriter(BodyWriter):
         row_step = self.const_int(r.step)
         width = self.dims(v.tensor, self.span)[-1]
         c0 = BLOCK_BYTES // DTYPE_BYTES[dtype]
-        cols = cols if kc is None else kc
-        prows, pcols = round_up(rows, FRACTAL_ROWS), round_up(cols, c0)
+        if k_rows:
+            rows = rows if kc is None else kc
+        else:
+            cols = cols if kc is None else kc
+        prows, pcols = round_up(rows, FRACTAL_ROWS if not (k_rows and c0 == 32) else 32), round_up(cols, c0)
         if row_step * width > MAX_ND2NZ or cols > MAX_ND2NZ:
             raise refuse(
                 "A713", f"an Nd2Nz row stride of {row_step * width} elements (at most {MAX_ND2NZ})", self.span
@@ -187,11 +204,17 @@ class CubeWriter(BodyWriter):
         )
         start, _ = self.row_major(v.tensor, v.region, self.span)
         gm = self.gm(v.tensor)
-        code = self.int(start + k0) if k0 else self.int(start)
+        skip = k0 * row_step * width if k_rows else k0  # the chunk's first row, or column
+        code = self.int(start + skip) if k0 else self.int(start)
         at = gm if code == "0" else f"{gm}[{code}]"
         self.flag("MTE1_MTE2")  # the previous LoadData has read this L1 range
+        n_value, d_value = str(rows), str(cols)
+        if valid[0] is not None:  # 0 .. the slice's rows, whatever the runtime extent
+            n_value = f"static_cast<uint16_t>(dslc::Max(0, dslc::Min({rows}, {valid[0]})))"
+        if valid[1] is not None and valid[1] != str(cols):
+            d_value = f"static_cast<uint16_t>(dslc::Max(0, dslc::Min({cols}, {valid[1]})))"
         self.emit(
-            f"AscendC::DataCopy({var}, {at}, AscendC::Nd2NzParams{{1, {rows}, {cols}, 0, {row_step * width}, "
+            f"AscendC::DataCopy({var}, {at}, AscendC::Nd2NzParams{{1, {n_value}, {d_value}, 0, {row_step * width}, "
             f"{prows}, 1, 0}});"
         )
         self.flag("MTE2_MTE1")
@@ -215,15 +238,19 @@ class CubeWriter(BodyWriter):
         self.mmad(acc, a_v, b_v, "b_trans" in attrs, init)
         acc.written = acc.written or all(self.certain[acc.depth :])
 
-    def operand(self, v: ir_body.Value, side: str, k0: int, kc: int, full_k: int) -> tuple[CubeTile, int]:
-        """(L1 tile holding the chunk, element offset of the chunk's first Nz column block)."""
+    def operand(
+        self, v: ir_body.Value, side: str, k0: int, kc: int, full_k: int, k_rows: bool = False
+    ) -> tuple[CubeTile, int]:
+        """(L1 tile holding the chunk, element offset of the chunk's first Nz column block, or of
+        its first row with ``k_rows``: B given as [K, N], K along the rows of each column block)."""
         if isinstance(v, ir_body.LocalV):
             tile = self.lookup(v.name)
             if not isinstance(tile, CubeTile) or tile.init is not None:
                 raise refuse("A701", f"{v.name} is not a matrix in L1", self.span)
-            return tile, k0 * tile.prows
+            c0 = BLOCK_BYTES // DTYPE_BYTES[tile.dtype]
+            return tile, k0 * c0 if k_rows else k0 * tile.prows
         if isinstance(v, ir_body.LoadV) and not v.local:
-            return self.stage(v, side, f"{v.tensor}[...]", k0, kc if kc != full_k else None), 0
+            return self.stage(v, side, f"{v.tensor}[...]", k0, kc if kc != full_k else None, k_rows), 0
         raise refuse("A701", "matmul operands must be GM slices or tiles loaded from GM", self.span)
 
     def mmad(self, acc: CubeTile, a_v: ir_body.Value, b_v: ir_body.Value, b_trans: bool, init: str) -> None:
@@ -242,9 +269,19 @@ class CubeWriter(BodyWriter):
                 f"the inner dimension {k} is not a multiple of {c0} ({dtype} fractal width)",
                 self.span,
             )
-        if not b_trans and DTYPE_BYTES[dtype] != 2:
+        if not b_trans and dtype == "f32":
             raise refuse(
-                "A701", f"matmul without b_trans on {dtype} (store B as [N, K] and pass b_trans)", self.span
+                "A701",
+                "matmul without b_trans on f32: A2/A3 transposes 32-bit B on the way to L0B only through "
+                "Load3Dv2, which dslc does not emit (store B as [N, K] and pass b_trans)",
+                self.span,
+            )
+        if not b_trans and dtype == "i8" and n % 32:
+            raise refuse(
+                "A704",
+                f"an int8 matmul without b_trans over N = {n}: LoadDataWithTranspose moves 32x32 int8 squares, "
+                "so N must be a multiple of 32 (or store B as [N, K] and pass b_trans)",
+                self.span,
             )
         mp, np_ = round_up(a_rows, FRACTAL_ROWS), round_up(n, FRACTAL_ROWS)
         size = DTYPE_BYTES[dtype]
@@ -262,7 +299,7 @@ class CubeWriter(BodyWriter):
             width = min(kc, k - k0)
             mark = (self.l1a.mark(), self.l1b.mark())
             a1, a_at = self.operand(a_v, "A", k0, width, k)
-            b1, b_at = self.operand(b_v, "B", k0, width, k)
+            b1, b_at = self.operand(b_v, "B", k0, width, k, k_rows=not b_trans)
             a2, b2 = self.fresh("a2"), self.fresh("b2")
             self.emit(f"AscendC::LocalTensor<{ctype}> {a2} = l0aBuf.GetWithOffset<{ctype}>({mp * width}, 0);")
             self.emit(
@@ -298,6 +335,13 @@ class CubeWriter(BodyWriter):
                 f"AscendC::LoadData({b2}, {_at(b1.base, at)}, "
                 f"AscendC::LoadData2DParams{{0, {(np_ // FRACTAL_ROWS) * (kc // c0)}, 1, 0, 0, false, 0}});"
             )
+            return
+        if c0 == 32:  # int8 B [K, N]: each 32x32 square of L1 becomes two 16x32 L0B fractals
+            for i in range(kc // 32):
+                self.emit(
+                    f"AscendC::LoadDataWithTranspose({_at(b2, i * np_ * 32)}, {_at(b1.base, at + i * 32 * 32)}, "
+                    f"AscendC::LoadData2dTransposeParams{{0, {np_ // 32}, {b1.prows // 32}, 1, 0}});"
+                )
             return
         for i in range(kc // FRACTAL_ROWS):  # 16-bit B [K, N]: transpose each 16x16 fractal
             self.emit(

@@ -20,6 +20,8 @@ from lowering import body as ir_body
 from lowering.codegen.ascendc.comm import CommMixin
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.masks import MaskOps, is_bool
+from lowering.codegen.ascendc.strided import StridedOps
 from lowering.codegen.ascendc.tiles import UB_BYTES, Arena, Budget, QueueUse, Tile, padded, tile_bytes
 from lowering.codegen.ascendc.transfers import TransferMixin
 from lowering.codegen.ascendc.vecops import VectorOps
@@ -30,7 +32,7 @@ from lowering.symbolic import Const, binop, difference
 SCALAR_COPY_LIMIT = 1024  # elements an unaligned view may be copied one by one (A712 past it)
 
 
-class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
+class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, BodyWriter):
     unit = "vector"
 
     def __init__(self, graph: Graph, task: Task, env: dict[str, int]):
@@ -114,7 +116,7 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
 
     def budget(self) -> Budget:
         return Budget(
-            calc=self.calc.peak,
+            calc=self.calc.peak + (self.overread if self.calc.peak else 0),
             in_bytes=self.inq.largest,
             in_count=self.inq.peak,
             out_bytes=self.outq.largest,
@@ -191,13 +193,30 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
 
     def tile_let(self, s: ir_body.LetS) -> None:
         v = s.value
-        rows, cols = self.shape(v.type)
         mutable = s.name in self.reassigned
+        if v.type.dtype == "bool":  # a mask: bound where the compare wrote it, for the block
+            if mutable:
+                raise refuse("A701", f"reassigning the bool tile {s.name}", s.span, hint="bind a new name")
+            mask = self.value(v, None)
+            self.temps.pop(mask.base, None)
+            self.bind(s.name, mask)
+            return
+        rows, cols = self.shape(v.type)
         if isinstance(v, ir_body.LoadV) and not v.local and not mutable:
             self.bind(s.name, self.load(v, scope_end=True))
             return
         if not mutable and self.is_stable_view(v):
             self.bind(s.name, self.operand(v))
+            return
+        if (
+            not mutable
+            and isinstance(v, ir_body.LoadV)
+            and v.local
+            and self.const_int(v.region[-1].step) != 1
+        ):
+            packed = self.operand(v)  # GatherMask already wrote a tile of its own: keep it
+            self.temps.pop(packed.base, None)
+            self.bind(s.name, packed)
             return
         slot = self.calc_tile(rows, cols, v.type.dtype, s.name, temp=False)
         self.bind(s.name, slot)
@@ -214,6 +233,8 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
             if v.tensor in self.reassigned:
                 return False
             parent = self.lookup(v.tensor)
+            if self.const_int(v.region[-1].step) != 1:
+                return False  # a strided view is a GatherMask copy, not the parent's storage
             return isinstance(parent, Tile) and self.view_of(parent, v).aligned
         return False
 
@@ -234,13 +255,21 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         rows = self.const_int(binop("cdiv", difference(r.stop, r.start), r.step)) if not r.point else 1
         c0 = self.const_int(c.start)
         cstep = self.const_int(c.step)
-        cols = self.const_int(difference(c.stop, c.start)) if not c.point else 1
         if cstep != 1:
-            raise refuse("A701", f"a column-strided view of {v.tensor} (step {cstep})", self.span)
+            cols = self.const_int(binop("cdiv", difference(c.stop, c.start), c.step))
+            return self.strided_view(parent, self.int(r.start), c0, rows, rstep, cols, cstep)
+        cols = self.const_int(difference(c.stop, c.start)) if not c.point else 1
         return parent.view(self.int(r.start), c0, rows, cols, rstep)
 
     def value_into(self, v: ir_body.Value, dst: Tile) -> None:
         out = self.value(v, dst)
+        if is_bool(out) != is_bool(dst):
+            raise refuse(
+                "A701",
+                "a bool tile as a stored, cast or computed value (a mask lives in UB only)",
+                self.span,
+                hint="turn it into numbers with select(mask, full(...), zeros(...))",
+            )
         if not out.same_place(dst):
             self.copy(dst, out)
             self.consume(out, keep=dst)
@@ -335,12 +364,17 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
             )
 
     def reinterpret(self, t: Tile, dtype: str) -> Tile:
-        ratio = DTYPE_BYTES[dtype] // DTYPE_BYTES[t.dtype]
+        """The same bytes as ``dtype`` lanes (wider: fewer columns; narrower: more)."""
+        new, old = DTYPE_BYTES[dtype], DTYPE_BYTES[t.dtype]
         var = self.fresh("as")
         self.emit(
             f"AscendC::LocalTensor<{cxx_type(dtype)}> {var} = {t.ref()}.ReinterpretCast<{cxx_type(dtype)}>();"
         )
-        return Tile(var, dtype, t.rows, -(-t.cols // ratio), t.stride // ratio)
+        if new >= old:
+            ratio = new // old
+            return Tile(var, dtype, t.rows, -(-t.cols // ratio), t.stride // ratio)
+        ratio = old // new
+        return Tile(var, dtype, t.rows, t.cols * ratio, t.stride * ratio)
 
     def unaligned_copy(self, view: Tile) -> Tile:
         out = self.calc_tile(view.rows, view.cols, view.dtype, "aligned copy of a view")
@@ -378,6 +412,8 @@ class VectorWriter(CommMixin, TransferMixin, VectorOps, BodyWriter):
         parent = self.lookup(load.tensor)
         if not isinstance(parent, Tile):
             raise refuse("A701", f"{load.tensor} is not a tile", self.span)
+        if is_bool(parent):
+            raise refuse("A701", f"read() of the bool tile {load.tensor}", self.span, hint="use select()")
         region = (
             load.region
             if len(load.region) == 2

@@ -177,3 +177,24 @@ class IntWriter:
         if op == "or":
             return f"({a} || {b})"
         raise EvalError(f"operator {op!r} has no C++ form")
+
+
+def capacity_dims(graph, name: str, env: Mapping[str, int]) -> tuple[int, ...] | None:
+    """The dims a tensor's buffer is allocated with: its dims at these parameters, and a
+    leading dim that depends on runtime scalars at its largest value over their ranges
+    (``input x: f32[t_dim, D]`` with ``scalar t_dim: i32 in 1..16``: 16 rows). Kernels address
+    a row-major tensor through its trailing dims only, so the capacity is all they need; the
+    host reads and writes the rows the scalars give. None: another dim is runtime, or a
+    scalar it depends on has no range."""
+    t = graph.tensors[name]
+    if all(d is not None for d in t.dims):
+        return tuple(t.dims)
+    if not t.dims or any(d is None for d in t.dims[1:]):
+        return None
+    try:
+        high = sym_bounds(t.shape[0], {**env, **graph.scalar_ranges()})[1]
+    except EvalError:
+        return None
+    if not isinstance(high, int) or high < 0:
+        return None
+    return (high, *t.dims[1:])

@@ -18,10 +18,11 @@ exceeds the cores.
 from __future__ import annotations
 
 import heapq
+import math
 
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.comm import peers
-from lowering.codegen.ascendc.cxx import RANK_VAR, IntWriter, cxx_type
+from lowering.codegen.ascendc.cxx import RANK_VAR, IntWriter, capacity_dims, cxx_type
 from lowering.codegen.ascendc.kernel import Kernel, comment_text
 from lowering.ir import DTYPE_BYTES, Graph
 
@@ -66,11 +67,16 @@ def c_string(text: str) -> str:
 
 
 def host_context(graph: Graph, kernels: list[Kernel], env: dict[str, int]) -> dict:
+    ints = IntWriter(env, {}, graph.nranks, helpers="dslc_host")
     tensors = []
     for name, t in graph.tensors.items():
-        numel = 1
-        for d in t.dims:
-            numel *= d or 1
+        dims = capacity_dims(graph, name, env) or tuple(d or 1 for d in t.dims)
+        numel = math.prod(dims)
+        row_bytes = math.prod(dims[1:]) * DTYPE_BYTES[t.dtype]
+        # a leading dim that the runtime scalars give: the files hold that many rows of the
+        # buffer, which is allocated (and zeroed) at the dim's largest value
+        runtime = any(d is None for d in t.dims)
+        used = f"static_cast<size_t>({ints.code(t.shape[0])}) * {row_bytes}" if runtime else None
         tensors.append(
             {
                 "name": c_string(name),
@@ -78,6 +84,7 @@ def host_context(graph: Graph, kernels: list[Kernel], env: dict[str, int]) -> di
                 "var": names.param(name),
                 "table": peers(name) if t.kind in ("window", "signal") else None,
                 "bytes": numel * DTYPE_BYTES[t.dtype],
+                "file_bytes": used or str(numel * DTYPE_BYTES[t.dtype]),
                 "input": t.kind in ("input", "inout"),
                 "output": t.kind in ("output", "inout"),
                 "comment": f"{t.kind} {t.dtype}{list(t.dims)}",
@@ -127,7 +134,6 @@ def host_context(graph: Graph, kernels: list[Kernel], env: dict[str, int]) -> di
                 "args": ", ".join(args),
             }
         )
-    ints = IntWriter(env, {}, graph.nranks, helpers="dslc_host")
     guards = []
     for g in graph.guards:
         try:

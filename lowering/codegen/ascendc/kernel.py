@@ -12,6 +12,7 @@ the runtime retires the task without running it.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field, replace
 
@@ -20,7 +21,7 @@ from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.aic import CubeWriter
 from lowering.codegen.ascendc.aiv import VectorWriter
 from lowering.codegen.ascendc.comm import peers
-from lowering.codegen.ascendc.cxx import BLOCK_VAR, RANK_VAR, cxx_type
+from lowering.codegen.ascendc.cxx import BLOCK_VAR, RANK_VAR, capacity_dims, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.mix import split_mix
 from lowering.codegen.ascendc.tiles import Budget
@@ -217,9 +218,7 @@ def _prologue(w, graph: Graph, core: str) -> list[str]:
         if name not in w.tensors:
             continue
         ctype = cxx_type(t.dtype)
-        numel = 1
-        for d in t.dims:
-            numel *= d or 1
+        numel = math.prod(capacity_dims(graph, name, w.env) or (1,))
         gm, param = names.tensor(name), names.param(name)
         lines.append(f"    AscendC::GlobalTensor<{ctype}> {gm};")
         if t.kind in ("window", "signal"):

@@ -44,8 +44,11 @@ class TransferMixin:
         """GM region -> an inQueue tile (MTE2), dequeued so vector ops may read it."""
         dtype = self.graph.tensors[v.tensor].dtype
         rows, cols, rstep, cstep = self.region_shape(v.tensor, v.region)
-        if cstep != 1:
-            raise refuse("A701", f"a column-strided slice of {v.tensor} (step {cstep})", self.span)
+        if cstep != 1:  # the packed copy lives in the calc buffer (a let keeps it to its block end)
+            tile = self.strided_load(v)
+            if scope_end:
+                self.temps.pop(tile.base, None)
+            return tile
         if v.tensor in self.dma_written:
             self.hard_event("MTE3_MTE2")  # this task stored to it before: the store lands first
         gm = self.gm(v.tensor)
@@ -96,7 +99,8 @@ class TransferMixin:
         dtype = self.graph.tensors[tensor].dtype
         rows, cols, rstep, cstep = self.region_shape(tensor, region)
         if cstep != 1:
-            raise refuse("A701", f"a column-strided store into {tensor} (step {cstep})", self.span)
+            self.strided_store(tensor, region, value, atomic, gm, rows, cols, rstep, cstep)
+            return
         out = self.queue_tile("outQueue", rows, cols, dtype)
         self.value_into(value, out)
         self.emit(f"outQueue.EnQue({out.base});")
@@ -115,7 +119,8 @@ class TransferMixin:
         self, tensor: str, region: tuple[ir_body.Range, ...], value: ir_body.Value, atomic: bool, gm: str
     ) -> None:
         """Store ``value`` into ``gm``'s region: a GM -> GM copy, a fill, or a computed tile."""
-        if isinstance(value, ir_body.LoadV) and not value.local:
+        strided = any(self.const_int(r.step) != 1 for r in (region[-1:] + getattr(value, "region", ())[-1:]))
+        if isinstance(value, ir_body.LoadV) and not value.local and not strided:
             self.gm_copy(tensor, region, value, atomic, gm)
             return
         if isinstance(value.type, ir_body.ScalarType):  # a scalar broadcast over a region

@@ -23,6 +23,7 @@ import struct
 from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.masks import COMPARES
 from lowering.codegen.ascendc.tiles import Tile, padded
 from lowering.ir import DTYPE_BYTES, FLOAT_DTYPES
 
@@ -127,10 +128,14 @@ class VectorOps:
     def binary(self, v: ir_body.BinV, hint: Tile | None) -> Tile:
         a_tile = isinstance(v.a.type, ir_body.TileType)
         b_tile = isinstance(v.b.type, ir_body.TileType)
+        if v.op in COMPARES:
+            return self.compare(v, hint)
+        if v.op in ("and", "or"):
+            return self.logic(v, hint)
+        if v.op in ("floordiv", "mod"):
+            return self.int_division(v, hint)
         if v.op not in ("add", "sub", "mul", "div"):
-            raise refuse(
-                "A701", f"the tile operator {v.op!r} (comparisons, logic, // and % on tiles)", self.span
-            )
+            raise refuse("A701", f"the tile operator {v.op!r}", self.span)
         rows, cols = self.shape(v.type)
         dtype = v.type.dtype
         self.need_dtype(dtype, _ARITH_DTYPES if v.op != "div" else _FLOAT_ARITH, f"'{v.op}'")
@@ -214,6 +219,10 @@ class VectorOps:
             return self.sort_op(v, hint)
         if op == "gather":
             return self.gather(v)
+        if op == "select":
+            return self.select(v, hint)
+        if op == "gather_rows":
+            return self.gather_rows(v)
         raise refuse("A701", f"{op}() has no AscendC lowering in dslc", self.span)
 
     def fill(self, v: ir_body.CallV, hint: Tile | None) -> Tile:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from lowering import body as ir_body
 from lowering.codegen.ascendc import names
-from lowering.codegen.ascendc.cxx import IntWriter, cxx_type, float_literal
+from lowering.codegen.ascendc.cxx import IntWriter, capacity_dims, cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.masks import tile_valued
 from lowering.codegen.ascendc.mix import CrossFlagS
 from lowering.ir import FLOAT_DTYPES, Graph, Task
 from lowering.source import Span
@@ -128,10 +129,16 @@ class BodyWriter:
         return names.tensor(tensor)
 
     def dims(self, tensor: str, span: Span) -> tuple[int, ...]:
-        t = self.graph.tensors[tensor]
-        if any(d is None for d in t.dims) or len(t.dims) > 2:
-            raise refuse("A704", f"tensor {tensor} must be at most 2-D with static dims", span)
-        return tuple(t.dims)  # type: ignore[arg-type]
+        """Static dims; a leading dim that depends on ranged runtime scalars at its capacity."""
+        dims = capacity_dims(self.graph, tensor, self.env)
+        if dims is None or len(dims) > 2:
+            raise refuse(
+                "A704",
+                f"tensor {tensor} must be at most 2-D with static dims (a runtime leading dim needs "
+                "scalars with a range)",
+                span,
+            )
+        return dims
 
     def row_major(self, tensor: str, region: tuple[ir_body.Range, ...], span: Span) -> tuple[Expr, list[int]]:
         """(element offset of the region's first element, row-major strides)."""
@@ -192,7 +199,7 @@ class BodyWriter:
             self.for_loop(s)
         elif isinstance(s, ir_body.IfS):
             self.if_stmt(s)
-        elif isinstance(s, ir_body.LetS | ir_body.AssignS) and not isinstance(s.value.type, ir_body.TileType):
+        elif isinstance(s, ir_body.LetS | ir_body.AssignS) and not tile_valued(s.value):
             self.scalar_let(s)
         elif isinstance(s, ir_body.StoreS) and self.is_scalar_store(s):
             self.scalar_store(s)
@@ -319,6 +326,8 @@ class BodyWriter:
             raise refuse("A701", f"scalar operator {v.op!r}", self.span)
         if isinstance(v, ir_body.CallV):
             return self.scalar_call(v)
+        if isinstance(v, ir_body.LoadV) and isinstance(v.type, ir_body.TileType):
+            raise refuse("A701", f"a region of {v.tensor} where a scalar is needed", self.span)
         if isinstance(v, ir_body.LoadV) and not v.local:
             return self.gm_read(v)
         raise refuse("A701", f"cannot use {type(v).__name__} as a scalar", self.span)
