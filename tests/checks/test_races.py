@@ -203,3 +203,32 @@ def test_r506_assumption_is_what_keeps_the_schedules_apart(tmp_path, monkeypatch
 
     assert len(states((np.arange(64) * 5 + 3) % 64)) == 1  # 5 is coprime with 64: injective
     assert len(states((np.arange(64) * 16 + 3) % 64)) > 1  # 64 rows onto 4
+
+
+def test_r505_block_box_prefilter_never_hides_an_overlap_between_blocks():
+    """The per-block bounding boxes R505 compares first are a necessary condition: whenever two
+    blocks' executions share an element, their boxes meet (random 2-D progressions)."""
+    import random
+
+    from lowering.checks.access_instances import Hit, first_overlap
+    from lowering.checks.races.overlapping_block_writes import _block_hulls_meet
+
+    rng = random.Random(7)
+    seen_overlap = seen_apart = 0
+    for _ in range(400):
+        found = []
+        for block in range(rng.randint(2, 4)):
+            for _ in range(rng.randint(1, 4)):
+                region = []
+                for _dim in range(2):
+                    lo = rng.randint(0, 24)
+                    step = rng.choice((1, 1, 2, 3))
+                    region.append((lo, lo + rng.randint(1, 6) * step, step))
+                found.append(Hit("t", None, 0, 0, block, 0, tuple(region), True, False))  # type: ignore[arg-type]
+        pair = first_overlap(found, found, accept=lambda a, b: a.block != b.block)
+        if pair is not None:
+            seen_overlap += 1
+            assert _block_hulls_meet(found, found)
+        elif not _block_hulls_meet(found, found):
+            seen_apart += 1
+    assert seen_overlap > 50 and seen_apart > 10  # both outcomes were exercised

@@ -65,6 +65,8 @@ from lowering.checks.access_instances import (
     first_overlap,
     grid_sample,
     hits,
+    hull,
+    hulls_meet,
     intersection_text,
     local_tensor,
 )
@@ -132,6 +134,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 if other.tensor != w.tensor:
                     continue
                 ho = hw if other is w else _certain(hits(graph, task, other, sample))
+                if not _block_hulls_meet(hw, ho):
+                    continue  # each block keeps to a box no other block's accesses enter
                 pair = first_overlap(
                     hw, ho, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
                 )
@@ -143,6 +147,34 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 reported.add(w.tensor)
                 yield _finding(graph, task, w, other, pair, (w.tensor, w.span) in rmw)
                 break
+
+
+def _block_hulls_meet(hw: list, ho: list) -> bool:
+    """Whether the bounding box of one block's hits in ``hw`` meets that of another block's in
+    ``ho`` (same rank). A cheap necessary condition for an overlap between blocks: tiled kernels
+    give each block its own box, and thousands of loop iterations per block need not be
+    compared pairwise once the boxes are apart."""
+    boxes: list[tuple[tuple, int, int, int]] = []  # (hull, block, rank, side)
+    for side, found in ((0, hw), (1, ho)):
+        by_block: dict[tuple[int, int], list] = {}
+        for h in found:
+            by_block.setdefault((h.block, h.rank), []).append(h)
+        boxes += [(hull(group), block, rank, side) for (block, rank), group in by_block.items()]
+    boxes.sort(key=lambda b: b[0][0][0])
+    active: list[tuple[tuple, int, int, int]] = []
+    for box in boxes:
+        lo = box[0][0][0]
+        active = [a for a in active if a[0][0][1] > lo]
+        for other in active:
+            if (
+                other[1] != box[1]
+                and other[2] == box[2]
+                and other[3] != box[3]
+                and hulls_meet(other[0], box[0])
+            ):
+                return True
+        active.append(box)
+    return False
 
 
 def _finding(graph: Graph, task, w: Access, other: Access, pair, rmw: bool) -> Diagnostic:
