@@ -81,7 +81,7 @@ class Snapshots:
                 ranks.append(self._capture_rank(r, prev))
         snap.ranks = ranks
         eng = self.eng
-        snap.counters = (eng.n_complete, tuple(eng.round_left))
+        snap.counters = (eng.tasks.n_complete, tuple(eng.tasks.round_left))
         snap.mem = tuple(self.live)
         snap.fp = hash((snap.mem, tuple(rs.hash for rs in ranks)))
         self.live_ranks = list(ranks)
@@ -195,9 +195,10 @@ class Snapshots:
         self.trails = trails
         eng.runnable = runnable
         eng.spinners = spinners
-        eng.n_complete, round_left = snap.counters
-        eng.round_left = list(round_left)
-        eng.completions.clear()
+        tasks = eng.tasks
+        tasks.n_complete, round_left = snap.counters
+        tasks.round_left = list(round_left)
+        tasks.completions.clear()
         self._restore_memory(snap.mem)
 
     def _restore_rank(self, r: int, rsnap: RankSnap) -> None:

@@ -89,12 +89,12 @@ class Space(Snapshots):
             round_scalars=config.round_scalars,
         )
         eng.context_class = ExploreContext
-        eng.new_block = self._new_block
+        eng.dispatcher.new_block = self._new_block
         eng.observer = None
         eng.space = self
         self._rebuilding = Rebuilding(self)
         self.ranks = ranks
-        self.insts = eng.insts
+        self.insts = eng.tasks.insts
         self.rank_insts = [[i for i in self.insts if i.rank == r] for r in range(ranks)]
         self.touched: set[int] = set(range(ranks))  # ranks the last transition changed
         self.last_observer = Observer()  # what ctx saw the last transition do
@@ -298,7 +298,7 @@ class Space(Snapshots):
     def _after_settle(self) -> bool:
         """Nothing runnable but work left: re-check spinners (True if that was needed)."""
         eng = self.eng
-        if not eng.runnable and eng.n_complete < len(self.insts):
+        if not eng.runnable and not eng.tasks.all_complete():
             eng.rewake()
             return True
         return False
@@ -375,7 +375,7 @@ class Space(Snapshots):
         return sorted(self.eng.runnable, key=self._order.__getitem__)
 
     def complete(self) -> bool:
-        return self.eng.n_complete == len(self.insts)
+        return self.eng.tasks.all_complete()
 
     def outputs(self) -> tuple[bytes, ...]:
         """The bits of every output and inout tensor on every rank (what determinism compares)."""
