@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from dsl import ast
-from dsl.elaborate_body import BodyElaborator, LayerNames
+from dsl.elaborate_body import BodyElaborator
+from dsl.elaborate_exprs import LayerNames
 from dsl.elaborate_ints import HostInts
 from dsl.elaborate_scope import Diagnostics, LayerGraph, Scope
 from dsl.limits import MAX_TASKS, LimitReached
