@@ -6,76 +6,48 @@ re-evaluate grids, regions and thresholds at every admissible point. Called laye
 inlined: their tasks and private tensors get the call's alias as a prefix
 (``dispatch.push``), their parameters become expressions of the caller's. Tasks and the
 references to them are ``dsl.elaborate_tasks``; task bodies ``dsl.elaborate_body``.
+
+The :class:`Elaborator` does the layer statements and composes the other pieces: the
+integers of the layer are a :class:`dsl.elaborate_ints.HostInts`, its tasks a
+:class:`dsl.elaborate_tasks.TaskElaborator`; all of them build one
+:class:`dsl.elaborate_scope.LayerGraph` and report to one
+:class:`dsl.elaborate_scope.Diagnostics`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from dsl import ast
 from dsl.codes import diag
-from dsl.elaborate_exprs import INT_OPS
+from dsl.elaborate_ints import CONST, HostInts
 from dsl.elaborate_rounds import order_after_previous_round
-from dsl.elaborate_tasks import TaskElaboration, emitted_in
+from dsl.elaborate_scope import Abort, Diagnostics, LayerGraph, Scope
+from dsl.elaborate_tasks import TaskElaborator, emitted_in
 from dsl.limits import MAX_LAYER_ITERATIONS, LimitReached
 from lowering import ir
-from lowering.checks.capacity.derived import (
-    EMITTED,
-    EmittedUse,
-    PendingConst,
-    derive_capacities,
-    emitted_name,
-)
+from lowering.checks.capacity.derived import EMITTED, EmittedUse, PendingConst, derive_capacities
 from lowering.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
-from lowering.symbolic import PARAM, SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
-
-CONST = "const"
+from lowering.symbolic import PARAM, SCALAR, Const, Expr, Sym, binop, free_symbols
 
 
-class _Abort(Exception):
-    pass
+class Elaborator:
+    """Elaborates the layers of ``module`` (one :meth:`elaborate` per root layer)."""
 
-
-@dataclass
-class _Scope:
-    """Names visible in one layer instance."""
-
-    prefix: str
-    layer: ast.Layer
-    ints: dict[str, Expr] = field(default_factory=dict)
-    tensors: dict[str, ir.Tensor] = field(default_factory=dict)
-    tasks: dict[str, dict[str, None]] = field(default_factory=dict)  # name -> instances (ordered set)
-    calls: dict[str, _Scope] = field(default_factory=dict)
-    loop_kinds: list[str] = field(default_factory=list)
-    call: ast.LayerCall | None = None  # the call that instantiated this scope (None at the root)
-    trips: int = 1  # iterations of the enclosing layer loops (of the caller too)
-
-
-class Elaborator(TaskElaboration):
     def __init__(self, module: ast.Module, file: str, overrides: dict[str, int] | None = None):
         self.module = module
         self.file = file
         self.overrides = dict(overrides or {})
-        self.diagnostics: list[Diagnostic] = []
-        self._reported: set[tuple] = set()  # (code, span, message) already in diagnostics
+        self.diags = Diagnostics()
         self.layers: dict[str, ast.Layer] = {}
         for layer in module.layers:
             if layer.name in self.layers:
-                self.report(diag("E202", layer.span, f"layer '{layer.name}' is defined twice"))
+                self.diags.report(diag("E202", layer.span, f"layer '{layer.name}' is defined twice"))
             else:
                 self.layers[layer.name] = layer
 
-    def report(self, d: Diagnostic) -> None:
-        # A task array repeats its body per element: report each mistake once, not N times.
-        key = (d.code, d.span, d.message)
-        if key not in self._reported:
-            self._reported.add(key)
-            self.diagnostics.append(d)
-
-    def error(self, code: str, span: Span, message: str, hint: str | None = None) -> _Abort:
-        self.report(diag(code, span, message, hint=hint))
-        return _Abort()
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return self.diags.items
 
     # ------------------------------------------------------------ roots
     def root_layers(self) -> list[str]:
@@ -95,30 +67,14 @@ class Elaborator(TaskElaboration):
 
     def _elaborate(self, name: str) -> ir.Graph:
         layer = self.layers[name]
-        self.params: dict[str, ir.Param] = {}
-        self.consts: dict[str, ir.Const] = {}
-        self.assertions: list[ir.Assertion] = []
-        self.scalars: dict[str, ir.Scalar] = {}
-        self.derived: dict[str, ir.Scalar] = {}  # scalar n = expr (host values over runtime scalars)
-        self.guards: list[ir.Guard] = []
-        self.pending: dict[str, PendingConst] = {}  # consts that need the tasks: derived(...)
-        self.emitted: dict[str, tuple[_Scope, str, Span]] = {}  # emitted(T) placeholder -> use
-        self.tensors: dict[str, ir.Tensor] = {}
-        self.tasks: list[ir.Task] = []
-        self.task_names: set[str] = set()
-        self.env: dict[str, int] = {}
-        self.ranks: Expr | None = None
-        self.golden: str | None = None
-        self.golden_span: Span | None = None
-        self.reductions: list[ir.Reduction] = []
-        self.structure: dict[Expr, int] = {}  # layer if conditions and loop bounds -> value here
-        self.aliases: list[ir.Alias] = []
-        self.previous_refs: list[tuple[str, ast.TaskRef, _Scope]] = []  # after prev(t), per task
-        scope = _Scope("", layer)
+        self.graph = g = LayerGraph()
+        self.ints = HostInts(g, self.diags)
+        self.task_elab = TaskElaborator(g, self.ints, self.diags, self.file)
+        scope = Scope("", layer)
         unknown = set(self.overrides) - {p.name for p in layer.params}
         for key in sorted(unknown):
             known = ", ".join(p.name for p in layer.params) or "none"
-            self.report(
+            self.diags.report(
                 diag(
                     "E203",
                     layer.span,
@@ -129,36 +85,36 @@ class Elaborator(TaskElaboration):
         try:
             self._root_params(layer, scope)
             self._layer_body(layer.body, scope, stack=(name,))
-        except _Abort:
+        except Abort:
             pass
         self._order_rounds()
-        ranks = self.ranks if self.ranks is not None else Const(1)
+        ranks = g.ranks if g.ranks is not None else Const(1)
         graph = ir.Graph(
             name=layer.name,
             file=self.file,
             span=layer.span,
-            params=self.params,
-            consts=self.consts,
-            assertions=self.assertions,
-            scalars=self.scalars,
-            tensors=self.tensors,
-            tasks=self.tasks,
+            params=g.params,
+            consts=g.consts,
+            assertions=g.assertions,
+            scalars=g.scalars,
+            tensors=g.tensors,
+            tasks=g.tasks,
             ranks=ranks,
-            nranks=self._value(ranks, layer.span, "ranks"),
-            golden=self.golden,
-            golden_span=self.golden_span,
-            reductions=self.reductions,
-            guards=self.guards,
-            derived=self.derived,
-            structure=tuple(self.structure.items()),
-            aliases=tuple(self.aliases),
+            nranks=self.ints.value(ranks, layer.span, "ranks"),
+            golden=g.golden,
+            golden_span=g.golden_span,
+            reductions=g.reductions,
+            guards=g.guards,
+            derived=g.derived,
+            structure=tuple(g.structure.items()),
+            aliases=tuple(g.aliases),
         )
-        if not self.diagnostics and (self.pending or self.emitted):
+        if not self.diagnostics and (g.pending or g.emitted):
             uses = [
                 EmittedUse(ph, sc.tensors[src].name if src in sc.tensors else None, src, span)
-                for ph, (sc, src, span) in self.emitted.items()
+                for ph, (sc, src, span) in g.emitted.items()
             ]
-            self.diagnostics.extend(derive_capacities(graph, list(self.pending.values()), uses))
+            self.diagnostics.extend(derive_capacities(graph, list(g.pending.values()), uses))
         if not self.diagnostics:
             from dsl.bounds import check_bounds
 
@@ -174,19 +130,20 @@ class Elaborator(TaskElaboration):
 
     def _order_rounds(self) -> None:
         """Lower every ``after prev(t)`` once all tasks exist (``dsl.elaborate_rounds``)."""
-        by_name = {t.name: t for t in self.tasks}
+        g = self.graph
+        by_name = {t.name: t for t in g.tasks}
         pairs = []
-        for consumer, ref, scope in self.previous_refs:
+        for consumer, ref, scope in g.previous_refs:
             try:
-                producers = self._resolve_ref(ref, scope)
-            except _Abort:
+                producers = self.task_elab.resolve_ref(ref, scope)
+            except Abort:
                 continue
             for producer in producers:
                 if consumer not in by_name or producer not in by_name:
                     continue  # a task whose elaboration failed: its own error is reported
                 manual = next((n for n in (consumer, producer) if by_name[n].manual), None)
                 if manual is not None:
-                    self.report(
+                    self.diags.report(
                         diag(
                             "E401",
                             ref.span,
@@ -198,301 +155,188 @@ class Elaborator(TaskElaboration):
                     continue
                 pairs.append((consumer, producer, ref.span))
         if pairs:
-            order_after_previous_round(self.tasks, self.tensors, pairs, self.ranks or Const(1), self.report)
-
-    # ------------------------------------------------------------ compile-time integers
-    def const(self, e, scope: _Scope, allow_scalars: bool = False) -> Expr:
-        if isinstance(e, ast.IntLit):
-            return Const(e.value)
-        if isinstance(e, ast.BoolLit):
-            return Const(int(e.value))
-        if isinstance(e, ast.Name):
-            if e.id in scope.ints:
-                return scope.ints[e.id]
-            if e.id in self.derived:
-                if allow_scalars:
-                    return self.derived[e.id].value
-                raise self.error(
-                    "E206", e.span, f"'{e.id}' depends on runtime scalars, not known at compile time"
-                )
-            if e.id in self.scalars:
-                if allow_scalars:
-                    return Sym(e.id, SCALAR)
-                raise self.error("E206", e.span, f"'{e.id}' is a runtime scalar, not known at compile time")
-            if e.id in scope.tensors:
-                raise self.error("E206", e.span, f"'{e.id}' is a tensor, not a compile-time integer")
-            raise self.error("E201", e.span, f"unknown name '{e.id}'")
-        if isinstance(e, ast.Unary):
-            inner = self.const(e.operand, scope, allow_scalars)
-            return binop("-", Const(0), inner) if e.op == "-" else binop("==", inner, Const(0))
-        if isinstance(e, ast.Binary):
-            a = self.const(e.left, scope, allow_scalars)
-            b = self.const(e.right, scope, allow_scalars)
-            return binop(INT_OPS.get(e.op, e.op), a, b)
-        if isinstance(e, ast.Call) and e.func in ("emitted", "derived"):
-            return self._capacity_call(e, scope, allow_scalars)
-        if isinstance(e, ast.Call) and e.func in ("min", "max", "cdiv") and len(e.args) == 2 and not e.kwargs:
-            return binop(
-                e.func,
-                self.const(e.args[0], scope, allow_scalars),
-                self.const(e.args[1], scope, allow_scalars),
-            )
-        if isinstance(e, ast.FloatLit):
-            raise self.error("E206", e.span, "expected an integer, got a floating-point number")
-        raise self.error("E206", e.span, "expected a compile-time integer expression")
-
-    def _value(self, expr: Expr, span: Span, what: str) -> int:
-        try:
-            return evaluate(expr, self.env)
-        except EvalError as err:
-            late = sorted(s.name for s in free_symbols(expr) if s.name in self.pending)
-            if late:
-                raise self.error(
-                    "E206",
-                    span,
-                    f"{what}: '{late[0]}' is a derived capacity, known only once the tasks are elaborated",
-                    hint="a derived capacity sizes tensors and appears in task bodies, guards and "
-                    "consts; not in grids, loop bounds, asserts or domains",
-                ) from None
-            raise self.error("E207" if "zero" in str(err) else "E206", span, f"{what}: {err}") from None
-
-    def _decision(self, expr: Expr, span: Span, what: str) -> int:
-        """The value of a layer ``if`` condition or loop bound, recorded in the graph's structure."""
-        value = self._value(expr, span, what)
-        if not isinstance(expr, Const):
-            self.structure[expr] = value
-        return value
-
-    def _capacity_call(
-        self, e: ast.Call, scope: _Scope, allow_scalars: bool, name: str | None = None
-    ) -> Expr:
-        """``emitted(T)`` (a per-request placeholder) and ``derived(expr)`` (a pending const);
-        both are resolved by ``derive_capacities`` once the tasks are elaborated."""
-        if len(e.args) != 1 or e.kwargs:
-            raise self.error("E206", e.span, f"{e.func}(...) takes one argument")
-        if e.func == "emitted":
-            arg = e.args[0]
-            if not isinstance(arg, ast.Name):
-                raise self.error("E206", arg.span, "emitted(...) names a tensor: emitted(cmp_indices)")
-            if not allow_scalars:
-                raise self.error(
-                    "E206",
-                    e.span,
-                    f"emitted({arg.id}) is a value per request, not known at compile time",
-                    hint=f"a capacity is derived(... emitted({arg.id}) ...): its maximum over the requests",
-                )
-            placeholder = emitted_name(scope.prefix + arg.id)
-            self.emitted.setdefault(placeholder, (scope, arg.id, e.span))
-            return Sym(placeholder, EMITTED)
-        body = self.const(e.args[0], scope, allow_scalars=True)
-        if name is None:  # anonymous, in an extent: named after its text
-            name = f"{scope.prefix}{ast.expr_text(e)}"
-            if name in self.pending and self.pending[name].guards_before != len(self.guards):
-                name = f"{name}@{e.span.line}:{e.span.col}"
-        if name not in self.pending:
-            self.pending[name] = PendingConst(name, body, e.span, True, len(self.guards))
-        return Sym(name, CONST)
+            order_after_previous_round(g.tasks, g.tensors, pairs, g.ranks or Const(1), self.diags.report)
 
     # ------------------------------------------------------------ parameters
-    def _domain(self, d: ast.Domain | None, scope: _Scope) -> ir.Domain | None:
-        if d is None:
-            return None
-        if d.values is not None:
-            return ir.Domain(
-                values=tuple(self._value(self.const(v, scope), v.span, "domain") for v in d.values)
-            )
-        lo = self._value(self.const(d.lo, scope), d.lo.span, "domain")
-        hi = self._value(self.const(d.hi, scope), d.hi.span, "domain")
-        step = self._value(self.const(d.step, scope), d.step.span, "domain") if d.step is not None else 1
-        if step <= 0 or hi < lo:
-            raise self.error("E207", d.span, f"empty parameter range {lo}..{hi} step {step}")
-        return ir.Domain(lo, hi, step)
-
-    def _domain_form(self, d: ast.Domain | None, scope: _Scope) -> ir.DomainForm | None:
-        if d is None:
-            return None
-        if d.values is not None:
-            return ir.DomainForm(Const(0), Const(0), Const(1), tuple(self.const(v, scope) for v in d.values))
-        step = self.const(d.step, scope) if d.step is not None else Const(1)
-        return ir.DomainForm(self.const(d.lo, scope), self.const(d.hi, scope), step)
-
-    def _root_params(self, layer: ast.Layer, scope: _Scope) -> None:
+    def _root_params(self, layer: ast.Layer, scope: Scope) -> None:
         for p in layer.params:
             if p.name in scope.ints:
-                self.report(diag("E202", p.span, f"parameter '{p.name}' is declared twice"))
+                self.diags.report(diag("E202", p.span, f"parameter '{p.name}' is declared twice"))
                 continue
-            default = self._value(self.const(p.default, scope), p.default.span, p.name)
-            domain = self._domain(p.domain, scope)
+            default = self.ints.value(self.ints.const(p.default, scope), p.default.span, p.name)
+            domain = self.ints.domain(p.domain, scope)
             value = self.overrides.get(p.name, default)
             if domain is not None and value not in domain:
                 source = "--set" if p.name in self.overrides else "default"
-                self.report(
+                self.diags.report(
                     diag("E204", p.span, f"{p.name} = {value} ({source}) is outside its range {domain}")
                 )
-            self.params[p.name] = ir.Param(p.name, value, default, domain, p.span)
-            self.env[p.name] = value
+            self.graph.params[p.name] = ir.Param(p.name, value, default, domain, p.span)
+            self.graph.env[p.name] = value
             scope.ints[p.name] = Sym(p.name, PARAM)
 
     # ------------------------------------------------------------ layer statements
-    def _layer_body(self, stmts, scope: _Scope, stack: tuple[str, ...]) -> None:
+    def _layer_body(self, stmts, scope: Scope, stack: tuple[str, ...]) -> None:
         for s in stmts:
             try:
                 getattr(self, "_l_" + type(s).__name__)(s, scope, stack)
-            except _Abort:
+            except Abort:
                 continue
 
-    def _define_int(self, name: str, span: Span, scope: _Scope) -> None:
+    def _define_int(self, name: str, span: Span, scope: Scope) -> None:
         if name in scope.ints or name in scope.tensors:
-            raise self.error("E202", span, f"'{name}' is already defined")
+            raise self.diags.error("E202", span, f"'{name}' is already defined")
 
-    def _l_ConstDef(self, s: ast.ConstDef, scope: _Scope, stack) -> None:
+    def _l_ConstDef(self, s: ast.ConstDef, scope: Scope, stack) -> None:
         self._define_int(s.name, s.span, scope)
         full = scope.prefix + s.name
         if isinstance(s.value, ast.Call) and s.value.func == "derived":  # const PAD = derived(...)
-            scope.ints[s.name] = self._capacity_call(s.value, scope, False, name=full)
+            scope.ints[s.name] = self.ints.capacity_call(s.value, scope, False, name=full)
             return
-        expr = self.const(s.value, scope)
-        if any(sym.name in self.pending for sym in free_symbols(expr)):  # CMP_COLS = PAD - WIN
-            self.pending[full] = PendingConst(full, expr, s.span, False, len(self.guards))
+        expr = self.ints.const(s.value, scope)
+        if any(sym.name in self.graph.pending for sym in free_symbols(expr)):  # CMP_COLS = PAD - WIN
+            self.graph.pending[full] = PendingConst(full, expr, s.span, False, len(self.graph.guards))
             scope.ints[s.name] = Sym(full, CONST)
             return
-        value = self._value(expr, s.value.span, s.name)
-        self.consts[full] = ir.Const(full, expr, value, s.span)
-        self.env[full] = value
+        value = self.ints.value(expr, s.value.span, s.name)
+        self.graph.consts[full] = ir.Const(full, expr, value, s.span)
+        self.graph.env[full] = value
         scope.ints[s.name] = Sym(full, CONST)
 
-    def _l_AssertStmt(self, s: ast.AssertStmt, scope: _Scope, stack) -> None:
-        cond = self.const(s.cond, scope)
-        self.assertions.append(ir.Assertion(cond, s.message, s.span))
-        if not self._value(cond, s.cond.span, "assert"):
-            point = ", ".join(f"{n}={v}" for n, v in sorted(self.env.items()) if n in self.params)
+    def _l_AssertStmt(self, s: ast.AssertStmt, scope: Scope, stack) -> None:
+        cond = self.ints.const(s.cond, scope)
+        self.graph.assertions.append(ir.Assertion(cond, s.message, s.span))
+        if not self.ints.value(cond, s.cond.span, "assert"):
+            point = ", ".join(f"{n}={v}" for n, v in sorted(self.graph.env.items()) if n in self.graph.params)
             message = f"assertion failed: {s.message}" if s.message else "assertion failed"
-            raise self.error("E205", s.span, f"{message} (at {point})")
+            raise self.diags.error("E205", s.span, f"{message} (at {point})")
 
-    def _l_ScalarDecl(self, s: ast.ScalarDecl, scope: _Scope, stack) -> None:
+    def _l_ScalarDecl(self, s: ast.ScalarDecl, scope: Scope, stack) -> None:
         if s.dtype not in ir.INT_DTYPES:
-            raise self.error("E301", s.dtype_span, f"runtime scalars are integers; got '{s.dtype}'")
-        existing = self.scalars.get(s.name)
+            raise self.diags.error("E301", s.dtype_span, f"runtime scalars are integers; got '{s.dtype}'")
+        existing = self.graph.scalars.get(s.name)
         if existing is not None and (existing.dtype != s.dtype or not scope.prefix):
-            raise self.error("E202", s.span, f"scalar '{s.name}' is already declared")
+            raise self.diags.error("E202", s.span, f"scalar '{s.name}' is already declared")
         if existing is None:
-            domain = self._domain(s.domain, scope)
+            domain = self.ints.domain(s.domain, scope)
             lo, hi = ir.INT_RANGES[s.dtype]
             if domain is not None and domain.size and not (lo <= domain.low and domain.high <= hi):
-                raise self.error(
+                raise self.diags.error(
                     "E311",
                     s.domain.span,
                     f"scalar '{s.name}': {s.dtype} holds {lo}..{hi}, but the range {domain} goes beyond it",
                     hint="narrow the range, or declare a wider dtype (i64)",
                 )
-            self.scalars[s.name] = ir.Scalar(
-                s.name, s.dtype, domain, s.span, form=self._domain_form(s.domain, scope)
+            self.graph.scalars[s.name] = ir.Scalar(
+                s.name, s.dtype, domain, s.span, form=self.ints.domain_form(s.domain, scope)
             )
 
-    def _l_ScalarDef(self, s: ast.ScalarDef, scope: _Scope, stack) -> None:
+    def _l_ScalarDef(self, s: ast.ScalarDef, scope: Scope, stack) -> None:
         if (
             s.name in scope.ints
             or s.name in scope.tensors
-            or s.name in self.scalars
-            or s.name in self.derived
+            or s.name in self.graph.scalars
+            or s.name in self.graph.derived
         ):
-            raise self.error("E202", s.span, f"'{s.name}' is already defined")
-        value = self.const(s.value, scope, allow_scalars=True)
-        refs = tuple(dict.fromkeys(n for n in _names(s.value) if n in self.scalars or n in self.derived))
+            raise self.diags.error("E202", s.span, f"'{s.name}' is already defined")
+        value = self.ints.const(s.value, scope, allow_scalars=True)
+        refs = tuple(
+            dict.fromkeys(n for n in _names(s.value) if n in self.graph.scalars or n in self.graph.derived)
+        )
         refs += emitted_in(value)
-        self.derived[s.name] = ir.Scalar(s.name, "i32", None, s.span, value=value, refs=refs)
+        self.graph.derived[s.name] = ir.Scalar(s.name, "i32", None, s.span, value=value, refs=refs)
 
-    def _l_GuardStmt(self, s: ast.GuardStmt, scope: _Scope, stack) -> None:
-        cond = self.const(s.cond, scope, allow_scalars=True)
+    def _l_GuardStmt(self, s: ast.GuardStmt, scope: Scope, stack) -> None:
+        cond = self.ints.const(s.cond, scope, allow_scalars=True)
         if not any(sym.kind in (SCALAR, EMITTED) for sym in free_symbols(cond)):
-            raise self.error(
+            raise self.diags.error(
                 "E206",
                 s.cond.span,
                 "a guard tests runtime scalars",
                 hint="use assert for compile-time conditions",
             )
-        names = tuple(dict.fromkeys(n for n in _names(s.cond) if n in self.scalars or n in self.derived))
+        names = tuple(
+            dict.fromkeys(n for n in _names(s.cond) if n in self.graph.scalars or n in self.graph.derived)
+        )
         names += tuple(n for n in emitted_in(cond) if n not in names)
-        self.guards.append(ir.Guard(cond, s.message, ast.expr_text(s.cond), names, s.span))
+        self.graph.guards.append(ir.Guard(cond, s.message, ast.expr_text(s.cond), names, s.span))
 
-    def _l_GoldenDecl(self, s: ast.GoldenDecl, scope: _Scope, stack) -> None:
+    def _l_GoldenDecl(self, s: ast.GoldenDecl, scope: Scope, stack) -> None:
         if scope.prefix:
             return  # a called layer's golden does not describe the caller
         if not s.path.endswith(".py") or "\x00" in s.path:
-            raise self.error("E102", s.span, f"golden must name a .py file, got {s.path!r}")
-        self.golden, self.golden_span = s.path, s.span
+            raise self.diags.error("E102", s.span, f"golden must name a .py file, got {s.path!r}")
+        self.graph.golden, self.graph.golden_span = s.path, s.span
 
-    def _l_ReductionDecl(self, s: ast.ReductionDecl, scope: _Scope, stack) -> None:
+    def _l_TaskIdDecl(self, s: ast.TaskIdDecl, scope: Scope, stack) -> None:
+        self.task_elab.check_taskid(s, scope)
+
+    def _l_TaskDef(self, s: ast.TaskDef, scope: Scope, stack) -> None:
+        name = self.task_elab.define(s, scope)
+        if s.reduction is not None:
+            self._reduce_sum_tree(s.reduction, scope, name)
+
+    def _l_ReductionDecl(self, s: ast.ReductionDecl, scope: Scope, stack) -> None:
         tensor = scope.tensors.get(s.tensor)
         if tensor is None:
-            raise self.error("E201", s.tensor_span, f"unknown tensor '{s.tensor}'", hint="declare it above")
+            raise self.diags.error(
+                "E201", s.tensor_span, f"unknown tensor '{s.tensor}'", hint="declare it above"
+            )
         counts = []
         for what, e in (("splits", s.splits), ("chunks", s.chunks)):
-            expr = self.const(e, scope) if e is not None else None
-            if expr is not None and self._value(expr, e.span, what) < 1:
-                raise self.error("E207", e.span, f"{what} must be at least 1")
+            expr = self.ints.const(e, scope) if e is not None else None
+            if expr is not None and self.ints.value(expr, e.span, what) < 1:
+                raise self.diags.error("E207", e.span, f"{what} must be at least 1")
             counts.append(expr)
-        self.reductions.append(
+        self.graph.reductions.append(
             ir.Reduction(tensor.name, counts[0], counts[1], tensor.dtype, s.span, source="declared")
         )
 
-    def _reduce_sum_tree(self, r: ast.ReductionDecl, scope: _Scope, task: str) -> None:
+    def _reduce_sum_tree(self, r: ast.ReductionDecl, scope: Scope, task: str) -> None:
         """Record the tree of the reduce_sum whose reducer ``task`` is (rule N203)."""
         tensor = scope.tensors.get(r.tensor)
-        splits = self._quiet_const(r.splits, scope)
+        splits = self.ints.quiet_const(r.splits, scope)
         if tensor is None or splits is None:
             return  # the lowered tasks report the error
-        chunks = self._quiet_const(r.chunks, scope) if r.chunks is not None else None
-        self.reductions.append(ir.Reduction(tensor.name, splits, chunks, tensor.dtype, r.span, task=task))
+        chunks = self.ints.quiet_const(r.chunks, scope) if r.chunks is not None else None
+        self.graph.reductions.append(
+            ir.Reduction(tensor.name, splits, chunks, tensor.dtype, r.span, task=task)
+        )
 
-    def _quiet_const(self, e, scope: _Scope) -> Expr | None:
-        """``e`` as a compile-time integer, or None (without a diagnostic) when it is not one."""
-        mark = len(self.diagnostics)
-        try:
-            expr = self.const(e, scope)
-            evaluate(expr, self.env)
-            return expr
-        except (_Abort, EvalError):
-            reported = getattr(self, "_reported", set())
-            for d in self.diagnostics[mark:]:
-                reported.discard((d.code, d.span, d.message))
-            del self.diagnostics[mark:]
-            return None
-
-    def _l_RanksDecl(self, s: ast.RanksDecl, scope: _Scope, stack) -> None:
-        expr = self.const(s.count, scope)
-        value = self._value(expr, s.count.span, "ranks")
+    def _l_RanksDecl(self, s: ast.RanksDecl, scope: Scope, stack) -> None:
+        expr = self.ints.const(s.count, scope)
+        value = self.ints.value(expr, s.count.span, "ranks")
         if value < 1:
-            raise self.error("E207", s.count.span, f"ranks must be at least 1, got {value}")
-        if self.ranks is None:
-            self.ranks = expr
-        elif self._value(self.ranks, s.span, "ranks") != value:
-            raise self.error("E209", s.span, "a called layer declares a different number of ranks")
+            raise self.diags.error("E207", s.count.span, f"ranks must be at least 1, got {value}")
+        if self.graph.ranks is None:
+            self.graph.ranks = expr
+        elif self.ints.value(self.graph.ranks, s.span, "ranks") != value:
+            raise self.diags.error("E209", s.span, "a called layer declares a different number of ranks")
 
-    def _l_TensorDecl(self, s: ast.TensorDecl, scope: _Scope, stack) -> None:
+    def _l_TensorDecl(self, s: ast.TensorDecl, scope: Scope, stack) -> None:
         if s.dtype not in ir.DTYPES:
-            raise self.error(
+            raise self.diags.error(
                 "E301", s.dtype_span, f"unknown dtype '{s.dtype}'", hint=f"one of {', '.join(ir.DTYPES)}"
             )
         if s.name in scope.tensors or s.name in scope.ints:
             if scope.prefix and s.name in scope.tensors:
                 self._check_binding(s, scope.tensors[s.name])
                 return
-            raise self.error("E202", s.span, f"'{s.name}' is already defined")
+            raise self.diags.error("E202", s.span, f"'{s.name}' is already defined")
         if s.direction == "signal" and s.dtype != "i32":
-            raise self.error("E301", s.dtype_span, "signal cells are i32 counters")
-        shape = tuple(self.const(d, scope, allow_scalars=True) for d in s.shape)
+            raise self.diags.error("E301", s.dtype_span, "signal cells are i32 counters")
+        shape = tuple(self.ints.const(d, scope, allow_scalars=True) for d in s.shape)
         dims = []
         for d, e in zip(shape, s.shape, strict=True):
-            if any(sym.kind == SCALAR or sym.name in self.pending for sym in free_symbols(d)):
+            if any(sym.kind == SCALAR or sym.name in self.graph.pending for sym in free_symbols(d)):
                 dims.append(None)  # a runtime extent; or a derived capacity, set by derive_capacities
                 continue
-            v = self._value(d, e.span, "extent")
+            v = self.ints.value(d, e.span, "extent")
             if v <= 0:
-                raise self.error("E207", e.span, f"extent must be positive, got {v}")
+                raise self.diags.error("E207", e.span, f"extent must be positive, got {v}")
             dims.append(v)
         if scope.call is not None and s.direction in ("input", "output", "inout"):
-            raise self.error(
+            raise self.diags.error(
                 "E209",
                 scope.call.span,  # the call is what is wrong; the declaration is named
                 f"call '{scope.call.alias}' does not bind {s.direction} '{s.name}' of layer "
@@ -501,33 +345,33 @@ class Elaborator(TaskElaboration):
             )
         full = scope.prefix + s.name
         tensor = ir.Tensor(full, s.dtype, shape, tuple(dims), s.direction, s.manual_dep, s.span)
-        self.tensors[full] = tensor
+        self.graph.tensors[full] = tensor
         scope.tensors[s.name] = tensor
 
     def _check_binding(self, s: ast.TensorDecl, bound: ir.Tensor) -> None:
         if bound.dtype != s.dtype:
-            raise self.error(
+            raise self.diags.error(
                 "E302", s.span, f"'{s.name}' is {s.dtype} but the call binds {bound.name}: {bound.dtype}"
             )
         if len(bound.shape) != len(s.shape):
-            raise self.error(
+            raise self.diags.error(
                 "E303", s.span, f"'{s.name}' has {len(s.shape)} dims; {bound.name} has {len(bound.shape)}"
             )
 
-    def _l_LayerFor(self, s: ast.LayerFor, scope: _Scope, stack) -> None:
+    def _l_LayerFor(self, s: ast.LayerFor, scope: Scope, stack) -> None:
         if s.kind == "pipeline":
-            raise self.error("E404", s.span, "layer-level loops are range or parallel")
+            raise self.diags.error("E404", s.span, "layer-level loops are range or parallel")
         if not 1 <= len(s.args) <= 3:
-            raise self.error("E404", s.span, "loop bounds take 1 to 3 arguments")
-        vals = [self._decision(self.const(a, scope), a.span, "loop bound") for a in s.args]
+            raise self.diags.error("E404", s.span, "loop bounds take 1 to 3 arguments")
+        vals = [self.ints.decision(self.ints.const(a, scope), a.span, "loop bound") for a in s.args]
         start, stop, step = (
             (0, vals[0], 1) if len(vals) == 1 else (vals[0], vals[1], vals[2] if len(vals) == 3 else 1)
         )
         if step <= 0:
-            raise self.error("E404", s.span, "loop step must be positive")
+            raise self.diags.error("E404", s.span, "loop step must be positive")
         trips = scope.trips * len(range(start, stop, step))
         if trips > MAX_LAYER_ITERATIONS:
-            raise self.error(
+            raise self.diags.error(
                 "E404",
                 s.span,
                 f"layer loops expand to {trips:,} iterations; at most {MAX_LAYER_ITERATIONS:,}",
@@ -545,20 +389,22 @@ class Elaborator(TaskElaboration):
             scope.loop_kinds.pop()
             scope.trips = outer_trips
 
-    def _l_LayerIf(self, s: ast.LayerIf, scope: _Scope, stack) -> None:
-        taken = binop("!=", self.const(s.cond, scope), Const(0))  # the branch, not the value
-        cond = self._decision(taken, s.cond.span, "condition")
+    def _l_LayerIf(self, s: ast.LayerIf, scope: Scope, stack) -> None:
+        taken = binop("!=", self.ints.const(s.cond, scope), Const(0))  # the branch, not the value
+        cond = self.ints.decision(taken, s.cond.span, "condition")
         self._layer_body(s.then if cond else s.orelse, scope, stack)
 
-    def _l_LayerCall(self, s: ast.LayerCall, scope: _Scope, stack) -> None:
+    def _l_LayerCall(self, s: ast.LayerCall, scope: Scope, stack) -> None:
         callee = self.layers.get(s.layer)
         if callee is None:
-            raise self.error("E208", s.layer_span, f"unknown layer '{s.layer}'")
+            raise self.diags.error("E208", s.layer_span, f"unknown layer '{s.layer}'")
         if s.layer in stack:
-            raise self.error("E209", s.span, f"layer '{s.layer}' calls itself through {' -> '.join(stack)}")
+            raise self.diags.error(
+                "E209", s.span, f"layer '{s.layer}' calls itself through {' -> '.join(stack)}"
+            )
         if s.alias in scope.calls or s.alias in scope.tasks:
-            raise self.error("E202", s.span, f"'{s.alias}' is already defined")
-        inner = _Scope(scope.prefix + s.alias + ".", callee, call=s, trips=scope.trips)
+            raise self.diags.error("E202", s.span, f"'{s.alias}' is already defined")
+        inner = Scope(scope.prefix + s.alias + ".", callee, call=s, trips=scope.trips)
         params = {p.name: p for p in callee.params}
         decls = {
             d.name: d for d in ast.layer_stmts(callee.body) if isinstance(d, ast.TensorDecl | ast.TaskIdDecl)
@@ -566,15 +412,19 @@ class Elaborator(TaskElaboration):
         bound: dict[str, Expr] = {}
         for name, value, span in s.bindings:
             if name in params:
-                bound[name] = self.const(value, scope)
+                bound[name] = self.ints.const(value, scope)
             elif isinstance(decls.get(name), ast.TensorDecl):
                 if not isinstance(value, ast.Name) or value.id not in scope.tensors:
-                    raise self.error("E209", value.span, f"'{name}' must be bound to a tensor of this layer")
+                    raise self.diags.error(
+                        "E209", value.span, f"'{name}' must be bound to a tensor of this layer"
+                    )
                 inner.tensors[name] = scope.tensors[value.id]
             elif isinstance(decls.get(name), ast.TaskIdDecl):
-                inner.tasks[name] = dict.fromkeys(self._resolve_ref(self._as_ref(value), scope))
+                inner.tasks[name] = dict.fromkeys(
+                    self.task_elab.resolve_ref(self.task_elab.as_ref(value), scope)
+                )
             else:
-                raise self.error(
+                raise self.diags.error(
                     "E203", span, f"layer '{s.layer}' has no parameter, tensor or taskid '{name}'"
                 )
         by_tensor: dict[str, list[str]] = {}
@@ -582,13 +432,13 @@ class Elaborator(TaskElaboration):
             by_tensor.setdefault(t.name, []).append(inner.prefix + name)
         for tensor, names in by_tensor.items():
             if len(names) > 1:
-                self.aliases.append(ir.Alias(tensor, tuple(names), s.span))
+                self.graph.aliases.append(ir.Alias(tensor, tuple(names), s.span))
         for p in callee.params:
-            expr = bound[p.name] if p.name in bound else self.const(p.default, inner)
-            value = self._value(expr, p.span, p.name)
-            domain = self._domain(p.domain, inner)
+            expr = bound[p.name] if p.name in bound else self.ints.const(p.default, inner)
+            value = self.ints.value(expr, p.span, p.name)
+            domain = self.ints.domain(p.domain, inner)
             if domain is not None and value not in domain:
-                raise self.error(
+                raise self.diags.error(
                     "E204", s.span, f"{s.alias}: {p.name} = {value} is outside its range {domain}"
                 )
             inner.ints[p.name] = expr

@@ -3,78 +3,49 @@
 Integer arithmetic on parameters, ``block``, loop indices and ``rank`` stays symbolic
 (integer ``let``s that are never reassigned are inlined), so every region is an affine
 form the checks can bound. Tile values get a dtype and a symbolic shape; mismatches are
-reported with the span of the offending operand. Expressions are ``dsl.elaborate_exprs``.
+reported with the span of the offending operand.
+
+The :class:`BodyElaborator` does the statements and composes two pieces: an
+``dsl.elaborate_exprs.ExprElaborator`` (expressions, local names, regions) and a
+``dsl.elaborate_summary.BodySummary`` (what the body accesses, signals and uses, at which
+loop and condition nesting).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 from dsl import ast
-from dsl.codes import diag
-from dsl.elaborate_exprs import ExprElaboration
+from dsl.elaborate_exprs import BodyAbort, ExprElaborator, LayerNames
+from dsl.elaborate_summary import BodyResult, BodySummary
 from dsl.ops import OpTypeError, elementwise, shape_text
 from lowering import body as ir_body
-from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp, Tensor
+from lowering.ir import BarrierOp, Condition, Loop, SignalOp, Tensor
 from lowering.source import Diagnostic, Span
-from lowering.symbolic import (
-    DYNAMIC,
-    LOOP,
-    Bin,
-    Const,
-    Expr,
-    Sym,
-    binop,
-    difference,
-    free_symbols,
-)
-
-_ZERO, _ONE = Const(0), Const(1)
-_FULL_RANGES: dict[Expr, tuple] = {}  # dim -> (Range, extent) of `:` over it (immutable, shared)
-_POINT_RANGES: dict[Const, ir_body.Range] = {}  # constant index -> its point Range (immutable, shared)
-
-
-class _Abort(Exception):
-    """Stops elaborating the current statement after a diagnostic was recorded."""
-
-
-@dataclass
-class LayerNames:
-    """What a task body can see of its layer."""
-
-    ints: dict[str, Expr]  # parameters, constants, layer loop variables
-    tensors: dict[str, Tensor]  # by source name (already renamed for called layers)
-    scalars: dict[str, str]  # runtime scalar -> dtype
-    nranks: Expr
-    prefix: str = ""  # the call path of the layer instance ("dispatch."), "" at the root
-
-
-@dataclass
-class BodyResult:
-    body: tuple[ir_body.Stmt, ...]
-    accesses: list[Access] = field(default_factory=list)
-    signals: list[SignalOp] = field(default_factory=list)
-    barriers: list[BarrierOp] = field(default_factory=list)
-    ops: set[str] = field(default_factory=set)
-    units: set[str] = field(default_factory=set)
+from lowering.symbolic import DYNAMIC, LOOP, Bin, Const, Expr, Sym, binop, free_symbols
 
 
 def _assigned_names(stmts) -> set[str]:
     return {s.name for s in ast.body_stmts(stmts) if isinstance(s, ast.Assign)}
 
 
-class BodyElaborator(ExprElaboration):
+class BodyElaborator:
+    """Elaborates the statements of one task body seen from its layer's ``names``."""
+
     def __init__(self, names: LayerNames, report: Callable[[Diagnostic], None]):
-        self.names = names
-        self.report = report
-        self.scopes: list[dict[str, tuple[str, object]]] = [{}]
-        self.loops: list[Loop] = []
-        self.conds: list[Condition] = []
-        self.order = 0
-        self.pending: list[ir_body.Stmt] = []
-        self.temp = 0
-        self.result = BodyResult(())
+        self.summary = summary = BodySummary(names.prefix)
+        self.result = summary.result
+        self.loops: list[Loop] = summary.loops  # the nesting the summary records at
+        self.conds: list[Condition] = summary.conds
+        self.exprs = exprs = ExprElaborator(names, report, summary)
+        # what the statements use of the expression piece, bound once (the hot path of task arrays)
+        self.error = exprs.error
+        self.value = exprs.value
+        self.int_expr = exprs.int_expr
+        self.lookup = exprs.lookup
+        self.bind = exprs.bind
+        self.tensor = exprs.tensor
+        self.region = exprs.region
         self.reassigned: set[str] = set()
 
     # ------------------------------------------------------------ entry point
@@ -83,42 +54,23 @@ class BodyElaborator(ExprElaboration):
         self.result.body = self.block(stmts)
         return self.result
 
-    def error(self, code: str, span: Span, message: str, hint: str | None = None) -> _Abort:
-        self.report(diag(code, span, message, hint=hint))
-        return _Abort()
-
-    def _next(self) -> int:
-        self.order += 1
-        return self.order
-
-    # ------------------------------------------------------------ names
-    def lookup(self, name: str):
-        for scope in reversed(self.scopes):
-            if name in scope:
-                return scope[name]
-        return None
-
-    def bind(self, name: str, kind: str, value: object, span: Span) -> None:
-        if self.lookup(name) is not None or name in self.names.ints or name in self.names.tensors:
-            raise self.error("E202", span, f"'{name}' is already defined", "choose another name")
-        self.scopes[-1][name] = (kind, value)
-
     # ------------------------------------------------------------ statements
     def block(self, stmts) -> tuple[ir_body.Stmt, ...]:
         out: list[ir_body.Stmt] = []
-        self.scopes.append({})
+        exprs = self.exprs
+        exprs.scopes.append({})
         try:
             for s in stmts:
                 try:
                     st = self.stmt(s)
-                except _Abort:
+                except BodyAbort:
                     st = None
-                out.extend(self.pending)
-                self.pending = []
+                out.extend(exprs.pending)
+                exprs.pending = []
                 if st is not None:
                     out.append(st)
         finally:
-            self.scopes.pop()
+            exprs.scopes.pop()
         return tuple(out)
 
     def stmt(self, s: ast.Stmt) -> ir_body.Stmt | None:
@@ -184,8 +136,8 @@ class BodyElaborator(ExprElaboration):
         value = self.value(value_ast)
         self._check_store(tensor, vtype, value, value_ast.span)
         if mode == "accumulate":
-            self._record(tensor, region, "read", target.span, written=target.name)
-        self._record(
+            self.summary.access(tensor, region, "read", target.span, written=target.name)
+        self.summary.access(
             tensor, region, "atomic" if mode == "atomic" else "write", target.span, written=target.name
         )
         return ir_body.StoreS(tensor.name, region, value, mode, span)
@@ -223,7 +175,7 @@ class BodyElaborator(ExprElaboration):
         peer = self.int_expr(s.peer)
         value = self.value(s.value)
         self._check_store(tensor, vtype, value, s.value.span)
-        self._record(
+        self.summary.access(
             tensor, region, "atomic" if s.atomic else "write", s.target.span, peer=peer, written=s.target.name
         )
         return ir_body.RemoteStoreS(tensor.name, region, peer, value, s.atomic, s.span)
@@ -253,7 +205,7 @@ class BodyElaborator(ExprElaboration):
         peer, value = self.int_expr(s.peer), self.int_expr(s.value)
         self.result.signals.append(
             SignalOp(
-                "notify", tensor.name, index, tuple(self.loops), tuple(self.conds), s.span, self._next(),
+                "notify", tensor.name, index, tuple(self.loops), tuple(self.conds), s.span, self.summary.next(),
                 peer=peer, op=s.op, value=value,
             )
         )  # fmt: skip
@@ -264,7 +216,7 @@ class BodyElaborator(ExprElaboration):
         expected = self.int_expr(s.expected)
         self.result.signals.append(
             SignalOp(
-                "wait", tensor.name, index, tuple(self.loops), tuple(self.conds), s.span, self._next(),
+                "wait", tensor.name, index, tuple(self.loops), tuple(self.conds), s.span, self.summary.next(),
                 cmp=s.cmp, expected=expected,
             )
         )  # fmt: skip
@@ -272,7 +224,7 @@ class BodyElaborator(ExprElaboration):
 
     def stmt_Barrier(self, s: ast.Barrier):
         self.result.barriers.append(
-            BarrierOp(s.soft, tuple(self.loops), tuple(self.conds), s.span, self._next())
+            BarrierOp(s.soft, tuple(self.loops), tuple(self.conds), s.span, self.summary.next())
         )
         return ir_body.BarrierS(s.soft, s.span)
 
@@ -283,7 +235,7 @@ class BodyElaborator(ExprElaboration):
             if self.lookup(target.name) is None:
                 tensor = self.tensor(target)
                 region, vtype = self.region(target, tensor)
-                self._record(tensor, region, "anchor", target.span, written=target.name)
+                self.summary.access(tensor, region, "anchor", target.span, written=target.name)
                 return ir_body.EvalS(
                     ir_body.CallV("read", (ir_body.LoadV(tensor.name, region, vtype),), (), vtype), s.span
                 )
@@ -301,16 +253,17 @@ class BodyElaborator(ExprElaboration):
             else:
                 raise self.error("E404", val.span, f"unknown loop option '{key}'")
         loop = Loop(s.var, start, stop, step, s.kind, s.span)
-        header, self.pending = self.pending, []  # temporaries of the bounds go before the loop
-        self.scopes.append({})
+        exprs = self.exprs
+        header, exprs.pending = exprs.pending, []  # temporaries of the bounds go before the loop
+        exprs.scopes.append({})
         self.bind(s.var, "int", Sym(s.var, LOOP), s.span)
         self.loops.append(loop)
         try:
             body = self.block(s.body)
         finally:
             self.loops.pop()
-            self.scopes.pop()
-            self.pending = header
+            exprs.scopes.pop()
+            exprs.pending = header
         return ir_body.ForS(s.var, start, stop, step, s.kind, stages, body, s.span)
 
     def loop_bounds(self, args, span: Span) -> tuple[Expr, Expr, Expr]:
@@ -333,7 +286,8 @@ class BodyElaborator(ExprElaboration):
             expr = cond.expr
         else:
             expr = Sym(f"data@{s.span.line}:{s.span.col}", DYNAMIC)
-        header, self.pending = self.pending, []  # temporaries of the condition go before the if
+        exprs = self.exprs
+        header, exprs.pending = exprs.pending, []  # temporaries of the condition go before the if
         self.conds.append(Condition(expr, s.cond.span))
         try:
             then = self.block(s.then)
@@ -344,75 +298,8 @@ class BodyElaborator(ExprElaboration):
             orelse = self.block(s.orelse)
         finally:
             self.conds.pop()
-            self.pending = header
+            exprs.pending = header
         return ir_body.IfS(cond, then, orelse, s.span)
-
-    # ------------------------------------------------------------ tensors and regions
-    def tensor(self, access: ast.Access) -> Tensor:
-        tensor = self.names.tensors.get(access.name)
-        if tensor is None:
-            raise self.error("E201", access.name_span, f"unknown tensor '{access.name}'")
-        return tensor
-
-    def region(self, access: ast.Access, tensor: Tensor) -> tuple[tuple[ir_body.Range, ...], ir_body.Type]:
-        if len(access.subscripts) != len(tensor.shape):
-            raise self.error(
-                "E304",
-                access.span,
-                f"'{access.name}' has {len(tensor.shape)} dims "
-                f"but {len(access.subscripts)} subscripts were given",
-            )
-        return self.ranges(access.subscripts, tensor.shape, tensor.dtype)
-
-    def ranges(
-        self, subscripts, shape: tuple[Expr, ...], dtype: str
-    ) -> tuple[tuple[ir_body.Range, ...], ir_body.Type]:
-        ranges, extents, all_points = [], [], True
-        for sub, dim in zip(subscripts, shape, strict=True):
-            if type(sub) is ast.Slice:
-                all_points = False
-                if sub.start is None and sub.stop is None and sub.step is None:  # `:`, shared
-                    full = _FULL_RANGES.get(dim)
-                    if full is None:
-                        if len(_FULL_RANGES) > 4096:
-                            _FULL_RANGES.clear()
-                        full = _FULL_RANGES[dim] = (ir_body.Range(_ZERO, dim, _ONE), difference(dim, _ZERO))
-                    ranges.append(full[0])
-                    extents.append(full[1])
-                    continue
-                start = self.int_expr(sub.start) if sub.start is not None else _ZERO
-                stop = self.int_expr(sub.stop) if sub.stop is not None else dim
-                step = self.int_expr(sub.step) if sub.step is not None else _ONE
-                if type(step) is Const and step.value <= 0:
-                    raise self.error("E404", sub.step.span, "slice step must be positive")
-                ranges.append(ir_body.Range(start, stop, step))
-                extent = difference(stop, start)
-                extents.append(extent if step == _ONE else binop("cdiv", extent, step))
-            else:
-                index = self.int_expr(sub)
-                point = _POINT_RANGES.get(index) if type(index) is Const else None
-                if point is None:
-                    point = ir_body.Range(index, binop("+", index, _ONE), _ONE, point=True)
-                    if type(index) is Const:
-                        if len(_POINT_RANGES) > 65536:
-                            _POINT_RANGES.clear()
-                        _POINT_RANGES[index] = point
-                ranges.append(point)
-                extents.append(_ONE)
-        vtype = ir_body.ScalarType(dtype) if all_points else ir_body.TileType(dtype, tuple(extents))
-        return tuple(ranges), vtype
-
-    def _record(
-        self, tensor: Tensor, region, mode: str, span: Span, peer: Expr | None = None, written: str = ""
-    ) -> None:
-        # the name the body used, when a call binds it to another layer's tensor ("c.a" for x)
-        name = self.names.prefix + written if written and tensor.name != self.names.prefix + written else ""
-        self.result.accesses.append(
-            Access(
-                tensor.name, mode, region, tensor.dtype, tuple(self.loops), tuple(self.conds), span,
-                self._next(), peer, name=name,
-            )
-        )  # fmt: skip
 
     def stmt_Return(self, s: ast.Return):
         raise self.error("E405", s.span, "`return` is only allowed at the end of a reduce_sum body")

@@ -3,19 +3,26 @@
 Integers stay symbolic (``block``, loop indices, parameters, ``rank``); an integer computed
 from tile data becomes a ``let`` of a dynamic value. Tile operands get a dtype and a
 symbolic shape from the op's signature (``dsl.ops``), and a mismatch is reported at the
-offending operand. A read of a tensor region is recorded as an access, like any other.
-The statement half, and the names, loops and summaries it keeps, is
-``dsl.elaborate_body.BodyElaborator``.
+offending operand. A read of a tensor region is recorded as an access, like any other
+(``dsl.elaborate_summary``). The :class:`ExprElaborator` also owns what expressions resolve
+against: the body's local names (bound by ``let`` and loops), the ``let`` temporaries it
+introduces, and the regions of tensor subscripts, which stores use too. The statements are
+``dsl.elaborate_body.BodyElaborator``, which composes an ExprElaborator.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from dsl import ast
+from dsl.codes import diag
+from dsl.elaborate_summary import BodySummary
 from dsl.ops import SIGNATURES, OpTypeError, elementwise
 from lowering import body as ir_body
-from lowering.ir import DTYPES, INT_DTYPES
-from lowering.source import Span
-from lowering.symbolic import BLOCK, DYNAMIC, NRANKS, RANK, SCALAR, Const, Expr, Sym, binop
+from lowering.ir import DTYPES, INT_DTYPES, Tensor
+from lowering.source import Diagnostic, Span
+from lowering.symbolic import BLOCK, DYNAMIC, NRANKS, RANK, SCALAR, Const, Expr, Sym, binop, difference
 
 _ARITH = {"+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "mod"}
 _COMPARE = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -23,10 +30,57 @@ INT_OPS = {"+": "+", "-": "-", "*": "*", "/": "//", "//": "//", "%": "%"}  # int
 _BOOL = ir_body.ScalarType("bool")
 _SMALL_INTS = {v: ir_body.IntV(Const(v)) for v in range(-16, 1025)}  # shared: IntV and Const are immutable
 _BUILTINS = {"block": Sym("block", BLOCK), "rank": Sym("rank", RANK), "nranks": Sym("nranks", NRANKS)}
+_ZERO, _ONE = Const(0), Const(1)
+_FULL_RANGES: dict[Expr, tuple] = {}  # dim -> (Range, extent) of `:` over it (immutable, shared)
+_POINT_RANGES: dict[Const, ir_body.Range] = {}  # constant index -> its point Range (immutable, shared)
 
 
-class ExprElaboration:
-    """The expression half of ``BodyElaborator`` (a mixin: it provides names, errors, records)."""
+class BodyAbort(Exception):
+    """Stops elaborating the current statement after a diagnostic was recorded."""
+
+
+@dataclass
+class LayerNames:
+    """What a task body can see of its layer."""
+
+    ints: dict[str, Expr]  # parameters, constants, layer loop variables
+    tensors: dict[str, Tensor]  # by source name (already renamed for called layers)
+    scalars: dict[str, str]  # runtime scalar -> dtype
+    nranks: Expr
+    prefix: str = ""  # the call path of the layer instance ("dispatch."), "" at the root
+
+
+class ExprElaborator:
+    """Elaborates the expressions of one task body against ``names`` and its local scopes;
+    reads go to ``summary``, diagnostics to ``report``."""
+
+    def __init__(self, names: LayerNames, report: Callable[[Diagnostic], None], summary: BodySummary) -> None:
+        self.names = names
+        self.report = report
+        self.summary = summary
+        self.result = summary.result  # ops and units the expressions use
+        self.scopes: list[dict[str, tuple[str, object]]] = [{}]
+        self.pending: list[ir_body.Stmt] = []  # lets of the temporaries, emitted before the statement
+        self.temp = 0
+
+    def error(self, code: str, span: Span, message: str, hint: str | None = None) -> BodyAbort:
+        """Report an error; the caller raises the returned :class:`BodyAbort`."""
+        self.report(diag(code, span, message, hint=hint))
+        return BodyAbort()
+
+    # ------------------------------------------------------------ names
+    def lookup(self, name: str):
+        for scope in reversed(self.scopes):
+            if name in scope:
+                return scope[name]
+        return None
+
+    def bind(self, name: str, kind: str, value: object, span: Span) -> None:
+        if self.lookup(name) is not None or name in self.names.ints or name in self.names.tensors:
+            raise self.error("E202", span, f"'{name}' is already defined", "choose another name")
+        self.scopes[-1][name] = (kind, value)
+
+    # ------------------------------------------------------------ expressions
 
     def int_expr(self, e) -> Expr:
         value = self.value(e)
@@ -155,7 +209,7 @@ class ExprElaboration:
             return ir_body.LoadV(e.name, region, vtype, local=True)
         tensor = self.tensor(e)
         region, vtype = self.region(e, tensor)
-        self._record(tensor, region, "read", e.span, written=e.name)
+        self.summary.access(tensor, region, "read", e.span, written=e.name)
         return ir_body.LoadV(tensor.name, region, vtype)
 
     def expr_Call(self, e: ast.Call):
@@ -209,11 +263,66 @@ class ExprElaboration:
     def expr_ReduceSum(self, e: ast.ReduceSum):
         raise self.error("E405", e.span, "reduce_sum is only allowed as the value of a task's last store")
 
+    # ------------------------------------------------------------ tensors and regions
+    def tensor(self, access: ast.Access) -> Tensor:
+        tensor = self.names.tensors.get(access.name)
+        if tensor is None:
+            raise self.error("E201", access.name_span, f"unknown tensor '{access.name}'")
+        return tensor
+
+    def region(self, access: ast.Access, tensor: Tensor) -> tuple[tuple[ir_body.Range, ...], ir_body.Type]:
+        if len(access.subscripts) != len(tensor.shape):
+            raise self.error(
+                "E304",
+                access.span,
+                f"'{access.name}' has {len(tensor.shape)} dims "
+                f"but {len(access.subscripts)} subscripts were given",
+            )
+        return self.ranges(access.subscripts, tensor.shape, tensor.dtype)
+
+    def ranges(
+        self, subscripts, shape: tuple[Expr, ...], dtype: str
+    ) -> tuple[tuple[ir_body.Range, ...], ir_body.Type]:
+        ranges, extents, all_points = [], [], True
+        for sub, dim in zip(subscripts, shape, strict=True):
+            if type(sub) is ast.Slice:
+                all_points = False
+                if sub.start is None and sub.stop is None and sub.step is None:  # `:`, shared
+                    full = _FULL_RANGES.get(dim)
+                    if full is None:
+                        if len(_FULL_RANGES) > 4096:
+                            _FULL_RANGES.clear()
+                        full = _FULL_RANGES[dim] = (ir_body.Range(_ZERO, dim, _ONE), difference(dim, _ZERO))
+                    ranges.append(full[0])
+                    extents.append(full[1])
+                    continue
+                start = self.int_expr(sub.start) if sub.start is not None else _ZERO
+                stop = self.int_expr(sub.stop) if sub.stop is not None else dim
+                step = self.int_expr(sub.step) if sub.step is not None else _ONE
+                if type(step) is Const and step.value <= 0:
+                    raise self.error("E404", sub.step.span, "slice step must be positive")
+                ranges.append(ir_body.Range(start, stop, step))
+                extent = difference(stop, start)
+                extents.append(extent if step == _ONE else binop("cdiv", extent, step))
+            else:
+                index = self.int_expr(sub)
+                point = _POINT_RANGES.get(index) if type(index) is Const else None
+                if point is None:
+                    point = ir_body.Range(index, binop("+", index, _ONE), _ONE, point=True)
+                    if type(index) is Const:
+                        if len(_POINT_RANGES) > 65536:
+                            _POINT_RANGES.clear()
+                        _POINT_RANGES[index] = point
+                ranges.append(point)
+                extents.append(_ONE)
+        vtype = ir_body.ScalarType(dtype) if all_points else ir_body.TileType(dtype, tuple(extents))
+        return tuple(ranges), vtype
+
 
 # A dict lookup by node type is much cheaper than ``getattr`` by name on the hot path of large
 # task arrays.
 EXPR_DISPATCH = {
     getattr(ast, name[5:]): f
-    for name, f in vars(ExprElaboration).items()
+    for name, f in vars(ExprElaborator).items()
     if name.startswith("expr_") and hasattr(ast, name[5:])
 }

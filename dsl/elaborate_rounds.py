@@ -19,7 +19,8 @@ import re
 from collections.abc import Callable
 
 from dsl import ast
-from dsl.elaborate_body import BodyElaborator, LayerNames
+from dsl.elaborate_body import BodyElaborator
+from dsl.elaborate_exprs import LayerNames
 from lowering import ir
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import Const

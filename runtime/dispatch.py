@@ -16,54 +16,68 @@ One pass per rank whose state changed, in the runtime's priority order:
 The policy picks among legal slots.  ``fifo`` takes the lowest index; ``random`` a uniform
 choice; ``adversarial`` may also use the racy placements of the multi-threaded scheduler (a
 thread with no idle core of its own runs its PENDING stage while another thread has idle
-cores) and prefers the worst slot by :meth:`DispatchMixin._badness`.
+cores) and prefers the worst slot by :meth:`Dispatcher.badness`.
+
+The dispatcher only places: it reads the queues :class:`runtime.lifecycle.TaskLifecycle` fills,
+asks the lifecycle to evaluate predicates and to resolve a fully published ``early_resolve``
+producer, and hands a block that holds all its cores (and is not gated) to the engine's
+``start`` callback (:class:`runtime.scheduler.Engine` owns time and block execution).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
+from runtime.lifecycle import TaskLifecycle
 from runtime.machine import BARRIER, SPIN, Block, Core, RankState, TaskInst
 from runtime.policies import NOTIFIER, WAITER
-
-if TYPE_CHECKING:  # pragma: no cover
-    from runtime.policies import Policy
 
 SHAPE_ORDER = ("mix", "aic", "aiv")
 #: Shapes a waiting sync cohort stops dispatch to while it drains cores.
 DRAIN = {"aic": ("aic", "mix"), "aiv": ("aiv", "mix"), "mix": ("mix", "aic", "aiv")}
 
 
-class DispatchMixin:
-    """Placement half of :class:`runtime.scheduler.Engine` (state lives on the engine)."""
+class Dispatcher:
+    """Places the blocks of queued task instances on the cores and slots of their rank.
 
-    fifo: bool
-    racy: bool
-    policy: Policy
-    roles: list[int]
-    now: int
-    new_block: type[Block]
+    ``policy`` answers the choice points (a :class:`runtime.policies.Policy`, or the decider of
+    an untimed engine); ``fifo`` takes the lowest legal index without asking it; ``racy``
+    allows the racy placements of the multi-threaded scheduler.  ``roles`` is the engine's list
+    of static and observed roles per task (updated in place as kernels run).  ``new_block``
+    makes the record of a placed block (the explorer substitutes one that reuses records).
+    """
 
-    def _start(self, b: Block) -> None:  # pragma: no cover - provided by Engine
-        raise NotImplementedError
+    def __init__(
+        self,
+        tasks: TaskLifecycle,
+        *,
+        policy: Any,
+        fifo: bool,
+        roles: list[int],
+        start: Callable[[Block], None],
+    ) -> None:
+        self.tasks = tasks
+        self.policy = policy
+        self.fifo = fifo
+        self.racy: bool = policy.racy_advisory
+        self.roles = roles
+        self.start = start
+        self.new_block: Callable[..., Block] = Block
 
-    def _resolve(self, inst: TaskInst) -> None:  # pragma: no cover - provided by Engine
-        raise NotImplementedError
-
-    def _predicate_ok(self, inst: TaskInst) -> bool:  # pragma: no cover - provided by Engine
-        raise NotImplementedError
-
-    def _dispatch(self, rs: RankState) -> None:
+    def dispatch(self, rs: RankState, now: int) -> None:
+        """One dispatch pass over rank ``rs`` at time ``now`` (see the module docstring)."""
         rs.dirty = False
+        predicate_ok = self.tasks.predicate_ok
         blocked: tuple[str, ...] = ()
         for shape in SHAPE_ORDER:
             q = rs.sync[shape]
             while q:
                 inst = q[0]
-                if inst.spec.predicate is not None and not inst.pred_done and not self._predicate_ok(inst):
+                if inst.spec.predicate is not None and not inst.pred_done and not predicate_ok(inst):
                     q.popleft()
                     continue
-                if not self._place_cohort(rs, inst, False):
+                if not self._place_cohort(rs, inst, False, now):
                     blocked += DRAIN[shape]
                     break
                 q.popleft()
@@ -74,10 +88,10 @@ class DispatchMixin:
                 continue
             while q:
                 inst = q[0]
-                if inst.spec.predicate is not None and not inst.pred_done and not self._predicate_ok(inst):
+                if inst.spec.predicate is not None and not inst.pred_done and not predicate_ok(inst):
                     q.popleft()
                     continue
-                if not self._place_blocks(rs, inst, False):
+                if not self._place_blocks(rs, inst, False, now):
                     break
                 q.popleft()
                 inst.queued = False
@@ -90,7 +104,7 @@ class DispatchMixin:
                 q.popleft()
                 continue
             s = inst.shape
-            if s in blocked or rs.normal[s] or rs.sync[s] or not self._place_cohort(rs, inst, True):
+            if s in blocked or rs.normal[s] or rs.sync[s] or not self._place_cohort(rs, inst, True, now):
                 break
             q.popleft()
             inst.early = False
@@ -103,12 +117,12 @@ class DispatchMixin:
                 if not inst.early:
                     q.popleft()
                     continue
-                if not self._place_blocks(rs, inst, True):
+                if not self._place_blocks(rs, inst, True, now):
                     break
                 q.popleft()
                 inst.early = False
 
-    def _place_blocks(self, rs: RankState, inst: TaskInst, gated: bool) -> bool:
+    def _place_blocks(self, rs: RankState, inst: TaskInst, gated: bool, now: int) -> bool:
         """Place blocks of ``inst`` one by one while a legal slot exists; True if all are placed."""
         n = inst.nblocks
         mix = inst.shape == "mix"
@@ -116,7 +130,7 @@ class DispatchMixin:
             target = self._pick_cluster(rs, inst) if mix else self._pick_core(rs, inst)
             if target is None:
                 return False
-            self._place(rs, inst, target, gated)
+            self._place(rs, inst, target, gated, now)
         return True
 
     def _pick_core(self, rs: RankState, inst: TaskInst) -> Core | None:
@@ -136,7 +150,7 @@ class DispatchMixin:
             opts = [cores[i] for i in sorted(idle or pf)]
         if not opts:
             return None
-        return self.policy.choose(opts, self.roles[inst.si], self._badness)
+        return self.policy.choose(opts, self.roles[inst.si], self.badness)
 
     def _pick_cluster(self, rs: RankState, inst: TaskInst) -> tuple[Core, ...] | None:
         full = []
@@ -156,9 +170,9 @@ class DispatchMixin:
             return None
         if self.fifo:
             return opts[0]
-        return self.policy.choose(opts, self.roles[inst.si], self._badness)
+        return self.policy.choose(opts, self.roles[inst.si], self.badness)
 
-    def _badness(self, option: Core | tuple[Core, ...], role: int) -> int:
+    def badness(self, option: Core | tuple[Core, ...], role: int) -> int:
         """How bad a placement is for liveness (adversarial policy); higher is worse."""
         cores = option if isinstance(option, tuple) else (option,)
         score = 0
@@ -172,7 +186,7 @@ class DispatchMixin:
             score = max(score, s)
         return score
 
-    def _place_cohort(self, rs: RankState, inst: TaskInst, gated: bool) -> bool:
+    def _place_cohort(self, rs: RankState, inst: TaskInst, gated: bool, now: int) -> bool:
         """All-or-nothing placement of a sync_start grid onto idle cores (clusters for MIX)."""
         n = inst.nblocks - inst.next_block
         if inst.shape == "mix":
@@ -183,12 +197,14 @@ class DispatchMixin:
         if len(opts) < n:
             return False
         for target in self.policy.choose_cohort(opts, n):
-            self._place(rs, inst, target, gated)
+            self._place(rs, inst, target, gated, now)
         return True
 
-    def _place(self, rs: RankState, inst: TaskInst, target: Core | tuple[Core, ...], gated: bool) -> None:
+    def _place(
+        self, rs: RankState, inst: TaskInst, target: Core | tuple[Core, ...], gated: bool, now: int
+    ) -> None:
         cores = target if target.__class__ is tuple else (target,)
-        b = self.new_block(inst, inst.next_block, cores, self.now, gated)
+        b = self.new_block(inst, inst.next_block, cores, now, gated)
         inst.next_block += 1
         inst.blocks.append(b)
         for c in cores:
@@ -204,6 +220,6 @@ class DispatchMixin:
         if gated:
             rs.early_occ[inst.shape] -= 1
         elif b.nrun == len(cores):
-            self._start(b)
+            self.start(b)
         if inst.next_block == inst.nblocks and inst.spec.early_resolve and not inst.resolved:
-            self._resolve(inst)
+            self.tasks.resolve(inst)

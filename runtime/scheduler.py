@@ -12,6 +12,13 @@ the notify that satisfies it schedules its resumption at the notify's time.  So 
 policy (arrival order for fifo, random for the others), which is what makes FP atomics order
 vary across seeds.
 
+Pieces.  The engine owns time (the event heap or, untimed, the runnable set) and block
+execution (stepping kernels, spinning, barriers, freeing cores).  The task instances and their
+life cycle - dependency counting, early candidates, ready queues, completion - are a
+:class:`runtime.lifecycle.TaskLifecycle` (``self.tasks``); placing queued blocks on cores and
+slots is a :class:`runtime.dispatch.Dispatcher` (``self.dispatcher``).  Both call back into
+the engine only to start a block that holds its cores (:meth:`Engine._start`).
+
 Dispatch.  After every step the engine settles: pending completions release consumers, then
 each rank whose state changed runs one dispatch pass (``runtime.dispatch``: sync cohorts, then
 MIX/AIC/AIV ready queues with an IDLE stage before a PENDING stage, then early-dispatch queues).
@@ -38,13 +45,13 @@ import heapq
 import itertools
 import time
 import types
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from runtime import watchdog
 from runtime.decisions import Decider, RecordingPolicy, block_order
-from runtime.dispatch import DispatchMixin
+from runtime.dispatch import Dispatcher
+from runtime.lifecycle import TaskLifecycle
 from runtime.machine import BARRIER, DONE, PLACED, RUN, SPIN, WAKE, Block, RankState, TaskInst
 from runtime.memory import BARRIER_MARK, BlockContext, RankMemory, Wait, format_cell
 from runtime.policies import NOTIFIER, WAITER, make_policy, static_role
@@ -54,7 +61,7 @@ from runtime.sim_errors import KernelError, SimulationTimeout, StepLimitExceeded
 _GeneratorType = types.GeneratorType
 
 
-class Engine(DispatchMixin):
+class Engine:
     """One simulation run: the device state of every rank, the event heap and the counters.
 
     ``hosted`` names the ranks whose tasks this engine runs (default: all of them); the MPI
@@ -101,16 +108,13 @@ class Engine(DispatchMixin):
             if record:
                 self.policy = self.recorder = RecordingPolicy(self.policy)
         self.fifo = policy == "fifo" and decider is None and not record
-        self.racy = self.policy.racy_advisory
         self.runnable: dict[Block, None] = {}  # untimed: blocks whose next step may run now
         self.context_class = BlockContext  # the explorer substitutes one that observes accesses
-        self.new_block = Block  # and one that reuses a block's record across schedules
         self.nranks = len(mems)
         self.hosted = tuple(range(self.nranks) if hosted is None else hosted)
         self.ranks = [RankState(r, n_aic, n_threads) for r in range(self.nranks)]
         self.mems = mems
         self.rounds = rounds
-        self.early_capacity = early_capacity
         self.max_block_steps = max_block_steps
         self.timeout = timeout
         self.started = time.monotonic()
@@ -119,7 +123,6 @@ class Engine(DispatchMixin):
         self.current: Block | None = None  # the block being stepped, and since when
         self.last_stepped: Block | None = None
         self.current_since = self.started
-        self.on_round_done = on_round_done
         self.now = 0
         self.heap: list[tuple[int, float, int, Block]] = []
         self.seq = itertools.count()
@@ -130,39 +133,28 @@ class Engine(DispatchMixin):
         self.waits = 0
         self.steps = 0
         self.makespan = 0
-        self.completions: deque[TaskInst] = deque()
-        self.insts: list[TaskInst] = []
-        self.n_complete = 0
-        self.round_left = [len(self.hosted) * len(specs)] * rounds
-        self.round_scalars = round_scalars
-        self._build(specs, scalars)
+        self.tasks = TaskLifecycle(
+            program,
+            mems,
+            self.ranks,
+            self.hosted,
+            rounds=rounds,
+            scalars=scalars,
+            round_scalars=round_scalars,
+            early_capacity=early_capacity,
+            order_release=None if self.fifo else self.policy.order_release,
+            start=self._start,
+            on_round_done=on_round_done,
+        )
+        self.dispatcher = Dispatcher(
+            self.tasks, policy=self.policy, fifo=self.fifo, roles=self.roles, start=self._start
+        )
 
-    # ------------------------------------------------------------------ setup
-
-    def _build(self, specs: tuple, scalars: dict[str, Any]) -> None:
-        prev: dict[int, list[TaskInst]] = {}
-        for rnd in range(self.rounds):
-            sc = dict(scalars)
-            for name in self.round_scalars:  # epoch-like scalars count the rounds from 1
-                if name in self.program.scalars:
-                    sc[name] = rnd + 1
-            cur = {}
-            for r in self.hosted:
-                mem = self.mems[r].for_round(sc)
-                row: list[TaskInst] = []
-                for si, spec in enumerate(specs):
-                    inst = TaskInst(spec, si, r, rnd, mem)
-                    prods = [row[d] for d in spec.deps]
-                    if rnd > 0:
-                        prods += [prev[r][d] for d in spec.prev_round_deps]
-                    inst.producers = prods
-                    for p in prods:
-                        p.consumers.append(inst)
-                    inst.n_incomplete = inst.n_unresolved = len(prods)
-                    row.append(inst)
-                    self.insts.append(inst)
-                cur[r] = row
-            prev = cur
+    @property
+    def insts(self) -> list[TaskInst]:
+        """Every task instance of the run (owned by ``self.tasks``), as the deadlock report, the
+        trace and the schedule read a run (``runtime.mpi.snapshot.MergedRun`` is the other kind)."""
+        return self.tasks.insts
 
     # ------------------------------------------------------------------ main loop
 
@@ -187,10 +179,10 @@ class Engine(DispatchMixin):
         return watchdog.Progress(
             elapsed=at - self.started,
             blocks_done=self.blocks_run,
-            blocks_total=sum(i.nblocks for i in self.insts),
-            tasks_done=self.n_complete,
-            tasks_total=len(self.insts),
-            rounds_done=sum(1 for left in self.round_left if not left),
+            blocks_total=sum(i.nblocks for i in self.tasks.insts),
+            tasks_done=self.tasks.n_complete,
+            tasks_total=len(self.tasks.insts),
+            rounds_done=sum(1 for left in self.tasks.round_left if not left),
             rounds=self.rounds,
             sim_time=self.now,
             steps=self.steps,
@@ -223,7 +215,7 @@ class Engine(DispatchMixin):
                 self.now = t
                 self._step(b)
                 self._settle()
-            if self.n_complete == len(self.insts):
+            if self.tasks.all_complete():
                 return True
             if not self._rewake():
                 return False
@@ -231,16 +223,14 @@ class Engine(DispatchMixin):
 
     def begin(self) -> None:
         """Submit every round: release the tasks without producers and dispatch them."""
-        for inst in self.insts:
-            if inst.n_incomplete == 0:
-                self._make_ready(inst)
+        self.tasks.release_roots(self.now)
         self._settle()
 
     def _run_untimed(self) -> bool:
         while True:
             while self.runnable:
                 self.advance(self.policy.pick_step(self.runnable_blocks()))
-            if self.n_complete == len(self.insts):
+            if self.tasks.all_complete():
                 return True
             if not self.rewake():
                 return False
@@ -264,18 +254,21 @@ class Engine(DispatchMixin):
         return True
 
     def _settle(self) -> None:
+        """Process pending completions and run a dispatch pass on every changed rank, until
+        neither is left."""
         ranks = self.ranks
+        comp = self.tasks.completions
+        complete = self.tasks.complete
+        dispatch = self.dispatcher.dispatch
         while True:
-            if self.completions:
-                comp = self.completions
-                while comp:
-                    self._complete(comp.popleft())
+            while comp:
+                complete(comp.popleft(), self.now)
             moved = False
             for rs in ranks:
                 if rs.dirty:
-                    self._dispatch(rs)
+                    dispatch(rs, self.now)
                     moved = True
-            if not moved and not self.completions:
+            if not moved and not comp:
                 return
 
     def _rewake(self) -> bool:
@@ -482,93 +475,9 @@ class Engine(DispatchMixin):
             self.makespan = now
         inst.finished += 1
         if inst.finished == inst.nblocks:
-            self._complete(inst)
-
-    # ------------------------------------------------------------------ task life cycle
-
-    def _complete(self, inst: TaskInst) -> None:
-        inst.complete = True
-        inst.complete_at = self.now
-        self.n_complete += 1
-        was_resolved = inst.resolved
-        inst.resolved = True
-        cons = inst.consumers
-        if len(cons) > 1 and not self.fifo:
-            cons = self.policy.order_release(cons, _si)
-        for c in cons:
-            c.n_incomplete -= 1
-            if not was_resolved:
-                c.n_unresolved -= 1
-            if c.n_incomplete == 0:
-                self._make_ready(c)
-            elif not was_resolved and c.n_unresolved == 0:
-                self._check_early(c)
-        left = self.round_left
-        left[inst.round] -= 1
-        if not left[inst.round] and self.on_round_done is not None:
-            self.on_round_done(inst.round)
-
-    def _resolve(self, inst: TaskInst) -> None:
-        """A flagged producer is fully published: its consumers may become early candidates."""
-        inst.resolved = True
-        cons = inst.consumers
-        if len(cons) > 1 and not self.fifo:
-            cons = self.policy.order_release(cons, _si)
-        for c in cons:
-            c.n_unresolved -= 1
-            if c.n_unresolved == 0 and c.n_incomplete > 0:
-                self._check_early(c)
-
-    def _check_early(self, c: TaskInst) -> None:
-        if c.ready or c.early or c.complete or c.spec.predicate is not None or c.next_block >= c.nblocks:
-            return
-        rs = self.ranks[c.rank]
-        need = c.nblocks - c.next_block
-        if rs.early_occ[c.shape] + need > self.early_capacity:
-            return  # the early queue is full: this candidate waits for normal readiness
-        c.early = True
-        rs.early_occ[c.shape] += need
-        (rs.early_sync if c.spec.sync_start else rs.early[c.shape]).append(c)
-        rs.dirty = True
-
-    def _make_ready(self, c: TaskInst) -> None:
-        c.ready = True
-        rs = self.ranks[c.rank]
-        rs.dirty = True
-        if c.early:
-            c.early = False
-            rs.early_occ[c.shape] -= c.nblocks - c.next_block
-        for b in c.blocks:  # the doorbell: every staged block may run now
-            if b.gated:
-                b.gated = False
-                b.doorbell = self.now
-                if b.nrun == len(b.cores) and b.state == PLACED:
-                    self._start(b)
-        if c.nblocks == 0:
-            self.completions.append(c)
-        elif c.next_block < c.nblocks:
-            (rs.sync if c.spec.sync_start else rs.normal)[c.shape].append(c)
-            c.queued = True
-
-    def _predicate_ok(self, inst: TaskInst) -> bool:
-        """Evaluate the predicate at the dispatch point; a false one retires the task inline."""
-        inst.pred_done = True
-        try:
-            ok = bool(inst.spec.predicate(inst.mem))
-        except Exception as e:
-            raise KernelError(f"predicate of {inst.label} raised {type(e).__name__}: {e}") from e
-        if not ok:
-            inst.retired = True
-            inst.queued = False
-            inst.next_block = inst.nblocks
-            self.completions.append(inst)
-        return ok
+            self.tasks.complete(inst, now)
 
 
 def _label(b: Block) -> str:
     steps = f"{b.steps:,} step" + ("" if b.steps == 1 else "s")
     return f"block {b.name} rank {b.inst.rank} round {b.inst.round + 1} ({steps})"
-
-
-def _si(inst: TaskInst) -> int:
-    return inst.si

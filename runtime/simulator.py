@@ -9,7 +9,8 @@ completion order, and a seeded scheduling policy.  A run that cannot make progre
 :class:`DeadlockError` naming the cycle.
 
 Module map: ``program`` (the format), ``memory`` (arrays and the kernel ``ctx``), ``machine``
-(cores/blocks/task records), ``scheduler`` (dispatch and the event loop), ``policies``,
+(cores/blocks/task records), ``scheduler`` (the event loop and block execution), ``lifecycle``
+(task readiness and completion), ``dispatch`` (placement on cores and slots), ``policies``,
 ``deadlock`` (reports), ``trace`` (Chrome trace).  See ``docs/simulator.md``.
 """
 

@@ -151,3 +151,29 @@ def test_the_checker_sees_a_deferred_cycle_and_an_edge_through_a_package_init(tm
     assert graph["lowering.x"] == {"runtime", "runtime.c"}  # runtime/__init__ runs first
     assert cycles(graph) == [["runtime.a", "runtime.b"]]
     assert backward_imports(graph) == [("runtime.d", "lowering"), ("runtime.d", "lowering.x")]
+
+
+def test_the_checker_sees_a_cycle_that_closes_through_a_package_init(tmp_path):
+    """A package whose ``__init__`` imports its submodules, one of which needs a module that
+    imports a sibling submodule: importing the sibling runs the package ``__init__`` first, so
+    the cycle is real although no module names the package (the shape of issue 15's cycle
+    through ``pypto_reader/__init__``); and one that imports a name from its own package."""
+    for package, text in {
+        "lowering/__init__.py": "",
+        "lowering/reader/__init__.py": "from lowering.reader.ops import OPS\n",
+        "lowering/reader/ops.py": "from lowering.table import T\nOPS = T\n",
+        "lowering/table.py": "from lowering.reader.kinds import K\nT = K\n",
+        "lowering/reader/kinds.py": "K = 1\n",
+        "runtime/__init__.py": "",
+        "runtime/pkg/__init__.py": "from runtime.pkg.a import f\nhelper = 1\n",
+        "runtime/pkg/a.py": "from runtime.pkg import helper\ndef f():\n    return helper\n",
+        "dsl/__init__.py": "",
+    }.items():
+        (tmp_path / package).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / package).write_text(text)
+    graph = import_graph(tmp_path)
+    assert graph["lowering.table"] == {"lowering.reader", "lowering.reader.kinds"}
+    assert cycles(graph) == [
+        ["lowering.reader", "lowering.reader.ops", "lowering.table"],
+        ["runtime.pkg", "runtime.pkg.a"],
+    ]

@@ -78,7 +78,7 @@ class MpiEngine(Engine):
             if not woke:
                 control.check_stop()
                 self._check_passive_clock()
-                verdict = control.step(self.n_complete == len(self.insts))
+                verdict = control.step(self.tasks.all_complete())
             self.passive_seconds += clock() - t0
             if woke:
                 control.worked()
@@ -113,7 +113,7 @@ class MpiEngine(Engine):
         if over < PASSIVE_GRACE_SECONDS:
             return
         spinning = sum(len(v) for v in self.spinners.values())
-        left = len(self.insts) - self.n_complete
+        left = len(self.tasks.insts) - self.tasks.n_complete
         hosted = self.windows.layout.describe(self.process)
         raise SimulationTimeout(
             f"simulation of {self.program.name!r} exceeded its {self.timeout:g}s wall-clock timeout: "

@@ -74,7 +74,7 @@ class ExploreDecider(Decider):
         if kind == "release":
             reps: Sequence[int] = range(len(options))
         else:
-            reps = self.space.representatives(list(options), self.picked)
+            reps = self.space.snapshots.representatives(list(options), self.picked)
         i = self.script[self.pos] if self.pos < len(self.script) else reps[0]
         self.pos += 1
         self.log.append((kind, i, len(options), reps))
@@ -266,7 +266,7 @@ class _Search:
         deadline = t0 + self.timeout
         next_report = t0 + 0.1
         space, stats = self.space, self.stats
-        root = _Frame(space.capture(), -1, [], [_ROOT], {}, None, [])
+        root = _Frame(space.snapshots.capture(), -1, [], [_ROOT], {}, None, [])
         stack = self.stack
         stack.append(root)
         stopped = ""
@@ -306,7 +306,7 @@ class _Search:
     def _transition(self, f: _Frame) -> None:
         space, decider, stats = self.space, self.decider, self.stats
         if self.live is not f:
-            space.restore(f.snap)
+            space.snapshots.restore(f.snap)
             self.live = f
         b = None if f.cur is _ROOT else f.cur
         via: list[Decision] = []
@@ -356,7 +356,7 @@ class _Search:
         depth = parent.depth + 1
         if self.bound is not None and depth >= self.bound:
             return
-        snap = space.capture(parent.snap, space.touched)
+        snap = space.snapshots.capture(parent.snap, space.touched)
         fp = snap.fp
         entry = self.visited.get(fp)
         runnable = space.runnable_blocks()

@@ -12,15 +12,23 @@ permutations that keep the device's structure (:meth:`Snapshots._canonical_cores
 cores of a cluster, the clusters of a scheduler thread, the threads owning equally many
 clusters.  Dispatch options that such a permutation maps onto each other are tried once
 (:meth:`Snapshots.representatives`).
+
+:class:`Snapshots` is a piece of :class:`runtime.verify.space.Space` (``space.snapshots``): it
+owns which snapshot each rank's live records equal and the canonical core forms seen so far,
+and reads and writes the space's live state - the engine's records, memory, trails and live
+generators (a generator a restore cannot reuse is rebuilt by ``space.rebuild``).
 """
 
 from __future__ import annotations
 
 from collections import deque
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from runtime.machine import BARRIER, DONE, INST_STATE, RUN, SPIN, WAKE, Block, Core, TaskInst
+
+if TYPE_CHECKING:  # pragma: no cover
+    from runtime.verify.space import Space
 
 _inst_get = attrgetter(*INST_STATE)
 _COMPLETE = INST_STATE.index("complete")
@@ -64,7 +72,14 @@ class Snapshot:
 
 
 class Snapshots:
-    """Capture, fingerprint and restore for :class:`runtime.verify.space.Space` (its state)."""
+    """Capture, fingerprint and restore of the live state of ``space`` (see the module docstring)."""
+
+    def __init__(self, space: Space) -> None:
+        self.space = space
+        self.eng = space.eng
+        self.ranks = space.ranks
+        self.live_ranks: list[RankSnap | None] = [None] * space.ranks  # snapshot each rank's records equal
+        self._core_forms: dict[tuple, tuple] = {}
 
     # ------------------------------------------------------------------ snapshots
 
@@ -81,8 +96,8 @@ class Snapshots:
                 ranks.append(self._capture_rank(r, prev))
         snap.ranks = ranks
         eng = self.eng
-        snap.counters = (eng.n_complete, tuple(eng.round_left))
-        snap.mem = tuple(self.live)
+        snap.counters = (eng.tasks.n_complete, tuple(eng.tasks.round_left))
+        snap.mem = tuple(self.space.live)
         snap.fp = hash((snap.mem, tuple(rs.hash for rs in ranks)))
         self.live_ranks = list(ranks)
         return snap
@@ -98,13 +113,13 @@ class Snapshots:
         insts = []
         blocks: dict[Block, tuple] = {}
         keys = []
-        trails = self.trails
+        trails = self.space.trails
         kept: dict[Block, tuple] = {}
         runnable = []
         spinners = []
         old_insts = prev.insts if prev is not None else None
         old_blocks = prev.blocks if prev is not None else {}
-        for k, inst in enumerate(self.rank_insts[r]):
+        for k, inst in enumerate(self.space.rank_insts[r]):
             if old_insts is not None:
                 o = old_insts[k]
                 if o[_COMPLETE]:  # completion is final along a path: nothing of it changes
@@ -192,23 +207,25 @@ class Snapshots:
             for b in rsnap.spinners:
                 w = b.wait
                 spinners.setdefault((r, w.signal, w.key), []).append(b)
-        self.trails = trails
+        self.space.trails = trails
         eng.runnable = runnable
         eng.spinners = spinners
-        eng.n_complete, round_left = snap.counters
-        eng.round_left = list(round_left)
-        eng.completions.clear()
+        tasks = eng.tasks
+        tasks.n_complete, round_left = snap.counters
+        tasks.round_left = list(round_left)
+        tasks.completions.clear()
         self._restore_memory(snap.mem)
 
     def _restore_rank(self, r: int, rsnap: RankSnap) -> None:
         """Put rank ``r``'s records back to ``rsnap``; where the live records are known (a
         snapshot of them), only the entries that differ are written."""
         eng = self.eng
+        space = self.space
         live = self.live_ranks[r]
-        live_gens = self.live_gens
-        pool = self._inst_blocks
+        live_gens = space.live_gens
+        pool = space.inst_blocks
         changed: dict[TaskInst, None] = {}
-        for k, (inst, f) in enumerate(zip(self.rank_insts[r], rsnap.insts, strict=True)):
+        for k, (inst, f) in enumerate(zip(space.rank_insts[r], rsnap.insts, strict=True)):
             if live is not None and live.insts[k] is f:
                 continue
             _set_inst(inst, f)
@@ -229,10 +246,10 @@ class Snapshots:
                 if have is not None and have[0] == trail:
                     gen, ctx = have[1], have[2]
                 else:
-                    gen, ctx = self._rebuild(b, trail)
+                    gen, ctx = space.rebuild(b, trail)
                     live_gens[b] = (trail, gen, ctx)
             b.gen, b.ctx = gen, ctx
-        if self.barriers:
+        if space.barriers:
             for inst in changed:
                 inst.barrier_wait = [b for b in inst.blocks if b.state == BARRIER]
         rs = eng.ranks[r]
@@ -253,7 +270,7 @@ class Snapshots:
         self.live_ranks[r] = rsnap
 
     def _restore_memory(self, mem: tuple[bytes, ...]) -> None:
-        live, views = self.live, self.views
+        live, views = self.space.live, self.space.views
         for i, want in enumerate(mem):
             if live[i] is not want:
                 if live[i] != want:

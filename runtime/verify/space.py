@@ -6,9 +6,9 @@ memory.  This module gives it four operations on that engine:
 
 * :meth:`Space.execute` - one transition: step a runnable block and settle (completions,
   releases, dispatch), answering the dispatch choice points from a script;
-* :meth:`Space.capture` / :meth:`Space.restore` - a snapshot of the scheduler records and of
-  memory (with its fingerprint up to core symmetry), and going back to it
-  (:mod:`runtime.verify.snapshots`);
+* ``space.snapshots.capture`` / ``.restore`` - a snapshot of the scheduler records and of
+  memory (with its fingerprint up to core symmetry), and going back to it (the
+  :class:`runtime.verify.snapshots.Snapshots` piece);
 * :class:`Effect` - what a transition touched, for partial-order reduction
   (:mod:`runtime.verify.effects`).
 
@@ -45,7 +45,7 @@ from runtime.simulator import check_cohorts, check_scalars
 from runtime.verify.effects import Effect, ExploreContext, Observer, Rebuilding, Subscripts
 from runtime.verify.footprint import kernel_footprint, predicate_reads
 from runtime.verify.memo import MEMO_LIMIT, StepMemo
-from runtime.verify.snapshots import RankSnap, Snapshots
+from runtime.verify.snapshots import Snapshots
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,9 @@ class Config:
     round_scalars: tuple[str, ...] = ("epoch",)  # scalars that are round + 1 in each round
 
 
-class Space(Snapshots):
-    """An untimed engine over fresh memory, with the operations the explorer needs."""
+class Space:
+    """An untimed engine over fresh memory, with the operations the explorer needs; its
+    snapshots are ``self.snapshots`` (:class:`runtime.verify.snapshots.Snapshots`)."""
 
     def __init__(self, program: Program, inputs: dict | list[dict], config: Config, decider: Decider) -> None:
         ranks = config.ranks
@@ -89,19 +90,17 @@ class Space(Snapshots):
             round_scalars=config.round_scalars,
         )
         eng.context_class = ExploreContext
-        eng.new_block = self._new_block
+        eng.dispatcher.new_block = self._new_block
         eng.observer = None
         eng.space = self
         self._rebuilding = Rebuilding(self)
         self.ranks = ranks
-        self.insts = eng.insts
+        self.insts = eng.tasks.insts
         self.rank_insts = [[i for i in self.insts if i.rank == r] for r in range(ranks)]
         self.touched: set[int] = set(range(ranks))  # ranks the last transition changed
         self.last_observer = Observer()  # what ctx saw the last transition do
         self.subscripts = Subscripts()  # what its tracked arrays saw
-        self.live_ranks: list[RankSnap | None] = [None] * ranks
-        self._core_forms: dict[tuple, tuple] = {}
-        self._inst_blocks: dict[int, list[Block]] = {id(i): [] for i in self.insts}
+        self.inst_blocks: dict[int, list[Block]] = {id(i): [] for i in self.insts}
         self._order: dict[Block, tuple[int, int, int, int]] = {}  # block -> its block_order key
         names = [t.name for t in program.tensors]
         self.nt = len(names)
@@ -129,6 +128,7 @@ class Space(Snapshots):
         self.live_gens: dict[Block, tuple] = {}  # block -> (trail, generator, ctx) it embodies
         self.rebuilds = 0
         self.memo = StepMemo(self, MEMO_LIMIT)
+        self.snapshots = Snapshots(self)
 
     # ------------------------------------------------------------------ static footprints
 
@@ -206,7 +206,7 @@ class Space(Snapshots):
     def _new_block(self, inst: TaskInst, index: int, cores: tuple[Core, ...], now: int, gated: bool) -> Block:
         """One record per (task instance, block) for the whole search, so snapshots and
         fingerprints can name blocks by identity."""
-        pool = self._inst_blocks[id(inst)]
+        pool = self.inst_blocks[id(inst)]
         if index < len(pool):
             b = pool[index]
             b.__init__(inst, index, cores, now, gated)
@@ -227,7 +227,7 @@ class Space(Snapshots):
         """
         eng = self.eng
         if block is None:
-            self.invalidate()
+            self.snapshots.invalidate()
             eng.begin()
             self._after_settle()
             self.touched = set(range(self.ranks))
@@ -247,7 +247,7 @@ class Space(Snapshots):
         waiting = block.wait
         obs = eng.observer = self.last_observer = Observer()
         self.subscripts.start()
-        self.invalidate()
+        self.snapshots.invalidate()
         try:
             eng.advance(block)
         finally:
@@ -287,7 +287,7 @@ class Space(Snapshots):
         memo = self.memo
         memo.hits += 1
         self.last_observer = step.observer
-        self.invalidate()
+        self.snapshots.invalidate()
         block.gen = memo.replayer(block, step)
         self.eng.advance(block)
         self.touched = set(range(self.ranks)) if self._after_settle() else set(step.ranks)
@@ -298,7 +298,7 @@ class Space(Snapshots):
     def _after_settle(self) -> bool:
         """Nothing runnable but work left: re-check spinners (True if that was needed)."""
         eng = self.eng
-        if not eng.runnable and eng.n_complete < len(self.insts):
+        if not eng.runnable and not eng.tasks.all_complete():
             eng.rewake()
             return True
         return False
@@ -340,7 +340,7 @@ class Space(Snapshots):
             e.whole("reads", self.predicate_mask[rank])
         return e
 
-    def _rebuild(self, b: Block, trail: tuple) -> tuple[Any, Any]:
+    def rebuild(self, b: Block, trail: tuple) -> tuple[Any, Any]:
         """A fresh generator of ``b`` resumed through its trail on the memory it saw."""
         self.rebuilds += 1
         eng = self.eng
@@ -375,7 +375,7 @@ class Space(Snapshots):
         return sorted(self.eng.runnable, key=self._order.__getitem__)
 
     def complete(self) -> bool:
-        return self.eng.n_complete == len(self.insts)
+        return self.eng.tasks.all_complete()
 
     def outputs(self) -> tuple[bytes, ...]:
         """The bits of every output and inout tensor on every rank (what determinism compares)."""

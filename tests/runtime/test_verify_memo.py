@@ -29,7 +29,7 @@ class First(Decider):
 
 def _state(space: Space) -> tuple:
     """Everything a step can change, comparable across restores of one space."""
-    snap = space.capture()
+    snap = space.snapshots.capture()
     eng = space.eng
     blocks = {b: (b.state, b.steps, b.gen is None, b.wait) for inst in space.insts for b in inst.blocks}
     return (
@@ -51,14 +51,14 @@ def _push_waking_a_waiter(space: Space):
     limit, space.memo.limit = space.memo.limit, 0
     space.execute(None)
     for _ in range(40):
-        here = space.capture()
+        here = space.snapshots.capture()
         runnable = space.runnable_blocks()
         for b in runnable:
             if b.gen is None and b.inst.spec.name == "push" and space.eng.spinners:
                 spinners = [s for lst in space.eng.spinners.values() for s in lst]
                 space.execute(b)
                 woken = [s for s in spinners if s.state == WAKE]
-                space.restore(here)
+                space.snapshots.restore(here)
                 if woken:
                     space.memo.limit = limit
                     return b, woken[0]
@@ -71,7 +71,7 @@ def test_a_replayed_first_step_leaves_the_state_a_real_step_leaves():
     inputs = layer.make_inputs(0, layer.ranks)
     space = Space(layer.program, inputs, Config(ranks=2, n_aic=1, rounds=2), First())
     push, spinner = _push_waking_a_waiter(space)
-    start = space.capture()
+    start = space.snapshots.capture()
     assert not space.memo.steps and space.memo.hits == 0
 
     real_effect = space.execute(push)  # run for real, and recorded
@@ -79,14 +79,14 @@ def test_a_replayed_first_step_leaves_the_state_a_real_step_leaves():
     assert space.memo.hits == 0 and len(space.memo.steps) == 1
     assert spinner.state == WAKE
 
-    space.restore(start)
+    space.snapshots.restore(start)
     assert spinner.state == SPIN
     replayed_effect = space.execute(push)
     assert space.memo.hits == 1
     assert replayed_effect is real_effect
     assert _state(space) == real
 
-    space.restore(start)  # and the kernel run for real once more, memo off, agrees
+    space.snapshots.restore(start)  # and the kernel run for real once more, memo off, agrees
     space.memo.limit = 0
     space.execute(push)
     assert space.memo.hits == 1
