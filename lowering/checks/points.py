@@ -9,7 +9,7 @@ from lowering.checks.rule import CheckContext
 from lowering.ir import Graph, SignalOp, Task
 from lowering.symbolic import PARAM, Bin, EvalError, Expr, Sym, binop, evaluate, free_symbols
 
-CONST = "const"  # Sym kind of a layer constant (dsl.elaborate)
+CONST = "const"  # Sym kind of a layer constant (dsl.elaborate_ints)
 
 
 def admissible_envs(graph: Graph, ctx: CheckContext) -> list[dict[str, int]]:
