@@ -250,8 +250,10 @@ def stmt_values(s: Stmt) -> tuple[Value, ...]:
     return ()
 
 
-def read_names(stmts: tuple[Stmt, ...]) -> set[str]:
-    """Locals and loop variables the statements read (in values, indices, bounds and conditions)."""
+def read_names(stmts: tuple[Stmt, ...], symbols: bool = True) -> set[str]:
+    """Locals and loop variables the statements read (in values, indices, bounds and conditions).
+    ``symbols=False``: only the tile locals they read, not the names inside integer expressions
+    (loop variables, integer lets, parameters), which is what a tile's last use needs."""
     exprs: list[Expr] = []
     out: set[str] = set()
     for s in nested_stmts(stmts):
@@ -276,7 +278,8 @@ def read_names(stmts: tuple[Stmt, ...]) -> set[str]:
             exprs.extend((*s.index, s.peer, s.value))
         elif isinstance(s, WaitS):
             exprs.extend((*s.index, s.expected))
-    out.update(sym.name for e in exprs for sym in free_symbols(e))
+    if symbols:
+        out.update(sym.name for e in exprs for sym in free_symbols(e))
     return out
 
 

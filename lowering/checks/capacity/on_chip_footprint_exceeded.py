@@ -125,7 +125,7 @@ def _declared(v: ir_body.Value) -> ir_body.Value:
 
 def _touched(s: ir_body.Stmt) -> frozenset[str]:
     """The locals a statement (and everything nested in it) reads, binds, assigns or stores into."""
-    names = ir_body.read_names((s,))
+    names = ir_body.read_names((s,), symbols=False)  # tiles are never named in integer expressions
     for inner in ir_body.nested_stmts((s,)):
         if isinstance(inner, ir_body.LetS | ir_body.AssignS):
             names.add(inner.name)

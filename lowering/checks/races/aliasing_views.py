@@ -85,20 +85,34 @@ def _bytes(h: Hit, tensor: Tensor, offset: int) -> tuple[int, int] | None:
     return offset + first * tensor.itemsize, offset + (last + 1) * tensor.itemsize
 
 
+def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool) -> list:
+    """The sorted byte spans of an access's distinct executions (None for an unknown one),
+    kept on the graph: one access meets many others."""
+    memo = graph.__dict__.setdefault("_view_spans", {})
+    key = (task.name, access.order, access.tensor, offset, exact)
+    found = memo.get(key)
+    if found is None:
+        tensor = graph.tensors[access.tensor]
+        found = [
+            _bytes(h, tensor, offset) for h in distinct(hits(graph, task, access)) if h.exact or not exact
+        ]
+        if None not in found:
+            found.sort()
+        memo[key] = found
+    return found
+
+
 def _overlap(
     graph: Graph, t1: Task, a: Access, t2: Task, b: Access, offsets: dict[str, int], exact: bool = False
 ):
     """The first bytes the two accesses share, ``"unknown"`` when some extent is dynamic and
     they may, None when they do not. ``exact``: only executions evaluated exactly count."""
-    ta, tb = graph.tensors[a.tensor], graph.tensors[b.tensor]
-    ra = [_bytes(h, ta, offsets[a.tensor]) for h in distinct(hits(graph, t1, a)) if h.exact or not exact]
-    rb = [_bytes(h, tb, offsets[b.tensor]) for h in distinct(hits(graph, t2, b)) if h.exact or not exact]
+    ra = _spans(graph, t1, a, offsets[a.tensor], exact)
+    rb = _spans(graph, t2, b, offsets[b.tensor], exact)
     if not ra or not rb:
         return None
     if None in ra or None in rb:
         return "unknown"
-    ra.sort()
-    rb.sort()
     i = j = 0
     while i < len(ra) and j < len(rb):
         (alo, ahi), (blo, bhi) = ra[i], rb[j]  # type: ignore[misc]
@@ -164,7 +178,8 @@ def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 and _overlap(graph, t1, a, t2, b, offsets, exact=True) is None
             )
             if assumed:
-                where = f"which may share bytes of `{base}`{assumed_text([(t1, a), (t2, b)])}"
+                memo = ctx.cache.setdefault("races.data_rows.sources", {})
+                where = f"which may share bytes of `{base}`{assumed_text([(t1, a), (t2, b)], memo)}"
             elif isinstance(shared, tuple):
                 where = f"which share bytes {shared[0]}:{shared[1]} of `{base}`"
             else:

@@ -219,12 +219,12 @@ def _shown(x, y) -> bool:
     )
 
 
-def certainty(group: list[Conflict], severity: str) -> tuple[str, str]:
+def certainty(group: list[Conflict], severity: str, memo: dict | None = None) -> tuple[str, str]:
     """The severity of a finding on ``group`` (one site) and what its message adds: nothing for a
     shown overlap; "possible, not shown" when some region was widened; a note naming the
     assumption when every instance rests on regions both chosen by data."""
     if all(c.assumed for c in group):
-        return "note", assumed_text([(c.first, c.a) for c in group] + [(c.second, c.b) for c in group])
+        return "note", assumed_text([(c.first, c.a) for c in group] + [(c.second, c.b) for c in group], memo)
     if not all(c.possible for c in group):
         return severity, ""
     return severity, (

@@ -60,22 +60,26 @@ def sources(task: Task) -> dict[str, set[str]]:
     return out
 
 
-def origin(pairs: list[tuple[Task, Access]]) -> str:
+def origin(pairs: list[tuple[Task, Access]], memo: dict | None = None) -> str:
     """```page_table` and `slot_mapping``` -- the tensors the data-chosen regions of these
-    accesses come from -- or "data read at run time" when no tensor is visible."""
+    accesses come from -- or "data read at run time" when no tensor is visible. ``memo``
+    keeps each task's :func:`sources` (by task name) across calls of one check."""
+    memo = {} if memo is None else memo
     tables: set[str] = set()
     for task, access in pairs:
         names = data_symbols(access, loops=True)
         if names:
-            found = sources(task)
+            found = memo.get(task.name)
+            if found is None:
+                found = memo[task.name] = sources(task)
             tables.update(t for n in names for t in found.get(n, ()))
     return " and ".join(f"`{t}`" for t in sorted(tables)) if tables else "data read at run time"
 
 
-def assumed_text(pairs: list[tuple[Task, Access]]) -> str:
+def assumed_text(pairs: list[tuple[Task, Access]], memo: dict | None = None) -> str:
     """What a finding adds when both sides are chosen by data and no exact pair overlaps."""
     return (
-        f" (not shown: both regions are chosen by {origin(pairs)} and taken over their whole extent; "
+        f" (not shown: both regions are chosen by {origin(pairs, memo)} and taken over their whole extent; "
         f"the lint assumes the data keeps them apart, as a paged or ring cache does -- if the rows can "
         f"coincide, order the tasks)"
     )

@@ -90,7 +90,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     for group in grouped([c for c in conflicts(graph, ctx) if _mine(c) and call_alias(graph, c) is None]):
         c = group[0]
         t1, t2 = c.first.name, c.second.name
-        severity, shown = certainty(group, SEVERITY)
+        severity, shown = certainty(group, SEVERITY, ctx.cache.setdefault("races.data_rows.sources", {}))
         if c.cause == MANUAL_DEP:
             yield finding(
                 CODE,

@@ -130,7 +130,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     for group in grouped(mine):
         c = group[0]
         kind = {"war": "WAR", "raw": "RAW", "waw": "WAW"}[c.kind]
-        severity, shown = certainty(group, SEVERITY)
+        severity, shown = certainty(group, SEVERITY, ctx.cache.setdefault("races.data_rows.sources", {}))
         yield finding(
             CODE,
             severity,
