@@ -355,6 +355,17 @@ def distinct(found: list[Hit], key: Callable[[Hit], object] = lambda h: None) ->
     return list(out.values())
 
 
+def distinct_hits(graph: Graph, task: Task, access: Access) -> list[Hit]:
+    """:func:`distinct` executions of ``access`` at the graph's point, kept on the graph: the
+    race rules meet one access in many pairs."""
+    cache = graph.__dict__.setdefault("_distinct_hits", {})
+    key = (task.name, access.order, access.tensor)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = distinct(hits(graph, task, access))
+    return found
+
+
 def hull(found: list[Hit]) -> tuple[tuple[int, int], ...] | None:
     """The bounding box (inclusive lo, exclusive hi per dimension) of some hits."""
     if not found:

@@ -59,7 +59,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
-from lowering.checks.access_instances import Hit, distinct, hits, local_tensor
+from lowering.checks.access_instances import Hit, distinct_hits, local_tensor
 from lowering.checks.races.conflicts import call_alias, conflicts, grouped, instances_text
 from lowering.checks.races.data_rows import assumed_text, data_symbols
 from lowering.checks.rule import CheckContext, finding
@@ -85,6 +85,13 @@ def _bytes(h: Hit, tensor: Tensor, offset: int) -> tuple[int, int] | None:
     return offset + first * tensor.itemsize, offset + (last + 1) * tensor.itemsize
 
 
+def _chosen_by_data(task: Task, access: Access, memo: dict[tuple[str, int], bool]) -> bool:
+    key = (task.name, access.order)
+    if key not in memo:
+        memo[key] = bool(data_symbols(access, loops=True))
+    return memo[key]
+
+
 def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool) -> list:
     """The sorted byte spans of an access's distinct executions (None for an unknown one),
     kept on the graph: one access meets many others."""
@@ -94,7 +101,7 @@ def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool) -
     if found is None:
         tensor = graph.tensors[access.tensor]
         found = [
-            _bytes(h, tensor, offset) for h in distinct(hits(graph, task, access)) if h.exact or not exact
+            _bytes(h, tensor, offset) for h in distinct_hits(graph, task, access) if h.exact or not exact
         ]
         if None not in found:
             found.sort()
@@ -161,6 +168,7 @@ def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             base, offset = base_buffer(graph, name)
             groups.setdefault(base, {})[name] = offset
     env = graph.env()
+    by_data: dict[tuple[str, int], bool] = {}
     for base, offsets in groups.items():
         if len(offsets) < 2:
             continue
@@ -173,8 +181,8 @@ def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             a, b, shared = hit
             kind = "WAR" if not a.writes else ("RAW" if not b.writes else "WAW")
             assumed = (
-                data_symbols(a, loops=True)
-                and data_symbols(b, loops=True)
+                _chosen_by_data(t1, a, by_data)
+                and _chosen_by_data(t2, b, by_data)
                 and _overlap(graph, t1, a, t2, b, offsets, exact=True) is None
             )
             if assumed:

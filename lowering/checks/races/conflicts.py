@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 from lowering.checks.access_instances import (
     aligned,
-    distinct,
+    distinct_hits,
     first_overlap,
-    hits,
     hulls_meet,
     intersection_text,
     local_tensor,
@@ -191,7 +190,7 @@ def _pair(graph: Graph, kind: str, t1: Task, accs1: list[Access], t2: Task, accs
                 continue  # the zero seed of an accumulator: N202
             if not hulls_meet(_hull(graph, t1, a), _hull(graph, t2, b)):
                 continue
-            ha, hb = aligned(graph, _hits(graph, t1, a), _hits(graph, t2, b))
+            ha, hb = aligned(graph, distinct_hits(graph, t1, a), distinct_hits(graph, t2, b))
             pair = first_overlap(ha, hb, accept=_shown)
             possible = pair is None
             if possible:
@@ -232,14 +231,6 @@ def certainty(group: list[Conflict], severity: str, memo: dict | None = None) ->
         "evaluate and is taken over its whole extent; if the indices keep the accesses apart, suppress "
         "this with the reason)"
     )
-
-
-def _hits(graph: Graph, task: Task, access: Access):
-    cache = graph.__dict__.setdefault("_distinct_hits", {})
-    key = (task.name, access.order)
-    if key not in cache:
-        cache[key] = distinct(hits(graph, task, access))
-    return cache[key]
 
 
 def _hull(graph: Graph, task: Task, access: Access):
@@ -319,13 +310,13 @@ def _reader(
     if key in memo:
         return memo[key]
     t2 = users[j][0]
-    hb = _hits(graph, t2, b)
+    hb = distinct_hits(graph, t2, b)
     box = _hull(graph, t2, b)
     found = None
     for t3, accs in users[j + 1 : j + 1 + MAX_READER_SEARCH]:
         for c in accs:
             if c.mode == "read" and hulls_meet(box, _hull(graph, t3, c)):
-                x, y = aligned(graph, hb, _hits(graph, t3, c))
+                x, y = aligned(graph, hb, distinct_hits(graph, t3, c))
                 if first_overlap(x, y) is not None:
                     found = t3
                     break
