@@ -16,6 +16,7 @@ from collections import Counter
 from lowering import body as ir_body
 from lowering.ir import Condition, Loop
 from lowering.pypto_reader import sorting as _sorting
+from lowering.pypto_reader.memory import region_sub
 from lowering.pypto_reader.notes import line_span
 from lowering.pypto_reader.ops import INTEGER_DTYPES, short_name
 from lowering.pypto_reader.values import (
@@ -53,7 +54,7 @@ class StatementMixin:
                 if s.value is not None:
                     self.returned = self.eval(s.value)
                 return False
-            self.current, self.last_read = s, None
+            self.current, self.access.last_read = s, None
             try:
                 self.statement(s)
             except RecursionError:
@@ -107,18 +108,18 @@ class StatementMixin:
         if isinstance(node, ast.Call):
             func = self.eval(node.func)
             if isinstance(func, PlRef) and short_name(func.path) == "read":
-                self.anchor_next = True
+                self.access.anchor_next = True
                 v = self.eval(node)
-                self.anchor_next = False
+                self.access.anchor_next = False
                 if isinstance(v, TileVal):
-                    self.emit(ir_body.EvalS(v.value, self.span(s)))
+                    self.body.emit(ir_body.EvalS(v.value, self.span(s)))
                 return
             if isinstance(func, PlRef) and func.path == "pl.yield_":
                 self.yield_values(node, s)
                 return
         v = self.eval(node)
         if isinstance(v, TileVal) and isinstance(v.value, ir_body.CallV) and v.value.op != "opaque":
-            self.emit(ir_body.EvalS(v.value, self.span(s)))
+            self.body.emit(ir_body.EvalS(v.value, self.span(s)))
 
     def assign_value(self, node: ast.expr, targets: list[ast.expr]) -> Val:
         if (
@@ -140,11 +141,13 @@ class StatementMixin:
         elif isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             if isinstance(base, TensorVal):
-                region = self.region_sub(base, target) or self.region_at(base, None, None)
+                region = region_sub(self, base, target) or self.access.region_at(base, None, None)
                 v = self.value(value)
-                self.record(base, region, "write", target)
-                self.emit(
-                    ir_body.StoreS(base.root, self.root_region(base, region), v, "write", self.span(stmt))
+                self.access.record(base, region, "write", target)
+                self.body.emit(
+                    ir_body.StoreS(
+                        base.root, self.access.root_region(base, region), v, "write", self.span(stmt)
+                    )
                 )
             else:
                 self.notes.not_modelled(
@@ -154,65 +157,67 @@ class StatementMixin:
                 )
 
     def assign_name(self, name: str, value: Val, stmt: ast.stmt) -> None:
-        if isinstance(value, IntVal) and name not in self.unstable:
-            existing = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+        if isinstance(value, IntVal) and name not in self.names.unstable:
+            existing = self.names.find(name)
             if not s_int(existing) or existing.expr.name != name:  # type: ignore[union-attr]
-                self.bind(name, value)  # an integer let: inlined (each assignment rebinds, as in Python)
+                self.names.bind(
+                    name, value
+                )  # an integer let: inlined (each assignment rebinds, as in Python)
                 return
         if isinstance(value, TensorVal | PlRef | FuncVal | Unknown) or (
             isinstance(value, PyVal) and not isinstance(value.value, float | bool)
         ):
-            self.bind(name, value)
+            self.names.bind(name, value)
             return
         if isinstance(value, SeqVal):
-            self.bind(name, value)
+            self.names.bind(name, value)
             return
         v = self.value(value)
-        existing = next((s[name] for s in reversed(self.scopes) if name in s), None)
+        existing = self.names.find(name)
         declared = (
             isinstance(existing, TileVal)
             and isinstance(existing.value, ir_body.LocalV)
             and existing.value.name == name
         )
         declared = declared or (isinstance(existing, IntVal) and existing.expr == Sym(name, DYNAMIC))
-        self.emit((ir_body.AssignS if declared else ir_body.LetS)(name, v, self.span(stmt)))
-        if not declared and isinstance(v, ir_body.CallV) and v.op == "read" and self.last_read is not None:
-            self.read_lets[name] = self.last_read
+        self.body.emit((ir_body.AssignS if declared else ir_body.LetS)(name, v, self.span(stmt)))
+        if (
+            not declared
+            and isinstance(v, ir_body.CallV)
+            and v.op == "read"
+            and self.access.last_read is not None
+        ):
+            self.access.read_lets[name] = self.access.last_read
         if isinstance(v, ir_body.CallV) and v.op in _sorting.SORTED_OPS:
-            self.sorted_locals.add(name)
+            self.names.sorted_locals.add(name)
         if isinstance(v, ir_body.CallV) and v.op in ir_body.VALID_OPS:
-            self.valid_locals[name] = v
+            self.names.valid_locals[name] = v
         else:
-            self.valid_locals.pop(name, None)
+            self.names.valid_locals.pop(name, None)
         vt = v.type
         if isinstance(vt, ir_body.ScalarType) and vt.dtype in INTEGER_DTYPES:
-            self.bind_declared(name, IntVal(Sym(name, DYNAMIC)))
+            self.names.bind_declared(name, IntVal(Sym(name, DYNAMIC)))
         else:
-            self.bind_declared(name, TileVal(ir_body.LocalV(name, vt)))
-
-    def bind_declared(self, name: str, value: Val) -> None:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                scope[name] = value
-                return
-        self.scopes[-1][name] = value
+            self.names.bind_declared(name, TileVal(ir_body.LocalV(name, vt)))
 
     def aug_assign(self, s: ast.AugAssign) -> None:
         if isinstance(s.target, ast.Subscript):
             base = self.eval(s.target.value)
             if isinstance(base, TensorVal):
-                region = self.region_sub(base, s.target) or self.region_at(base, None, None)
+                region = region_sub(self, base, s.target) or self.access.region_at(base, None, None)
                 v = self.value(self.eval(s.value))
-                self.record(base, region, "read", s.target)
-                self.record(base, region, "write", s.target)
-                self.emit(
-                    ir_body.StoreS(base.root, self.root_region(base, region), v, "accumulate", self.span(s))
+                self.access.record(base, region, "read", s.target)
+                self.access.record(base, region, "write", s.target)
+                self.body.emit(
+                    ir_body.StoreS(
+                        base.root, self.access.root_region(base, region), v, "accumulate", self.span(s)
+                    )
                 )
                 return
         if isinstance(s.target, ast.Name):
             old = self.lookup(s.target.id, s.target)
             new = self.binary(s.op, old, self.eval(s.value), s)
-            self.assigned[s.target.id] += 1
+            self.names.assigned[s.target.id] += 1
             self.assign_name(s.target.id, new, s)
             return
         self.notes.not_modelled(self.span(s), "this augmented assignment", "it is skipped")
@@ -247,16 +252,16 @@ class StatementMixin:
                 f"a loop over '{ast.unparse(it)}' inside task {self.task}",
                 "its body was read once with an unknown index",
             )
-            self.scopes.append({})
+            self.names.push()
             if isinstance(target, ast.Name):
-                self.bind(target.id, IntVal(Sym(target.id, DYNAMIC)))
+                self.names.bind(target.id, IntVal(Sym(target.id, DYNAMIC)))
             self.statements(s.body)
-            self.scopes.pop()
+            self.names.pop()
             return
         pos = [a for a in it.args if not isinstance(a, ast.Starred)]
         kws = {kw.arg: kw.value for kw in it.keywords if kw.arg}
         if path == "pl.split_aiv":
-            self.dual_lanes = True
+            self.body.dual_lanes = True
             start, stop, step = Const(0), self.int_expr(self.eval(pos[0])) if pos else Const(2), Const(1)
         else:
             bounds = [self.int_expr(self.eval(a)) for a in pos]
@@ -282,24 +287,24 @@ class StatementMixin:
             inits = self.eval(kws["init_values"])
             items = inits.items if isinstance(inits, SeqVal) else (inits,)
             for name, v in zip(carried, items, strict=False):
-                self.assigned[name] += 1
+                self.names.assigned[name] += 1
                 self.assign_name(name, v, s)
         var = target.id
         loop = Loop(var, start, stop, step, kind, self.span(s))
-        self.loops.append(loop)
-        self.scopes.append({var: IntVal(Sym(var, LOOP))})
-        self.blocks.append([])
+        self.body.loops.append(loop)
+        self.names.push({var: IntVal(Sym(var, LOOP))})
+        self.body.open_block()
         if carried:
             self.carried.append(carried)
         try:
             self.statements(s.body)
         finally:
-            body = self.blocks.pop()
-            self.scopes.pop()
-            self.loops.pop()
+            body = self.body.close_block()
+            self.names.pop()
+            self.body.loops.pop()
             if carried:
                 self.carried.pop()
-        self.emit(ir_body.ForS(var, start, stop, step, kind, stages, tuple(body), self.span(s)))
+        self.body.emit(ir_body.ForS(var, start, stop, step, kind, stages, tuple(body), self.span(s)))
 
     def if_stmt(self, s: ast.If) -> None:
         cond_val = self.eval(s.test)
@@ -319,21 +324,21 @@ class StatementMixin:
         then, then_scope = self.branch(Condition(expr, span), s.body)
         orelse, else_scope = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
         then, orelse = self.join_branches(then_scope, else_scope, then, orelse, s)
-        self.emit(ir_body.IfS(cond_ir, then, orelse, self.span(s)))
+        self.body.emit(ir_body.IfS(cond_ir, then, orelse, self.span(s)))
 
     def branch(
         self, cond: Condition, stmts: list[ast.stmt]
     ) -> tuple[tuple[ir_body.Stmt, ...], dict[str, Val]]:
         """One arm of an ``if``: its own block and scope, its accesses under ``cond``."""
-        self.conds.append(cond)
-        self.blocks.append([])
-        self.scopes.append({})
+        self.body.conds.append(cond)
+        self.body.open_block()
+        self.names.push()
         try:
             self.statements(stmts)
         finally:
-            body = self.blocks.pop()
-            scope = self.scopes.pop()
-            self.conds.pop()
+            body = self.body.close_block()
+            scope = self.names.pop()
+            self.body.conds.pop()
         return tuple(body), scope
 
     def join_branches(self, a: dict[str, Val], b: dict[str, Val], then: tuple, orelse: tuple, s: ast.If):
@@ -343,24 +348,24 @@ class StatementMixin:
         joins across the arms. Returns the arms' statements with those assignments."""
         then, orelse = list(then), list(orelse)
         for name in dict.fromkeys([*a, *b]):
-            if self.is_local(name) and not any(name in sc for sc in (a, b)):
+            if self.names.is_local(name) and not any(name in sc for sc in (a, b)):
                 continue
-            outer = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+            outer = self.names.find(name)
             x, y = a.get(name, outer), b.get(name, outer)
             if x is None or y is None:
-                self.bind(name, x if x is not None else y)  # bound on one path only
+                self.names.bind(name, x if x is not None else y)  # bound on one path only
             elif x == y:
-                self.bind(name, x)
+                self.names.bind(name, x)
             elif isinstance(x, IntVal) and isinstance(y, IntVal):
                 local = IntVal(Sym(name, DYNAMIC))
                 for arm, v in ((then, x), (orelse, y)):
                     if v != local:
                         arm.append(ir_body.LetS(name, ir_body.IntV(v.expr), self.span(s)))
-                self.bind(name, local)
+                self.names.bind(name, local)
             elif isinstance(x, TileVal) and isinstance(x.value, ir_body.LocalV) and x.value.name == name:
-                self.bind(name, x)
+                self.names.bind(name, x)
             elif isinstance(y, TileVal) and isinstance(y.value, ir_body.LocalV) and y.value.name == name:
-                self.bind(name, y)
+                self.names.bind(name, y)
         return tuple(then), tuple(orelse)
 
     def with_stmt(self, s: ast.With) -> None:

@@ -34,7 +34,6 @@ from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import Frame
 from lowering.pypto_reader.kernel import KernelReader
 from lowering.pypto_reader.kernel_cache import ARG, Export, KernelSummary, LazyBody, Recorder
-from lowering.pypto_reader.kernel_statements import assignment_counts, loop_carried
 from lowering.pypto_reader.liveness import live_after
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
@@ -321,14 +320,14 @@ class OrchReader(OrchestrationReader):
         )
         summary = KernelSummary(
             body,
-            tuple(reader.accesses),
-            tuple(reader.signals),
-            tuple(reader.barriers),
-            frozenset(reader.ops),
-            frozenset(reader.units),
-            frozenset(reader.signal_tensors),
-            frozenset(reader.window_tensors),
-            reader.dual_lanes,
+            tuple(reader.access.accesses),
+            tuple(reader.access.signals),
+            tuple(reader.access.barriers),
+            frozenset(reader.body.ops),
+            frozenset(reader.body.units),
+            frozenset(reader.access.signal_tensors),
+            frozenset(reader.access.window_tensors),
+            reader.body.dual_lanes,
             exports,
         )
         return self.prog.kernels.store(key, recorder, summary)
@@ -368,20 +367,7 @@ class OrchReader(OrchestrationReader):
         for kw in node.keywords:
             if kw.arg:
                 bound[kw.arg] = k.eval(kw.value)
-        saved_outer, saved_file, saved_assigned, saved_unstable = k.outer, k.file, k.assigned, k.unstable
-        k.outer, k.file = _globals_of(func.module), func.module.file
-        k.scopes.append(bound)
-        k.depth += 1
-        k.assigned = saved_assigned + assignment_counts(func.node.body)
-        k.unstable = saved_unstable | loop_carried(func.node.body)
-        k.returned = None
-        try:
-            k.statements(func.node.body)
-            return k.returned if k.returned is not None else PyVal(None)
-        finally:
-            k.depth -= 1
-            k.scopes.pop()
-            k.outer, k.file, k.assigned, k.unstable = saved_outer, saved_file, saved_assigned, saved_unstable
+        return k.splice(func.module.file, _globals_of(func.module), bound, func.node.body)
 
     def add_task(
         self,
@@ -470,13 +456,13 @@ class OrchReader(OrchestrationReader):
             reader = self.kernel_reader(name, grid, callee.module)
             for v in frame.locals.values():
                 if isinstance(v, TensorVal):
-                    region = reader.region_at(v, None, None)
+                    region = reader.access.region_at(v, None, None)
                     d = tags.get(v.root, "in")
                     if d in ("in", "inout"):
-                        reader.record(v, region, "read", call)
+                        reader.access.record(v, region, "read", call)
                     if d in ("out", "inout"):
-                        reader.record(v, region, "write", call)
-            accesses = [replace(a, opaque=True) for a in reader.accesses]
+                        reader.access.record(v, region, "write", call)
+            accesses = [replace(a, opaque=True) for a in reader.access.accesses]
             self.notes.not_modelled(
                 span_of(self.file, call),
                 f"the body of extern kernel '{callee.node.name}' (hand-written C++)",
@@ -573,7 +559,7 @@ def _incore_core(ev: OrchReader, func: FuncVal) -> str | None:
 def _exports(reader: KernelReader, live: frozenset[str], node: ast.AST) -> tuple[Export, ...]:
     out = []
     for var in sorted(live):
-        v = reader.scopes[0].get(var)
+        v = reader.names.scopes[0].get(var)
         if isinstance(v, TileVal) and isinstance(v.type, ir_body.TileType):
             out.append(Export(var, v.type, v.value, _last_store_span(reader.file, node, var)))
     return tuple(out)
