@@ -14,8 +14,10 @@ Modules, one concern each: ``modules`` (files, imports, module level), ``constan
 runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (expressions), ``orchestration``
 (statements, loops, inline calls), ``orchestration_calls`` (views, task-id arrays, submits),
 ``program`` (what one entry builds), ``scopes`` (the tasks: scopes, kernel calls, deps,
-flags), ``kernel`` / ``kernel_statements`` (task bodies: expressions, statements),
-``accesses`` (regions, loads, stores), ``ops`` / ``sorting`` / ``signals`` (tile ops, sort
+flags); a task body is read by ``kernel`` (its expressions), composing ``kernel_names`` (name
+resolution), ``kernel_body`` (the IR body, loops, conditions), ``accesses`` (the access
+recorder) and ``kernel_statements`` (the statement walker), with ``memory`` (regions of
+loads, stores, subscripts) and ``ops`` / ``sorting`` / ``signals`` (tile ops, sort
 chains and valid extents, cross-rank signals), ``directions`` (parameter directions and Out
 -> InOut promotion), ``tensors``, ``values``, ``graph`` (entries, ranks, the IR graph) and
 ``notes`` (the P00x codes).

@@ -32,7 +32,7 @@ from lowering.pypto_reader.accesses import AccessRecorder, local_load
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.kernel_body import BodyBuilder
 from lowering.pypto_reader.kernel_names import KernelNames
-from lowering.pypto_reader.kernel_statements import StatementMixin, assignment_counts, loop_carried
+from lowering.pypto_reader.kernel_statements import StatementWalker, assignment_counts, loop_carried
 from lowering.pypto_reader.memory import gather_row, memory_op, region_sub
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.ops import (
@@ -66,7 +66,7 @@ MAX_INLINE_DEPTH = 32
 OPS = merged(TILE_OPS, SIGNAL_OPS, _sorting.SORT_OPS)
 
 
-class KernelReader(StatementMixin, Evaluator):
+class KernelReader(Evaluator):
     """Reads one task body. ``outer`` resolves names captured from the orchestration."""
 
     def __init__(
@@ -88,9 +88,8 @@ class KernelReader(StatementMixin, Evaluator):
         self.body = BodyBuilder()
         self.access = AccessRecorder(tensors, self.body, self.span)
         self.depth = 0  # helpers spliced into the body, innermost last
-        self.returned: Val | None = None
         self.current: ast.AST | None = None  # the statement being read (for temporaries' spans)
-        self.carried: list[list[str]] = []
+        self.walker = StatementWalker(self)
 
     # ---------------------------------------------------------------- entry points
     def read(self, stmts: list[ast.stmt], bindings: dict[str, Val] | None = None) -> tuple[ir_body.Stmt, ...]:
@@ -98,7 +97,7 @@ class KernelReader(StatementMixin, Evaluator):
             self.names.scopes[0].update(bindings)
         self.names.assigned.update(assignment_counts(stmts))
         self.names.unstable |= loop_carried(stmts)
-        self.statements(stmts)
+        self.walker.statements(stmts)
         self.access.finish_anchors(self.names.used)
         return self.body.statements()
 
@@ -119,10 +118,11 @@ class KernelReader(StatementMixin, Evaluator):
         self.depth += 1
         names.assigned = saved_assigned + assignment_counts(stmts)
         names.unstable = saved_unstable | loop_carried(stmts)
-        self.returned = None
+        walker = self.walker
+        walker.returned = None
         try:
-            self.statements(stmts)
-            return self.returned if self.returned is not None else PyVal(None)
+            walker.statements(stmts)
+            return walker.returned if walker.returned is not None else PyVal(None)
         finally:
             self.depth -= 1
             names.pop()

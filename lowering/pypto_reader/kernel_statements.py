@@ -1,6 +1,6 @@
 """The statements of a task body: assignments, stores, loops, branches and scopes -> IR statements.
 
-The statement half of ``KernelReader`` (``lowering.pypto_reader.kernel``), which evaluates the
+``StatementWalker`` walks them; the kernel evaluator (``kernel.KernelReader``) evaluates the
 expressions in them: an integer assigned once is inlined as a symbolic expression, other
 values become ``let``/assignments of locals; ``t[a:b, :] = v`` and ``t[...] += v`` are
 stores; kernel loops (``pl.range``/``pl.pipeline``/``pl.unroll``/``range``/``pl.split_aiv``)
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from lowering import body as ir_body
 from lowering.ir import Condition, Loop
@@ -33,6 +34,9 @@ from lowering.pypto_reader.values import (
 )
 from lowering.symbolic import DYNAMIC, LOOP, Const, Sym, binop
 
+if TYPE_CHECKING:
+    from lowering.pypto_reader.kernel import KernelReader
+
 LOOP_KINDS = {
     "pl.range": "range",
     "pl.parallel": "parallel",
@@ -43,8 +47,16 @@ LOOP_KINDS = {
 }
 
 
-class StatementMixin:
-    """The statement half of ``KernelReader`` (it provides eval, values, accesses and scopes)."""
+class StatementWalker:
+    """Walks the statements of one task body; ``k`` evaluates the expressions in them."""
+
+    def __init__(self, k: KernelReader) -> None:
+        self.k = k
+        self.names = k.names
+        self.body = k.body
+        self.access = k.access
+        self.returned: Val | None = None  # what a ``return`` of a spliced helper gave
+        self.carried: list[list[str]] = []  # the names each enclosing ``pl.range(init_values=)`` carries
 
     # ---------------------------------------------------------------- statements
     def statements(self, stmts: list[ast.stmt]) -> bool:
@@ -52,18 +64,18 @@ class StatementMixin:
         for s in stmts:
             if isinstance(s, ast.Return):
                 if s.value is not None:
-                    self.returned = self.eval(s.value)
+                    self.returned = self.k.eval(s.value)
                 return False
-            self.current, self.access.last_read = s, None
+            self.k.current, self.access.last_read = s, None
             try:
                 self.statement(s)
             except RecursionError:
                 raise
             except Exception as err:  # noqa: BLE001 - the reader never crashes on one statement
-                self.notes.add(
+                self.k.notes.add(
                     "P004",
-                    self.span(s),
-                    f"the reader failed on this statement of task {self.task} ({type(err).__name__}: {err})",
+                    self.k.span(s),
+                    f"the reader failed on this statement of task {self.k.task} ({type(err).__name__}: {err})",
                 )
         return True
 
@@ -86,18 +98,18 @@ class StatementMixin:
         elif isinstance(s, ast.With):
             self.with_stmt(s)
         elif isinstance(s, ast.While):
-            self.notes.not_modelled(
-                self.span(s),
-                f"a while loop inside task {self.task}",
+            self.k.notes.not_modelled(
+                self.k.span(s),
+                f"a while loop inside task {self.k.task}",
                 "its body was read once, as if it ran a single iteration; counts of signals in it are wrong",
             )
             self.statements(s.body)
         elif isinstance(s, ast.Pass | ast.Assert | ast.FunctionDef | ast.Import | ast.ImportFrom):
             return
         else:
-            self.notes.not_modelled(
-                self.span(s),
-                f"a {type(s).__name__} statement inside task {self.task}",
+            self.k.notes.not_modelled(
+                self.k.span(s),
+                f"a {type(s).__name__} statement inside task {self.k.task}",
                 "it is skipped; accesses or signals in it are not seen",
             )
 
@@ -106,31 +118,31 @@ class StatementMixin:
         if isinstance(node, ast.Constant):
             return  # a docstring
         if isinstance(node, ast.Call):
-            func = self.eval(node.func)
+            func = self.k.eval(node.func)
             if isinstance(func, PlRef) and short_name(func.path) == "read":
                 self.access.anchor_next = True
-                v = self.eval(node)
+                v = self.k.eval(node)
                 self.access.anchor_next = False
                 if isinstance(v, TileVal):
-                    self.body.emit(ir_body.EvalS(v.value, self.span(s)))
+                    self.body.emit(ir_body.EvalS(v.value, self.k.span(s)))
                 return
             if isinstance(func, PlRef) and func.path == "pl.yield_":
                 self.yield_values(node, s)
                 return
-        v = self.eval(node)
+        v = self.k.eval(node)
         if isinstance(v, TileVal) and isinstance(v.value, ir_body.CallV) and v.value.op != "opaque":
-            self.body.emit(ir_body.EvalS(v.value, self.span(s)))
+            self.body.emit(ir_body.EvalS(v.value, self.k.span(s)))
 
     def assign_value(self, node: ast.expr, targets: list[ast.expr]) -> Val:
         if (
             isinstance(node, ast.Call)
             and len(targets) == 1
             and isinstance(targets[0], ast.Name | ast.Tuple)
-            and isinstance(self.eval(node.func), PlRef)
-            and self.eval(node.func).path == "pl.yield_"  # type: ignore[union-attr]
+            and isinstance(self.k.eval(node.func), PlRef)
+            and self.k.eval(node.func).path == "pl.yield_"  # type: ignore[union-attr]
         ):
             return self.yield_values(node, node)
-        return self.eval(node)
+        return self.k.eval(node)
 
     def assign(self, target: ast.expr, value: Val, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
@@ -139,19 +151,19 @@ class StatementMixin:
             for t, item in zip(target.elts, unpacked(value, len(target.elts)), strict=True):
                 self.assign(t, item, stmt)
         elif isinstance(target, ast.Subscript):
-            base = self.eval(target.value)
+            base = self.k.eval(target.value)
             if isinstance(base, TensorVal):
-                region = region_sub(self, base, target) or self.access.region_at(base, None, None)
-                v = self.value(value)
+                region = region_sub(self.k, base, target) or self.access.region_at(base, None, None)
+                v = self.k.value(value)
                 self.access.record(base, region, "write", target)
                 self.body.emit(
                     ir_body.StoreS(
-                        base.root, self.access.root_region(base, region), v, "write", self.span(stmt)
+                        base.root, self.access.root_region(base, region), v, "write", self.k.span(stmt)
                     )
                 )
             else:
-                self.notes.not_modelled(
-                    self.span(target),
+                self.k.notes.not_modelled(
+                    self.k.span(target),
                     "an element or slice assignment into a local tile",
                     "the tile's content after it is unknown to the sort and capacity rules",
                 )
@@ -172,7 +184,7 @@ class StatementMixin:
         if isinstance(value, SeqVal):
             self.names.bind(name, value)
             return
-        v = self.value(value)
+        v = self.k.value(value)
         existing = self.names.find(name)
         declared = (
             isinstance(existing, TileVal)
@@ -180,7 +192,7 @@ class StatementMixin:
             and existing.value.name == name
         )
         declared = declared or (isinstance(existing, IntVal) and existing.expr == Sym(name, DYNAMIC))
-        self.body.emit((ir_body.AssignS if declared else ir_body.LetS)(name, v, self.span(stmt)))
+        self.body.emit((ir_body.AssignS if declared else ir_body.LetS)(name, v, self.k.span(stmt)))
         if (
             not declared
             and isinstance(v, ir_body.CallV)
@@ -202,28 +214,28 @@ class StatementMixin:
 
     def aug_assign(self, s: ast.AugAssign) -> None:
         if isinstance(s.target, ast.Subscript):
-            base = self.eval(s.target.value)
+            base = self.k.eval(s.target.value)
             if isinstance(base, TensorVal):
-                region = region_sub(self, base, s.target) or self.access.region_at(base, None, None)
-                v = self.value(self.eval(s.value))
+                region = region_sub(self.k, base, s.target) or self.access.region_at(base, None, None)
+                v = self.k.value(self.k.eval(s.value))
                 self.access.record(base, region, "read", s.target)
                 self.access.record(base, region, "write", s.target)
                 self.body.emit(
                     ir_body.StoreS(
-                        base.root, self.access.root_region(base, region), v, "accumulate", self.span(s)
+                        base.root, self.access.root_region(base, region), v, "accumulate", self.k.span(s)
                     )
                 )
                 return
         if isinstance(s.target, ast.Name):
-            old = self.lookup(s.target.id, s.target)
-            new = self.binary(s.op, old, self.eval(s.value), s)
+            old = self.k.lookup(s.target.id, s.target)
+            new = self.k.binary(s.op, old, self.k.eval(s.value), s)
             self.names.assigned[s.target.id] += 1
             self.assign_name(s.target.id, new, s)
             return
-        self.notes.not_modelled(self.span(s), "this augmented assignment", "it is skipped")
+        self.k.notes.not_modelled(self.k.span(s), "this augmented assignment", "it is skipped")
 
     def yield_values(self, node: ast.Call, stmt: ast.AST) -> Val:
-        values = [self.eval(a) for a in node.args]
+        values = [self.k.eval(a) for a in node.args]
         if self.carried:
             for name, v in zip(self.carried[-1], values, strict=False):
                 self.assign_name(name, v, stmt)  # type: ignore[arg-type]
@@ -231,7 +243,7 @@ class StatementMixin:
 
     def for_loop(self, s: ast.For) -> None:
         it = s.iter
-        func = self.eval(it.func) if isinstance(it, ast.Call) else None
+        func = self.k.eval(it.func) if isinstance(it, ast.Call) else None
         path = (
             func.path
             if isinstance(func, PlRef)
@@ -247,9 +259,9 @@ class StatementMixin:
             carried = [t.id for t in rest if isinstance(t, ast.Name)]
             target = target.elts[0]
         if kind is None or not isinstance(target, ast.Name) or not isinstance(it, ast.Call):
-            self.notes.not_modelled(
-                self.span(s),
-                f"a loop over '{ast.unparse(it)}' inside task {self.task}",
+            self.k.notes.not_modelled(
+                self.k.span(s),
+                f"a loop over '{ast.unparse(it)}' inside task {self.k.task}",
                 "its body was read once with an unknown index",
             )
             self.names.push()
@@ -262,13 +274,13 @@ class StatementMixin:
         kws = {kw.arg: kw.value for kw in it.keywords if kw.arg}
         if path == "pl.split_aiv":
             self.body.dual_lanes = True
-            start, stop, step = Const(0), self.int_expr(self.eval(pos[0])) if pos else Const(2), Const(1)
+            start, stop, step = Const(0), self.k.int_expr(self.k.eval(pos[0])) if pos else Const(2), Const(1)
         else:
-            bounds = [self.int_expr(self.eval(a)) for a in pos]
+            bounds = [self.k.int_expr(self.k.eval(a)) for a in pos]
             if not 1 <= len(bounds) <= 3 or any(b is None for b in bounds):
-                self.notes.not_modelled(
-                    self.span(it),
-                    f"loop bounds the reader cannot evaluate inside task {self.task}",
+                self.k.notes.not_modelled(
+                    self.k.span(it),
+                    f"loop bounds the reader cannot evaluate inside task {self.k.task}",
                     "accesses in the loop are taken over the whole tensor extent",
                 )
                 bounds = [Const(0), Sym(f"data@{s.lineno}:{s.col_offset + 1}", DYNAMIC)]
@@ -281,16 +293,16 @@ class StatementMixin:
             stop = Const(2)
         stages = 1
         if kind == "pipeline" and "stage" in kws:
-            sv = self.static(self.eval(kws["stage"]))
+            sv = self.k.static(self.k.eval(kws["stage"]))
             stages = sv if isinstance(sv, int) and sv > 0 else 1
         if carried and "init_values" in kws:
-            inits = self.eval(kws["init_values"])
+            inits = self.k.eval(kws["init_values"])
             items = inits.items if isinstance(inits, SeqVal) else (inits,)
             for name, v in zip(carried, items, strict=False):
                 self.names.assigned[name] += 1
                 self.assign_name(name, v, s)
         var = target.id
-        loop = Loop(var, start, stop, step, kind, self.span(s))
+        loop = Loop(var, start, stop, step, kind, self.k.span(s))
         self.body.loops.append(loop)
         self.names.push({var: IntVal(Sym(var, LOOP))})
         self.body.open_block()
@@ -304,27 +316,27 @@ class StatementMixin:
             self.body.loops.pop()
             if carried:
                 self.carried.pop()
-        self.body.emit(ir_body.ForS(var, start, stop, step, kind, stages, tuple(body), self.span(s)))
+        self.body.emit(ir_body.ForS(var, start, stop, step, kind, stages, tuple(body), self.k.span(s)))
 
     def if_stmt(self, s: ast.If) -> None:
-        cond_val = self.eval(s.test)
-        expr = self.int_expr(cond_val) if not isinstance(cond_val, PyVal) else None
+        cond_val = self.k.eval(s.test)
+        expr = self.k.int_expr(cond_val) if not isinstance(cond_val, PyVal) else None
         if expr is None:
-            truth = self.truth(cond_val)
+            truth = self.k.truth(cond_val)
             if truth is not None:
                 self.statements(s.body if truth else s.orelse)
                 return
             expr = Sym(f"data@{s.test.lineno}:{s.test.col_offset + 1}", DYNAMIC)
             cond_ir: ir_body.Value = (
-                self.value(cond_val) if isinstance(cond_val, TileVal) else ir_body.IntV(expr)
+                self.k.value(cond_val) if isinstance(cond_val, TileVal) else ir_body.IntV(expr)
             )
         else:
             cond_ir = ir_body.IntV(expr, ir_body.ScalarType("bool"))
-        span = self.span(s.test)
+        span = self.k.span(s.test)
         then, then_scope = self.branch(Condition(expr, span), s.body)
         orelse, else_scope = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
         then, orelse = self.join_branches(then_scope, else_scope, then, orelse, s)
-        self.body.emit(ir_body.IfS(cond_ir, then, orelse, self.span(s)))
+        self.body.emit(ir_body.IfS(cond_ir, then, orelse, self.k.span(s)))
 
     def branch(
         self, cond: Condition, stmts: list[ast.stmt]
@@ -360,7 +372,7 @@ class StatementMixin:
                 local = IntVal(Sym(name, DYNAMIC))
                 for arm, v in ((then, x), (orelse, y)):
                     if v != local:
-                        arm.append(ir_body.LetS(name, ir_body.IntV(v.expr), self.span(s)))
+                        arm.append(ir_body.LetS(name, ir_body.IntV(v.expr), self.k.span(s)))
                 self.names.bind(name, local)
             elif isinstance(x, TileVal) and isinstance(x.value, ir_body.LocalV) and x.value.name == name:
                 self.names.bind(name, x)
@@ -371,17 +383,17 @@ class StatementMixin:
     def with_stmt(self, s: ast.With) -> None:
         for item in s.items:
             ctx = item.context_expr
-            func = self.eval(ctx.func) if isinstance(ctx, ast.Call) else self.eval(ctx)
+            func = self.k.eval(ctx.func) if isinstance(ctx, ast.Call) else self.k.eval(ctx)
             path = func.path if isinstance(func, PlRef) else ""
             if path in ("pl.at", "pl.spmd", "pl.cluster"):
-                self.notes.not_modelled(
-                    line_span(self.file, s),
-                    f"a {path} scope nested inside task {self.task}",
+                self.k.notes.not_modelled(
+                    line_span(self.k.file, s),
+                    f"a {path} scope nested inside task {self.k.task}",
                     "its body is read as part of the enclosing task, not as a task of its own",
                 )
             elif path not in ("pl.scope", "pl.manual_scope", "pl.split_aiv"):
-                self.notes.not_modelled(
-                    line_span(self.file, s),
+                self.k.notes.not_modelled(
+                    line_span(self.k.file, s),
                     f"the context manager '{ast.unparse(ctx)}' inside a kernel",
                     "its body is read as is",
                 )
