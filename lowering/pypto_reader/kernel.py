@@ -31,8 +31,8 @@ from lowering.pypto_reader import sorting as _sorting
 from lowering.pypto_reader.accesses import AccessRecorder, local_load
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.kernel_body import BodyBuilder
-from lowering.pypto_reader.kernel_names import KernelNames
-from lowering.pypto_reader.kernel_statements import StatementWalker, assignment_counts, loop_carried
+from lowering.pypto_reader.kernel_names import KernelNames, assignment_counts, loop_carried
+from lowering.pypto_reader.kernel_statements import StatementWalker
 from lowering.pypto_reader.memory import gather_row, memory_op, region_sub
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.ops import (
