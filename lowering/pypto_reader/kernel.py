@@ -87,7 +87,7 @@ class KernelReader(Evaluator):
         self.names = KernelNames(outer)
         self.body = BodyBuilder()
         self.access = AccessRecorder(tensors, self.body, self.span)
-        self.depth = 0  # helpers spliced into the body, innermost last
+        self.depth = 0  # how many helpers are spliced in now (at most MAX_INLINE_DEPTH)
         self.current: ast.AST | None = None  # the statement being read (for temporaries' spans)
         self.walker = StatementWalker(self)
 
