@@ -177,3 +177,23 @@ def test_the_checker_sees_a_cycle_that_closes_through_a_package_init(tmp_path):
         ["lowering.reader", "lowering.reader.ops", "lowering.table"],
         ["runtime.pkg", "runtime.pkg.a"],
     ]
+
+
+def mixed_classes(package: Path) -> list[str]:
+    """``module.Class`` for each class under ``package`` with more than one base: a class split
+    across files by mixins rather than composed of pieces that each own one job (issue 15)."""
+    out = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and len(node.bases) > 1:
+                out.append(f"{path.relative_to(package).with_suffix('')}.{node.name}")
+    return out
+
+
+def test_the_pypto_reader_composes_its_readers_instead_of_mixing_them_in():
+    assert mixed_classes(ROOT / "lowering" / "pypto_reader") == []
+
+
+def test_the_mixin_check_sees_a_class_of_two_bases(tmp_path):
+    (tmp_path / "reader.py").write_text("class A: pass\nclass B: pass\nclass R(A, B): pass\n")
+    assert mixed_classes(tmp_path) == ["reader.R"]

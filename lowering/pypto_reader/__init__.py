@@ -11,11 +11,15 @@ and a construct it cannot model a P001 note saying what it means for the verdict
 
 Modules, one concern each: ``modules`` (files, imports, module level), ``constants``
 (parameters, config and argv values, admissible sets), ``guards`` (request checks and
-runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (expressions), ``orchestration``
-(statements, loops, inline calls), ``orchestration_calls`` (views, task-id arrays, submits),
-``program`` (what one entry builds), ``scopes`` (the tasks: scopes, kernel calls, deps,
-flags), ``kernel`` / ``kernel_statements`` (task bodies: expressions, statements),
-``accesses`` (regions, loads, stores), ``ops`` / ``sorting`` / ``signals`` (tile ops, sort
+runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (expressions), ``interp`` (the
+Python interpreter), ``orchestration`` (the orchestration interpreter: statements, loops,
+inline calls), composing ``orchestration_calls`` (the ``pl.*`` calls: views, task-id arrays,
+submits), ``scopes`` (the task builder: scopes, kernel calls, deps, flags) and
+``task_bodies`` (reading, caching and splicing task bodies); ``program`` (what one entry
+builds); a task body is read by ``kernel`` (its expressions), composing ``kernel_names`` (name
+resolution), ``kernel_body`` (the IR body, loops, conditions), ``accesses`` (the access
+recorder) and ``kernel_statements`` (the statement walker), with ``memory`` (regions of
+loads, stores, subscripts) and ``ops`` / ``sorting`` / ``signals`` (tile ops, sort
 chains and valid extents, cross-rank signals), ``directions`` (parameter directions and Out
 -> InOut promotion), ``tensors``, ``values``, ``graph`` (entries, ranks, the IR graph) and
 ``notes`` (the P00x codes).

@@ -21,7 +21,8 @@ from lowering.pypto_reader.values import DtypeVal, PlRef, SeqVal, TensorVal
 from lowering.symbolic import Expr
 
 if TYPE_CHECKING:
-    from lowering.pypto_reader.scopes import Frame, OrchReader
+    from lowering.pypto_reader.interp import Frame
+    from lowering.pypto_reader.orchestration import OrchestrationReader
     from lowering.pypto_reader.values import FuncVal
 
 _RANK = {"in": 0, "out": 1, "inout": 2, "nodep": 3}
@@ -68,7 +69,9 @@ def tensor_param(ev: Evaluator, node: ast.expr | None) -> tuple[str, tuple[Expr,
     return dtype, shape, distributed
 
 
-def call_tags(ev: OrchReader, callee: FuncVal, frame: Frame, bound: dict[str, ast.expr]) -> dict[str, str]:
+def call_tags(
+    ev: OrchestrationReader, callee: FuncVal, frame: Frame, bound: dict[str, ast.expr]
+) -> dict[str, str]:
     """Declared direction of every tensor argument of a kernel call, by IR tensor name."""
     tags: dict[str, str] = {}
     args = callee.node.args

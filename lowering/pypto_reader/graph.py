@@ -31,8 +31,8 @@ from lowering.pypto_reader.guards import read_guards
 from lowering.pypto_reader.interp import BudgetExceeded, PyInterpreter
 from lowering.pypto_reader.modules import Loader, ModuleInfo, ModuleInterpreter
 from lowering.pypto_reader.notes import Notes, span_of
+from lowering.pypto_reader.orchestration import OrchestrationReader
 from lowering.pypto_reader.program import Program
-from lowering.pypto_reader.scopes import OrchReader
 from lowering.pypto_reader.signal_clears import zero_writes_as_clears
 from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal
 from lowering.symbolic import Const, EvalError, Expr, Sym, evaluate
@@ -139,7 +139,7 @@ def build_graphs(
             spec_shapes=shapes,
             spec_dtypes=dtypes,
         )
-        reader = OrchReader(prog, module, loader, loader.budget)
+        reader = OrchestrationReader(prog, module, loader, loader.budget)
         try:
             reader.run_entry(entry, rank_params)
         except BudgetExceeded:

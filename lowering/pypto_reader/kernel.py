@@ -1,8 +1,13 @@
-"""The body of one task (a ``pl.at``/``pl.spmd`` scope or an InCore kernel) -> IR body and summaries.
+"""The evaluator of a task body (a ``pl.at``/``pl.spmd`` scope or an InCore kernel): its
+expressions -> IR values, its ``pl.*`` ops -> tile ops, accesses and signals.
 
-The body is read statement by statement into the DSL's typed statements (``lowering.body``)
-while the access, signal and barrier summaries are recorded with their enclosing loops and
-conditions, exactly as the DSL front end does for a ``task { ... }``:
+``KernelReader`` composes one piece per concern and evaluates expressions over them:
+``kernel_names.KernelNames`` (what a name means), ``kernel_body.BodyBuilder`` (the IR
+statements, loops and conditions), ``accesses.AccessRecorder`` (accesses, signals,
+barriers), ``kernel_statements.StatementWalker`` (the statements) and, for the ops, the
+handler tables of ``ops``, ``signals`` and ``sorting`` (merged into ``OPS`` here) and the
+memory ops of ``memory``. The summaries are recorded exactly as the DSL front end does for a
+``task { ... }``:
 
 - a subscript or ``pl.slice``/``pl.load``/``pl.read`` of a tensor is a read of that region;
   ``pl.assemble``/``pl.store``/``pl.write`` and ``t[a:b, :] = v`` are writes (atomic with
@@ -14,24 +19,21 @@ conditions, exactly as the DSL front end does for a ``task { ... }``:
 
 Unknown helpers and ops are opaque: their tensor arguments count as whole reads (the
 direction PyPTO itself infers for unknown uses), with a P001 note.
-
-``KernelReader`` holds the state and evaluates expressions; its statement half is
-``kernel_statements.StatementMixin``, its access half ``accesses.AccessMixin``.
 """
 
 from __future__ import annotations
 
 import ast
-from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 
 from lowering import body as ir_body
-from lowering.ir import Access, BarrierOp, Condition, Loop, SignalOp
 from lowering.pypto_reader import sorting as _sorting
-from lowering.pypto_reader.accesses import AccessMixin, local_load
+from lowering.pypto_reader.accesses import AccessRecorder, local_load
 from lowering.pypto_reader.exprs import Evaluator
-from lowering.pypto_reader.kernel_statements import StatementMixin, assignment_counts, loop_carried
+from lowering.pypto_reader.kernel_body import BodyBuilder
+from lowering.pypto_reader.kernel_names import KernelNames, assignment_counts, loop_carried
+from lowering.pypto_reader.kernel_statements import StatementWalker
+from lowering.pypto_reader.memory import gather_row, memory_op, region_sub
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.ops import (
     IGNORED,
@@ -64,7 +66,7 @@ MAX_INLINE_DEPTH = 32
 OPS = merged(TILE_OPS, SIGNAL_OPS, _sorting.SORT_OPS)
 
 
-class KernelReader(StatementMixin, AccessMixin, Evaluator):
+class KernelReader(Evaluator):
     """Reads one task body. ``outer`` resolves names captured from the orchestration."""
 
     def __init__(
@@ -79,92 +81,70 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         call_func: Callable[[KernelReader, FuncVal, ast.Call], Val] | None = None,
     ):
         super().__init__(file, notes, env)
-        self.outer = outer
-        self.tensors = tensors
         self.task = task
         self.grid = grid
         self.call_func = call_func
-        self.scopes: list[dict[str, Val]] = [{}]
-        self.blocks: list[list[ir_body.Stmt]] = [[]]
-        self.loops: list[Loop] = []
-        self.conds: list[Condition] = []
-        self.order = 0
-        self.temp = 0
-        self.accesses: list[Access] = []
-        self.signals: list[SignalOp] = []
-        self.barriers: list[BarrierOp] = []
-        self.ops: set[str] = set()
-        self.units: set[str] = set()
-        self.signal_tensors: set[str] = set()
-        self.window_tensors: set[str] = set()
-        self.sorted_locals: set[str] = set()
-        self.valid_locals: dict[str, ir_body.CallV] = {}  # local -> the valid-shape call it holds
-        self.assigned: Counter[str] = Counter()
-        self.unstable: set[str] = set()  # loop-carried names: integer lets of them are not inlined
-        self.dual_lanes = False
-        self.anchor_next = False
-        self.read_lets: dict[str, int] = {}  # local bound to a pl.read -> index of its access
-        self.used: set[str] = set()
-        self.depth = 0
-        self.returned: Val | None = None
+        self.names = KernelNames(outer)
+        self.body = BodyBuilder()
+        self.access = AccessRecorder(tensors, self.body, self.span)
+        self.depth = 0  # how many helpers are spliced in now (at most MAX_INLINE_DEPTH)
         self.current: ast.AST | None = None  # the statement being read (for temporaries' spans)
-        self.last_read: int | None = None  # access index of the last pl.read in this statement
-        self.carried: list[list[str]] = []
+        self.walker = StatementWalker(self)
 
     # ---------------------------------------------------------------- entry points
     def read(self, stmts: list[ast.stmt], bindings: dict[str, Val] | None = None) -> tuple[ir_body.Stmt, ...]:
         if bindings:
-            self.scopes[0].update(bindings)
-        self.assigned.update(assignment_counts(stmts))
-        self.unstable |= loop_carried(stmts)
-        self.statements(stmts)
-        self._finish_anchors()
-        return tuple(self.blocks[0])
+            self.names.scopes[0].update(bindings)
+        self.names.assigned.update(assignment_counts(stmts))
+        self.names.unstable |= loop_carried(stmts)
+        self.walker.statements(stmts)
+        self.access.finish_anchors(self.names.used)
+        return self.body.statements()
 
-    def _finish_anchors(self) -> None:
-        """``_ = pl.read(t, [0, 0])`` (a ``_``-name never used) orders the task and carries no data."""
-        for name, index in self.read_lets.items():
-            if name.startswith("_") and name not in self.used and index < len(self.accesses):
-                self.accesses[index] = replace(self.accesses[index], mode="anchor")
-
-    # ---------------------------------------------------------------- bookkeeping
-    def next_order(self) -> int:
-        self.order += 1
-        return self.order
-
-    def loop_tuple(self) -> tuple[Loop, ...]:
-        return tuple(self.loops)
-
-    def cond_tuple(self) -> tuple[Condition, ...]:
-        return tuple(self.conds)
-
-    def emit(self, stmt: ir_body.Stmt) -> None:
-        self.blocks[-1].append(stmt)
-
-    def unit(self, u: str) -> None:
-        if u in ("cube", "vector"):
-            self.units.add(u)
-
-    def fresh(self, prefix: str = "_r") -> str:
-        while True:
-            self.temp += 1
-            name = f"{prefix}{self.temp}"
-            if not any(name in s for s in self.scopes) and name not in self.assigned:
-                return name
+    def splice(
+        self, file: str, outer: Callable[[str, ast.AST], Val], bound: dict[str, Val], stmts: list[ast.stmt]
+    ) -> Val:
+        """Read the body of a helper called in the kernel as part of it: ``bound`` are its
+        parameters, ``outer`` and ``file`` its module's; returns what it returns."""
+        names = self.names
+        saved_outer, saved_file, saved_assigned, saved_unstable = (
+            names.outer,
+            self.file,
+            names.assigned,
+            names.unstable,
+        )
+        names.outer, self.file = outer, file
+        names.push(bound)
+        self.depth += 1
+        names.assigned = saved_assigned + assignment_counts(stmts)
+        names.unstable = saved_unstable | loop_carried(stmts)
+        walker = self.walker
+        walker.returned = None
+        try:
+            walker.statements(stmts)
+            return walker.returned if walker.returned is not None else PyVal(None)
+        finally:
+            self.depth -= 1
+            names.pop()
+            names.outer, self.file, names.assigned, names.unstable = (
+                saved_outer,
+                saved_file,
+                saved_assigned,
+                saved_unstable,
+            )
 
     # ---------------------------------------------------------------- names
     def lookup(self, name: str, node: ast.AST) -> Val:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                self.used.add(name)
-                return scope[name]
-        return self.outer(name, node)
+        return self.names.lookup(name, node)
 
-    def bind(self, name: str, value: Val) -> None:
-        self.scopes[-1][name] = value
+    # ---------------------------------------------------------------- tensors
+    def tensor_of(self, node: ast.expr) -> TensorVal | None:
+        v = self.eval(node)
+        return v if isinstance(v, TensorVal) else None
 
-    def is_local(self, name: str) -> bool:
-        return any(name in s for s in self.scopes)
+    def tensor_shape(self, t: TensorVal) -> Val:
+        shape = self.access.tensor_shape_exprs(t)
+        return SeqVal(tuple(IntVal(d) for d in shape)) if shape is not None else UNKNOWN
 
     # ---------------------------------------------------------------- values
     def int_expr(self, v: Val) -> Expr | None:
@@ -180,8 +160,8 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
                 return Sym(v.value.name, DYNAMIC)
             if isinstance(v.value, ir_body.IntV):
                 return v.value.expr
-            name = self.fresh()
-            self.emit(ir_body.LetS(name, v.value, self.span(self.current)))
+            name = self.names.fresh()
+            self.body.emit(ir_body.LetS(name, v.value, self.span(self.current)))
             return Sym(name, DYNAMIC)
         return None
 
@@ -214,9 +194,9 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             if items is not None:
                 return ir_body.ListV(items, ir_body.ListType(len(items)))
         if isinstance(v, TensorVal):
-            region = self.region_at(v, None, None)
-            self.record(v, region, "read", self.current)  # located at the statement using it
-            return self.load_value(v, region).value
+            region = self.access.region_at(v, None, None)
+            self.access.record(v, region, "read", self.current)  # located at the statement using it
+            return self.access.load_value(v, region).value
         if isinstance(v, DtypeVal):
             return ir_body.DtypeV(v.dtype or "f32")
         return ir_body.CallV("opaque", (), (), ir_body.ScalarType("f32"))
@@ -224,16 +204,16 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
     # ---------------------------------------------------------------- expressions
     def subscript(self, base: Val, node: ast.Subscript) -> Val:
         if isinstance(base, TensorVal):
-            region = self.region_sub(base, node)
+            region = region_sub(self, base, node)
             if region is None:
                 self.notes.not_modelled(
                     self.span(node),
                     f"a subscript of '{base.root}' the reader cannot evaluate",
                     "the whole tensor is taken as read",
                 )
-                region = self.region_at(base, None, None)
-            self.record(base, region, "read", node)
-            return self.load_value(base, region)
+                region = self.access.region_at(base, None, None)
+            self.access.record(base, region, "read", node)
+            return self.access.load_value(base, region)
         if isinstance(base, TileVal):
             out = _sorting.readout(self, base, node)
             if out is not None:
@@ -242,7 +222,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             if t is None or not isinstance(base.value, ir_body.LocalV):
                 return base
             view = TensorVal(base.value.name, None, t.shape)
-            region = self.region_sub(view, node)
+            region = region_sub(self, view, node)
             if region is None:
                 return base
             return local_load(base.value.name, t, region)
@@ -256,7 +236,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         x, y = self.value(a), self.value(b)
         rtype = broadcast(x, y)
         if isinstance(rtype, ir_body.TileType):
-            self.unit("vector")
+            self.body.unit("vector")
         if name == "div" and getattr(rtype, "dtype", "f32") in INTEGER_DTYPES:
             name = "floordiv"
         return TileVal(ir_body.BinV(name, x, y, rtype))
@@ -285,7 +265,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
     def negate(self, v: Val, node: ast.AST) -> Val:
         if isinstance(v, TileVal):
             if isinstance(v.type, ir_body.TileType):
-                self.unit("vector")
+                self.body.unit("vector")
             return TileVal(ir_body.CallV("neg", (v.value,), (), v.type))
         return UNKNOWN
 
@@ -296,20 +276,20 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             return collective(self, path, node)
         key = short_name(path)
         if key == "gather_row":
-            return self.gather_row(node)
+            return gather_row(self, node)
         if key == "read" or key == "write" or key in ("load", "slice", "assemble", "store"):
-            return self.memory_op(key, node)
+            return memory_op(self, key, node)
         entry = OPS.get(key)
         if entry is None:
             return self.opaque_op(key, node)
         handler, params = entry
         out = handler(self, key if "." not in key else path, node, self.arguments(node, list(params)))
         if isinstance(out, TileVal) and isinstance(out.value, ir_body.CallV):
-            self.ops.add(out.value.op)
+            self.body.ops.add(out.value.op)
         elif (
             isinstance(out, TileVal) and isinstance(out.value, ir_body.BinV) and key in ("maximum", "minimum")
         ):
-            self.ops.add(key)
+            self.body.ops.add(key)
         return out
 
     def call_other(self, func: Val, node: ast.Call) -> Val:
@@ -327,8 +307,8 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
         for a in [*node.args, *(kw.value for kw in node.keywords)]:
             v = self.eval(a)
             if isinstance(v, TensorVal):
-                region = self.region_at(v, None, None)
-                self.record(v, region, "read", a, opaque=True)
+                region = self.access.region_at(v, None, None)
+                self.access.record(v, region, "read", a, opaque=True)
                 read_any = True
                 continue
             if isinstance(v, TileVal | IntVal) or (isinstance(v, PyVal) and isinstance(v.value, int | float)):
@@ -341,7 +321,7 @@ class KernelReader(StatementMixin, AccessMixin, Evaluator):
             )
         first = next((a for a in args if isinstance(a.type, ir_body.TileType)), None)
         if first is not None:
-            self.unit("vector")
+            self.body.unit("vector")
         rtype = first.type if first is not None else ir_body.ScalarType("f32")
         return TileVal(ir_body.CallV(name.rsplit(".", 1)[-1], tuple(args), (), rtype))
 

@@ -1,6 +1,6 @@
 """The statements of a task body: assignments, stores, loops, branches and scopes -> IR statements.
 
-The statement half of ``KernelReader`` (``lowering.pypto_reader.kernel``), which evaluates the
+``StatementWalker`` walks them; the kernel evaluator (``kernel.KernelReader``) evaluates the
 expressions in them: an integer assigned once is inlined as a symbolic expression, other
 values become ``let``/assignments of locals; ``t[a:b, :] = v`` and ``t[...] += v`` are
 stores; kernel loops (``pl.range``/``pl.pipeline``/``pl.unroll``/``range``/``pl.split_aiv``)
@@ -11,11 +11,12 @@ them records those. What the reader cannot model is a P001 note, never a dropped
 from __future__ import annotations
 
 import ast
-from collections import Counter
+from typing import TYPE_CHECKING
 
 from lowering import body as ir_body
 from lowering.ir import Condition, Loop
 from lowering.pypto_reader import sorting as _sorting
+from lowering.pypto_reader.memory import region_sub
 from lowering.pypto_reader.notes import line_span
 from lowering.pypto_reader.ops import INTEGER_DTYPES, short_name
 from lowering.pypto_reader.values import (
@@ -32,6 +33,9 @@ from lowering.pypto_reader.values import (
 )
 from lowering.symbolic import DYNAMIC, LOOP, Const, Sym, binop
 
+if TYPE_CHECKING:
+    from lowering.pypto_reader.kernel import KernelReader
+
 LOOP_KINDS = {
     "pl.range": "range",
     "pl.parallel": "parallel",
@@ -42,8 +46,16 @@ LOOP_KINDS = {
 }
 
 
-class StatementMixin:
-    """The statement half of ``KernelReader`` (it provides eval, values, accesses and scopes)."""
+class StatementWalker:
+    """Walks the statements of one task body; ``k`` evaluates the expressions in them."""
+
+    def __init__(self, k: KernelReader) -> None:
+        self.k = k
+        self.names = k.names
+        self.body = k.body
+        self.access = k.access
+        self.returned: Val | None = None  # what a ``return`` of a spliced helper gave
+        self.carried: list[list[str]] = []  # the names each enclosing ``pl.range(init_values=)`` carries
 
     # ---------------------------------------------------------------- statements
     def statements(self, stmts: list[ast.stmt]) -> bool:
@@ -51,18 +63,18 @@ class StatementMixin:
         for s in stmts:
             if isinstance(s, ast.Return):
                 if s.value is not None:
-                    self.returned = self.eval(s.value)
+                    self.returned = self.k.eval(s.value)
                 return False
-            self.current, self.last_read = s, None
+            self.k.current, self.access.last_read = s, None
             try:
                 self.statement(s)
             except RecursionError:
                 raise
             except Exception as err:  # noqa: BLE001 - the reader never crashes on one statement
-                self.notes.add(
+                self.k.notes.add(
                     "P004",
-                    self.span(s),
-                    f"the reader failed on this statement of task {self.task} ({type(err).__name__}: {err})",
+                    self.k.span(s),
+                    f"the reader failed on this statement of task {self.k.task} ({type(err).__name__}: {err})",
                 )
         return True
 
@@ -85,18 +97,18 @@ class StatementMixin:
         elif isinstance(s, ast.With):
             self.with_stmt(s)
         elif isinstance(s, ast.While):
-            self.notes.not_modelled(
-                self.span(s),
-                f"a while loop inside task {self.task}",
+            self.k.notes.not_modelled(
+                self.k.span(s),
+                f"a while loop inside task {self.k.task}",
                 "its body was read once, as if it ran a single iteration; counts of signals in it are wrong",
             )
             self.statements(s.body)
         elif isinstance(s, ast.Pass | ast.Assert | ast.FunctionDef | ast.Import | ast.ImportFrom):
             return
         else:
-            self.notes.not_modelled(
-                self.span(s),
-                f"a {type(s).__name__} statement inside task {self.task}",
+            self.k.notes.not_modelled(
+                self.k.span(s),
+                f"a {type(s).__name__} statement inside task {self.k.task}",
                 "it is skipped; accesses or signals in it are not seen",
             )
 
@@ -105,31 +117,31 @@ class StatementMixin:
         if isinstance(node, ast.Constant):
             return  # a docstring
         if isinstance(node, ast.Call):
-            func = self.eval(node.func)
+            func = self.k.eval(node.func)
             if isinstance(func, PlRef) and short_name(func.path) == "read":
-                self.anchor_next = True
-                v = self.eval(node)
-                self.anchor_next = False
+                self.access.anchor_next = True
+                v = self.k.eval(node)
+                self.access.anchor_next = False
                 if isinstance(v, TileVal):
-                    self.emit(ir_body.EvalS(v.value, self.span(s)))
+                    self.body.emit(ir_body.EvalS(v.value, self.k.span(s)))
                 return
             if isinstance(func, PlRef) and func.path == "pl.yield_":
                 self.yield_values(node, s)
                 return
-        v = self.eval(node)
+        v = self.k.eval(node)
         if isinstance(v, TileVal) and isinstance(v.value, ir_body.CallV) and v.value.op != "opaque":
-            self.emit(ir_body.EvalS(v.value, self.span(s)))
+            self.body.emit(ir_body.EvalS(v.value, self.k.span(s)))
 
     def assign_value(self, node: ast.expr, targets: list[ast.expr]) -> Val:
         if (
             isinstance(node, ast.Call)
             and len(targets) == 1
             and isinstance(targets[0], ast.Name | ast.Tuple)
-            and isinstance(self.eval(node.func), PlRef)
-            and self.eval(node.func).path == "pl.yield_"  # type: ignore[union-attr]
+            and isinstance(self.k.eval(node.func), PlRef)
+            and self.k.eval(node.func).path == "pl.yield_"  # type: ignore[union-attr]
         ):
             return self.yield_values(node, node)
-        return self.eval(node)
+        return self.k.eval(node)
 
     def assign(self, target: ast.expr, value: Val, stmt: ast.stmt) -> None:
         if isinstance(target, ast.Name):
@@ -138,87 +150,91 @@ class StatementMixin:
             for t, item in zip(target.elts, unpacked(value, len(target.elts)), strict=True):
                 self.assign(t, item, stmt)
         elif isinstance(target, ast.Subscript):
-            base = self.eval(target.value)
+            base = self.k.eval(target.value)
             if isinstance(base, TensorVal):
-                region = self.region_sub(base, target) or self.region_at(base, None, None)
-                v = self.value(value)
-                self.record(base, region, "write", target)
-                self.emit(
-                    ir_body.StoreS(base.root, self.root_region(base, region), v, "write", self.span(stmt))
+                region = region_sub(self.k, base, target) or self.access.region_at(base, None, None)
+                v = self.k.value(value)
+                self.access.record(base, region, "write", target)
+                self.body.emit(
+                    ir_body.StoreS(
+                        base.root, self.access.root_region(base, region), v, "write", self.k.span(stmt)
+                    )
                 )
             else:
-                self.notes.not_modelled(
-                    self.span(target),
+                self.k.notes.not_modelled(
+                    self.k.span(target),
                     "an element or slice assignment into a local tile",
                     "the tile's content after it is unknown to the sort and capacity rules",
                 )
 
     def assign_name(self, name: str, value: Val, stmt: ast.stmt) -> None:
-        if isinstance(value, IntVal) and name not in self.unstable:
-            existing = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+        if isinstance(value, IntVal) and name not in self.names.unstable:
+            existing = self.names.find(name)
             if not s_int(existing) or existing.expr.name != name:  # type: ignore[union-attr]
-                self.bind(name, value)  # an integer let: inlined (each assignment rebinds, as in Python)
+                self.names.bind(
+                    name, value
+                )  # an integer let: inlined (each assignment rebinds, as in Python)
                 return
         if isinstance(value, TensorVal | PlRef | FuncVal | Unknown) or (
             isinstance(value, PyVal) and not isinstance(value.value, float | bool)
         ):
-            self.bind(name, value)
+            self.names.bind(name, value)
             return
         if isinstance(value, SeqVal):
-            self.bind(name, value)
+            self.names.bind(name, value)
             return
-        v = self.value(value)
-        existing = next((s[name] for s in reversed(self.scopes) if name in s), None)
+        v = self.k.value(value)
+        existing = self.names.find(name)
         declared = (
             isinstance(existing, TileVal)
             and isinstance(existing.value, ir_body.LocalV)
             and existing.value.name == name
         )
         declared = declared or (isinstance(existing, IntVal) and existing.expr == Sym(name, DYNAMIC))
-        self.emit((ir_body.AssignS if declared else ir_body.LetS)(name, v, self.span(stmt)))
-        if not declared and isinstance(v, ir_body.CallV) and v.op == "read" and self.last_read is not None:
-            self.read_lets[name] = self.last_read
+        self.body.emit((ir_body.AssignS if declared else ir_body.LetS)(name, v, self.k.span(stmt)))
+        if (
+            not declared
+            and isinstance(v, ir_body.CallV)
+            and v.op == "read"
+            and self.access.last_read is not None
+        ):
+            self.access.read_lets[name] = self.access.last_read
         if isinstance(v, ir_body.CallV) and v.op in _sorting.SORTED_OPS:
-            self.sorted_locals.add(name)
+            self.names.sorted_locals.add(name)
         if isinstance(v, ir_body.CallV) and v.op in ir_body.VALID_OPS:
-            self.valid_locals[name] = v
+            self.names.valid_locals[name] = v
         else:
-            self.valid_locals.pop(name, None)
+            self.names.valid_locals.pop(name, None)
         vt = v.type
         if isinstance(vt, ir_body.ScalarType) and vt.dtype in INTEGER_DTYPES:
-            self.bind_declared(name, IntVal(Sym(name, DYNAMIC)))
+            self.names.bind_declared(name, IntVal(Sym(name, DYNAMIC)))
         else:
-            self.bind_declared(name, TileVal(ir_body.LocalV(name, vt)))
-
-    def bind_declared(self, name: str, value: Val) -> None:
-        for scope in reversed(self.scopes):
-            if name in scope:
-                scope[name] = value
-                return
-        self.scopes[-1][name] = value
+            self.names.bind_declared(name, TileVal(ir_body.LocalV(name, vt)))
 
     def aug_assign(self, s: ast.AugAssign) -> None:
         if isinstance(s.target, ast.Subscript):
-            base = self.eval(s.target.value)
+            base = self.k.eval(s.target.value)
             if isinstance(base, TensorVal):
-                region = self.region_sub(base, s.target) or self.region_at(base, None, None)
-                v = self.value(self.eval(s.value))
-                self.record(base, region, "read", s.target)
-                self.record(base, region, "write", s.target)
-                self.emit(
-                    ir_body.StoreS(base.root, self.root_region(base, region), v, "accumulate", self.span(s))
+                region = region_sub(self.k, base, s.target) or self.access.region_at(base, None, None)
+                v = self.k.value(self.k.eval(s.value))
+                self.access.record(base, region, "read", s.target)
+                self.access.record(base, region, "write", s.target)
+                self.body.emit(
+                    ir_body.StoreS(
+                        base.root, self.access.root_region(base, region), v, "accumulate", self.k.span(s)
+                    )
                 )
                 return
         if isinstance(s.target, ast.Name):
-            old = self.lookup(s.target.id, s.target)
-            new = self.binary(s.op, old, self.eval(s.value), s)
-            self.assigned[s.target.id] += 1
+            old = self.k.lookup(s.target.id, s.target)
+            new = self.k.binary(s.op, old, self.k.eval(s.value), s)
+            self.names.assigned[s.target.id] += 1
             self.assign_name(s.target.id, new, s)
             return
-        self.notes.not_modelled(self.span(s), "this augmented assignment", "it is skipped")
+        self.k.notes.not_modelled(self.k.span(s), "this augmented assignment", "it is skipped")
 
     def yield_values(self, node: ast.Call, stmt: ast.AST) -> Val:
-        values = [self.eval(a) for a in node.args]
+        values = [self.k.eval(a) for a in node.args]
         if self.carried:
             for name, v in zip(self.carried[-1], values, strict=False):
                 self.assign_name(name, v, stmt)  # type: ignore[arg-type]
@@ -226,7 +242,7 @@ class StatementMixin:
 
     def for_loop(self, s: ast.For) -> None:
         it = s.iter
-        func = self.eval(it.func) if isinstance(it, ast.Call) else None
+        func = self.k.eval(it.func) if isinstance(it, ast.Call) else None
         path = (
             func.path
             if isinstance(func, PlRef)
@@ -242,28 +258,28 @@ class StatementMixin:
             carried = [t.id for t in rest if isinstance(t, ast.Name)]
             target = target.elts[0]
         if kind is None or not isinstance(target, ast.Name) or not isinstance(it, ast.Call):
-            self.notes.not_modelled(
-                self.span(s),
-                f"a loop over '{ast.unparse(it)}' inside task {self.task}",
+            self.k.notes.not_modelled(
+                self.k.span(s),
+                f"a loop over '{ast.unparse(it)}' inside task {self.k.task}",
                 "its body was read once with an unknown index",
             )
-            self.scopes.append({})
+            self.names.push()
             if isinstance(target, ast.Name):
-                self.bind(target.id, IntVal(Sym(target.id, DYNAMIC)))
+                self.names.bind(target.id, IntVal(Sym(target.id, DYNAMIC)))
             self.statements(s.body)
-            self.scopes.pop()
+            self.names.pop()
             return
         pos = [a for a in it.args if not isinstance(a, ast.Starred)]
         kws = {kw.arg: kw.value for kw in it.keywords if kw.arg}
         if path == "pl.split_aiv":
-            self.dual_lanes = True
-            start, stop, step = Const(0), self.int_expr(self.eval(pos[0])) if pos else Const(2), Const(1)
+            self.body.dual_lanes = True
+            start, stop, step = Const(0), self.k.int_expr(self.k.eval(pos[0])) if pos else Const(2), Const(1)
         else:
-            bounds = [self.int_expr(self.eval(a)) for a in pos]
+            bounds = [self.k.int_expr(self.k.eval(a)) for a in pos]
             if not 1 <= len(bounds) <= 3 or any(b is None for b in bounds):
-                self.notes.not_modelled(
-                    self.span(it),
-                    f"loop bounds the reader cannot evaluate inside task {self.task}",
+                self.k.notes.not_modelled(
+                    self.k.span(it),
+                    f"loop bounds the reader cannot evaluate inside task {self.k.task}",
                     "accesses in the loop are taken over the whole tensor extent",
                 )
                 bounds = [Const(0), Sym(f"data@{s.lineno}:{s.col_offset + 1}", DYNAMIC)]
@@ -276,64 +292,64 @@ class StatementMixin:
             stop = Const(2)
         stages = 1
         if kind == "pipeline" and "stage" in kws:
-            sv = self.static(self.eval(kws["stage"]))
+            sv = self.k.static(self.k.eval(kws["stage"]))
             stages = sv if isinstance(sv, int) and sv > 0 else 1
         if carried and "init_values" in kws:
-            inits = self.eval(kws["init_values"])
+            inits = self.k.eval(kws["init_values"])
             items = inits.items if isinstance(inits, SeqVal) else (inits,)
             for name, v in zip(carried, items, strict=False):
-                self.assigned[name] += 1
+                self.names.assigned[name] += 1
                 self.assign_name(name, v, s)
         var = target.id
-        loop = Loop(var, start, stop, step, kind, self.span(s))
-        self.loops.append(loop)
-        self.scopes.append({var: IntVal(Sym(var, LOOP))})
-        self.blocks.append([])
+        loop = Loop(var, start, stop, step, kind, self.k.span(s))
+        self.body.loops.append(loop)
+        self.names.push({var: IntVal(Sym(var, LOOP))})
+        self.body.open_block()
         if carried:
             self.carried.append(carried)
         try:
             self.statements(s.body)
         finally:
-            body = self.blocks.pop()
-            self.scopes.pop()
-            self.loops.pop()
+            body = self.body.close_block()
+            self.names.pop()
+            self.body.loops.pop()
             if carried:
                 self.carried.pop()
-        self.emit(ir_body.ForS(var, start, stop, step, kind, stages, tuple(body), self.span(s)))
+        self.body.emit(ir_body.ForS(var, start, stop, step, kind, stages, tuple(body), self.k.span(s)))
 
     def if_stmt(self, s: ast.If) -> None:
-        cond_val = self.eval(s.test)
-        expr = self.int_expr(cond_val) if not isinstance(cond_val, PyVal) else None
+        cond_val = self.k.eval(s.test)
+        expr = self.k.int_expr(cond_val) if not isinstance(cond_val, PyVal) else None
         if expr is None:
-            truth = self.truth(cond_val)
+            truth = self.k.truth(cond_val)
             if truth is not None:
                 self.statements(s.body if truth else s.orelse)
                 return
             expr = Sym(f"data@{s.test.lineno}:{s.test.col_offset + 1}", DYNAMIC)
             cond_ir: ir_body.Value = (
-                self.value(cond_val) if isinstance(cond_val, TileVal) else ir_body.IntV(expr)
+                self.k.value(cond_val) if isinstance(cond_val, TileVal) else ir_body.IntV(expr)
             )
         else:
             cond_ir = ir_body.IntV(expr, ir_body.ScalarType("bool"))
-        span = self.span(s.test)
+        span = self.k.span(s.test)
         then, then_scope = self.branch(Condition(expr, span), s.body)
         orelse, else_scope = self.branch(Condition(binop("==", expr, Const(0)), span), s.orelse)
         then, orelse = self.join_branches(then_scope, else_scope, then, orelse, s)
-        self.emit(ir_body.IfS(cond_ir, then, orelse, self.span(s)))
+        self.body.emit(ir_body.IfS(cond_ir, then, orelse, self.k.span(s)))
 
     def branch(
         self, cond: Condition, stmts: list[ast.stmt]
     ) -> tuple[tuple[ir_body.Stmt, ...], dict[str, Val]]:
         """One arm of an ``if``: its own block and scope, its accesses under ``cond``."""
-        self.conds.append(cond)
-        self.blocks.append([])
-        self.scopes.append({})
+        self.body.conds.append(cond)
+        self.body.open_block()
+        self.names.push()
         try:
             self.statements(stmts)
         finally:
-            body = self.blocks.pop()
-            scope = self.scopes.pop()
-            self.conds.pop()
+            body = self.body.close_block()
+            scope = self.names.pop()
+            self.body.conds.pop()
         return tuple(body), scope
 
     def join_branches(self, a: dict[str, Val], b: dict[str, Val], then: tuple, orelse: tuple, s: ast.If):
@@ -343,40 +359,40 @@ class StatementMixin:
         joins across the arms. Returns the arms' statements with those assignments."""
         then, orelse = list(then), list(orelse)
         for name in dict.fromkeys([*a, *b]):
-            if self.is_local(name) and not any(name in sc for sc in (a, b)):
+            if self.names.is_local(name) and not any(name in sc for sc in (a, b)):
                 continue
-            outer = next((sc[name] for sc in reversed(self.scopes) if name in sc), None)
+            outer = self.names.find(name)
             x, y = a.get(name, outer), b.get(name, outer)
             if x is None or y is None:
-                self.bind(name, x if x is not None else y)  # bound on one path only
+                self.names.bind(name, x if x is not None else y)  # bound on one path only
             elif x == y:
-                self.bind(name, x)
+                self.names.bind(name, x)
             elif isinstance(x, IntVal) and isinstance(y, IntVal):
                 local = IntVal(Sym(name, DYNAMIC))
                 for arm, v in ((then, x), (orelse, y)):
                     if v != local:
-                        arm.append(ir_body.LetS(name, ir_body.IntV(v.expr), self.span(s)))
-                self.bind(name, local)
+                        arm.append(ir_body.LetS(name, ir_body.IntV(v.expr), self.k.span(s)))
+                self.names.bind(name, local)
             elif isinstance(x, TileVal) and isinstance(x.value, ir_body.LocalV) and x.value.name == name:
-                self.bind(name, x)
+                self.names.bind(name, x)
             elif isinstance(y, TileVal) and isinstance(y.value, ir_body.LocalV) and y.value.name == name:
-                self.bind(name, y)
+                self.names.bind(name, y)
         return tuple(then), tuple(orelse)
 
     def with_stmt(self, s: ast.With) -> None:
         for item in s.items:
             ctx = item.context_expr
-            func = self.eval(ctx.func) if isinstance(ctx, ast.Call) else self.eval(ctx)
+            func = self.k.eval(ctx.func) if isinstance(ctx, ast.Call) else self.k.eval(ctx)
             path = func.path if isinstance(func, PlRef) else ""
             if path in ("pl.at", "pl.spmd", "pl.cluster"):
-                self.notes.not_modelled(
-                    line_span(self.file, s),
-                    f"a {path} scope nested inside task {self.task}",
+                self.k.notes.not_modelled(
+                    line_span(self.k.file, s),
+                    f"a {path} scope nested inside task {self.k.task}",
                     "its body is read as part of the enclosing task, not as a task of its own",
                 )
             elif path not in ("pl.scope", "pl.manual_scope", "pl.split_aiv"):
-                self.notes.not_modelled(
-                    line_span(self.file, s),
+                self.k.notes.not_modelled(
+                    line_span(self.k.file, s),
                     f"the context manager '{ast.unparse(ctx)}' inside a kernel",
                     "its body is read as is",
                 )
@@ -386,138 +402,3 @@ class StatementMixin:
 def s_int(v: Val | None) -> bool:
     """A symbolic integer bound to a local of the kernel (an int assigned more than once)."""
     return isinstance(v, IntVal) and isinstance(v.expr, Sym) and v.expr.kind == DYNAMIC
-
-
-def loop_carried(stmts: list[ast.stmt]) -> set[str]:
-    """Names whose value a loop carries from one iteration to the next or out of the loop:
-    read in the loop body before it assigns them, or read after the loop that assigns them.
-    Any other integer assignment can be inlined where it is used, however often the name is
-    reassigned (``n0 = nb * TILE`` in four loops is four lets, not one mutable local)."""
-    out: set[str] = set()
-
-    def names_read(node: ast.AST) -> set[str]:
-        return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-    def linear(body: list[ast.stmt]) -> list[tuple[str, set[str]]]:
-        """(kind, names) events in source order: reads of a statement before its stores."""
-        events: list[tuple[str, set[str]]] = []
-        for s in body:
-            if isinstance(s, ast.For | ast.AsyncFor):
-                events.append(("read", names_read(s.iter)))
-                events.append(("store", _targets(s.target)))
-                events.extend(linear(s.body))
-                events.extend(linear(s.orelse))
-            elif isinstance(s, ast.While):
-                events.append(("read", names_read(s.test)))
-                events.extend(linear(s.body))
-            elif isinstance(s, ast.If):
-                events.append(("read", names_read(s.test)))
-                events.extend(linear(s.body))
-                events.extend(linear(s.orelse))
-            elif isinstance(s, ast.With):
-                for item in s.items:
-                    events.append(("read", names_read(item.context_expr)))
-                events.extend(linear(s.body))
-            elif isinstance(s, ast.AugAssign):
-                events.append(("read", names_read(s.value) | names_read(s.target) | _targets(s.target)))
-                events.append(("store", _targets(s.target)))
-            elif isinstance(s, ast.Assign | ast.AnnAssign):
-                if s.value is not None:
-                    events.append(("read", names_read(s.value)))
-                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                for t in targets:
-                    events.append(("read", names_read(t)))  # the indices of a subscript target
-                    events.append(("store", _targets(t)))
-            elif not isinstance(s, ast.FunctionDef | ast.ClassDef):
-                events.append(("read", names_read(s)))
-        return events
-
-    def visit(body: list[ast.stmt]) -> None:
-        for i, s in enumerate(body):
-            if isinstance(s, ast.For | ast.AsyncFor | ast.While):
-                events = linear(s.body)
-                assigned = {n for kind, names in events if kind == "store" for n in names}
-                out.update(assigned & _live(events))
-                out.update(assigned & _live(linear(body[i + 1 :])))
-                visit(s.body)
-                visit(s.orelse)
-            elif isinstance(s, ast.If):
-                visit(s.body)
-                visit(s.orelse)
-            elif isinstance(s, ast.With):
-                visit(s.body)
-
-    visit(list(stmts))
-    return out
-
-
-def _live(events: list[tuple[str, set[str]]]) -> set[str]:
-    """Names read before the events store them (the values that flow in from before)."""
-    stored: set[str] = set()
-    out: set[str] = set()
-    for kind, names in events:
-        if kind == "read":
-            out |= names - stored
-        else:
-            stored |= names
-    return out
-
-
-def _targets(t: ast.expr) -> set[str]:
-    """The names an assignment target binds: ``a``, ``a, (b, *c)``. A subscript or attribute
-    target (``y[tg : tg + 16, :] = ...``) binds none: the names in it are read."""
-    if isinstance(t, ast.Name):
-        return {t.id}
-    if isinstance(t, ast.Tuple | ast.List):
-        return {n for e in t.elts for n in _targets(e)}
-    if isinstance(t, ast.Starred):
-        return _targets(t.value)
-    return set()
-
-
-def assignment_counts(stmts: list[ast.stmt]) -> Counter[str]:
-    """How often each name is assigned in ``stmts`` (loop targets count once per loop).
-
-    Only statements are walked (assignment targets sit there), not every expression node.
-    """
-    out: Counter[str] = Counter()
-
-    def target(t: ast.expr) -> None:
-        if isinstance(t, ast.Name):
-            out[t.id] += 1
-        elif isinstance(t, ast.Tuple | ast.List):
-            for e in t.elts:
-                target(e)
-        elif isinstance(t, ast.Starred):
-            target(t.value)
-
-    def walk(body: list[ast.stmt]) -> None:
-        for s in body:
-            if isinstance(s, ast.Assign):
-                for t in s.targets:
-                    target(t)
-            elif isinstance(s, ast.AnnAssign | ast.AugAssign):
-                target(s.target)
-                if isinstance(s, ast.AugAssign) and isinstance(s.target, ast.Name):
-                    out[s.target.id] += 1
-            elif isinstance(s, ast.For | ast.AsyncFor):
-                target(s.target)
-                walk(s.body)
-                walk(s.orelse)
-            elif isinstance(s, ast.While | ast.If):
-                walk(s.body)
-                walk(s.orelse)
-            elif isinstance(s, ast.With | ast.AsyncWith):
-                for item in s.items:
-                    if item.optional_vars is not None:
-                        target(item.optional_vars)
-                walk(s.body)
-            elif isinstance(s, ast.Try):
-                walk(s.body)
-                walk(s.orelse)
-                walk(s.finalbody)
-                for h in s.handlers:
-                    walk(h.body)
-
-    walk(list(stmts))
-    return out

@@ -147,7 +147,7 @@ def _binop(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -
     x, y = args
     rtype = broadcast(x, y)
     if isinstance(rtype, ir_body.TileType):
-        k.unit("vector")
+        k.body.unit("vector")
     op_name = TILE_BINOPS[name]
     if op_name == "div" and getattr(rtype, "dtype", "f32") not in FLOAT_DTYPES:
         op_name = "floordiv"  # integer tiles divide to an integer
@@ -162,7 +162,7 @@ def _cmp(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
     x, y = args
     code = k.static(k.eval(b["cmp_type"])) if "cmp_type" in b else 0
     rtype = broadcast(x, y)
-    k.unit("vector")
+    k.body.unit("vector")
     shape = rtype.shape if isinstance(rtype, ir_body.TileType) else None
     out = ir_body.TileType("bool", shape) if shape is not None else ir_body.ScalarType("bool")
     return TileVal(ir_body.BinV(CMP_TYPES.get(code if isinstance(code, int) else 0, "eq"), x, y, out))
@@ -174,7 +174,7 @@ def _unary(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -
     if operand is None:
         return k.opaque_op(name, node)
     x = k.value(k.eval(operand))
-    k.unit("vector")
+    k.body.unit("vector")
     return TileVal(ir_body.CallV(name, (x,), (), x.type))
 
 
@@ -184,7 +184,7 @@ def _minmax_tile(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.ex
     if args is None:
         return k.opaque_op(name, node)
     x, y = args
-    k.unit("vector")
+    k.body.unit("vector")
     return TileVal(
         ir_body.CallV(name.rstrip("s") if name.endswith("ums") else name, (x, y), (), broadcast(x, y))
     )
@@ -200,7 +200,7 @@ def _reduce(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     x = k.value(k.eval(b["input"]))
     t = tile_type(x)
-    k.unit("vector")
+    k.body.unit("vector")
     if t is None:
         rtype: ir_body.Type = ir_body.ScalarType(dtype_of(x))
     elif name.startswith("row_"):
@@ -221,7 +221,7 @@ def _expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     if args is None:
         return k.opaque_op(name, node)
     x, y = args
-    k.unit("vector")
+    k.body.unit("vector")
     return TileVal(ir_body.CallV(name, (x, y), (), x.type))
 
 
@@ -236,7 +236,7 @@ def _cast(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
     x = k.value(evaluated)
     dtype = k.dtype_named(b["target_type"], dtype_of(x))
     t = tile_type(x)
-    k.unit("vector")
+    k.body.unit("vector")
     rtype = ir_body.TileType(dtype, t.shape) if t else ir_body.ScalarType(dtype)
     return TileVal(ir_body.CallV("cast", (x, ir_body.DtypeV(dtype)), (), rtype))
 
@@ -257,7 +257,7 @@ def _matmul(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     a_t, b_t = _flag(k, bound, "a_trans"), _flag(k, bound, "b_trans")
     true = ir_body.IntV(Const(1), ir_body.ScalarType("bool"))
     flags = tuple((f, true) for f, on in (("a_trans", a_t), ("b_trans", b_t)) if on)
-    k.unit("cube")
+    k.body.unit("cube")
     lhs, rhs = args[-2], args[-1]
     tl, tr = tile_type(lhs), tile_type(rhs)
     acc_dtype = "i32" if dtype_of(lhs) in ("i8", "u8", "i32") else "f32"
@@ -327,7 +327,7 @@ def _select(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     if args is None:
         return k.opaque_op(name, node)
     m, x, y = args
-    k.unit("vector")
+    k.body.unit("vector")
     return TileVal(ir_body.CallV("select", (m, x, y), (), broadcast(x, y)))
 
 
@@ -337,7 +337,7 @@ def _gather(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     x = k.value(k.eval(b["input"]))
     t = tile_type(x)
-    k.unit("vector")
+    k.body.unit("vector")
     if "mask_pattern" in b:
         pattern = k.eval(b["mask_pattern"])
         which = pattern.path.rsplit(".", 1)[-1] if isinstance(pattern, PlRef) else ""
@@ -364,7 +364,7 @@ def _concat(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     x, y = args
     tx, ty = tile_type(x), tile_type(y)
-    k.unit("vector")
+    k.body.unit("vector")
     rtype = (
         ir_body.TileType(tx.dtype, (*tx.shape[:-1], binop("+", tx.shape[-1], ty.shape[-1])))
         if tx and ty
@@ -392,7 +392,7 @@ def _transpose(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr
         return k.opaque_op(name, node)
     x = k.value(k.eval(operand))
     t = tile_type(x)
-    k.unit("vector")
+    k.body.unit("vector")
     rtype = ir_body.TileType(t.dtype, tuple(reversed(t.shape))) if t and len(t.shape) == 2 else x.type
     return TileVal(ir_body.CallV("transpose", (x,), (), rtype))
 
@@ -432,7 +432,7 @@ def _dim(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
     axis = k.static(k.eval(b["axis"]))
     if t is None or not isinstance(axis, int):
         return UNKNOWN
-    shape = k.tensor_shape_exprs(t)
+    shape = k.access.tensor_shape_exprs(t)
     if shape is None or not -len(shape) <= axis < len(shape):
         return UNKNOWN
     return IntVal(shape[axis])

@@ -7,9 +7,10 @@ ids and tensors flow back through return values), orchestration loops (``pl.rang
 sequential one sets R-seq for the tasks in it --, a branch on a value known only at run time
 puts the tasks of both branches in the graph, and ``pl.manual_scope`` makes its tasks manual.
 The ``pl.*`` calls (``pl.create_tensor`` / ``pl.reshape`` / slice views, task-id arrays,
-``pl.submit``, host-side reads) are ``orchestration_calls``; the task scopes themselves are
-built by ``lowering.pypto_reader.scopes.OrchReader``, which extends it. What cannot be
-modelled becomes a P001 note; no task is dropped silently.
+``pl.submit``, host-side reads) are ``orchestration_calls.OrchestrationCalls``, the tasks of
+scopes and kernel calls are made by ``scopes.TaskBuilder`` and their bodies read by
+``task_bodies.TaskBodies``: three pieces the reader composes, each given the reader to evaluate
+with. What cannot be modelled becomes a P001 note; no task is dropped silently.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from lowering.pypto_reader.modules import Loader, ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.orchestration_calls import OrchestrationCalls
 from lowering.pypto_reader.program import Program
+from lowering.pypto_reader.scopes import TaskBuilder
+from lowering.pypto_reader.task_bodies import TaskBodies
 from lowering.pypto_reader.tensors import TensorInfo
 from lowering.pypto_reader.values import (
     UNKNOWN,
@@ -45,16 +48,15 @@ from lowering.symbolic import DYNAMIC, Const, Sym
 MAX_TASKS = 20000
 SEQUENTIAL = {"pl.range": True, "range": True, "pl.unroll": True, "pl.parallel": False, "pl.pipeline": True}
 _SCALARS = (IntVal, PyVal, Unknown)  # what an undecided branch may leave unknown
-PRESET_CORES = {"available_aiv_count": 48, "available_cluster_count": 24}  # a2a3
 
 
-class OrchestrationReader(OrchestrationCalls, PyInterpreter):
-    """Interprets orchestration functions; ``OrchReader`` adds the tasks."""
+class OrchestrationReader(PyInterpreter):
+    """Interprets the orchestration functions of one program and creates its tasks."""
 
     def __init__(
         self, prog: Program, module: ModuleInfo, loader: Loader | None = None, budget: Budget | None = None
     ):
-        PyInterpreter.__init__(self, module, prog.notes, prog.params.env, loader, budget or Budget())
+        super().__init__(module, prog.notes, prog.params.env, loader, budget or Budget())
         self.prog = prog
         self.loops: list[tuple[str, object]] = []  # (var, value) of enclosing orchestration loops
         self.sequential = 0
@@ -62,7 +64,9 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
         # the (branch instance, arm) stack of undecided orchestration ifs (Task.branch)
         self.branch: list[tuple[int, int]] = []
         self.branch_instances = 0
-        self.pending_name: str | None = None  # the name a value is being assigned to
+        self.calls = OrchestrationCalls(self)
+        self.tasks = TaskBuilder(self)
+        self.bodies = TaskBodies(self)
 
     def loop_indices(self) -> list[object]:
         """The values of the enclosing orchestration loops' variables, as ints where known."""
@@ -72,6 +76,21 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
 
     def use_module(self, module: ModuleInfo) -> None:
         self.file = module.file
+
+    # ---------------------------------------------------------------- evaluation hooks
+    def call_pl(self, path: str, node: ast.Call) -> Val:
+        return self.calls.call_pl(path, node)
+
+    def call_other(self, func: Val, node: ast.Call) -> Val:
+        out = self.calls.call_other(func, node)
+        return super().call_other(func, node) if out is None else out
+
+    def attribute(self, base: Val, attr: str, node: ast.AST) -> Val:
+        out = self.calls.attribute(base, attr, node)
+        return super().attribute(base, attr, node) if out is None else out
+
+    def subscript(self, base: Val, node: ast.Subscript) -> Val:
+        return self.calls.subscript(base, node)
 
     def tensor_shape(self, t: TensorVal) -> Val:
         shape = t.shape if t.shape is not None else getattr(self.prog.tensors.get(t.root), "shape", None)
@@ -205,7 +224,7 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
     # ---------------------------------------------------------------- statements
     def s_Assign(self, s: ast.Assign) -> None:
         if len(s.targets) == 1:
-            value = self.eval_assign_value(s.targets[0], s.value)
+            value = self.calls.eval_assign_value(s.targets[0], s.value)
         else:
             value = self.eval(s.value)
         for t in s.targets:
@@ -239,7 +258,7 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
 
     def store_other(self, base: Val, target: ast.Subscript, value: Val) -> None:
         if isinstance(base, TaskArrayVal):
-            self.array_store(base, target.slice, value)
+            self.calls.array_store(base, target.slice, value)
         elif isinstance(base, TensorVal):
             self.notes.not_modelled(
                 span_of(self.file, target),
@@ -252,7 +271,7 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
         it = s.iter
         path = self.callee_path(it)
         if path == "pl.spmd":
-            self.spmd_for(s)
+            self.tasks.spmd_for(s)
             return
         values = self.iteration_values(it, path)
         sequential = SEQUENTIAL.get(path or "", True)
@@ -374,12 +393,12 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
             level = self.kw(ctx, "level", 0)
             lv = self.eval(level) if level is not None else None
             if isinstance(lv, PlRef) and lv.path.endswith("CORE_GROUP"):
-                self.scope_task(s, ctx, None, item.optional_vars, s.body)
+                self.tasks.scope_task(s, ctx, None, item.optional_vars, s.body)
             else:
                 self.exec_block(s.body)  # a hierarchy scope (HOST/CHIP level): orchestration inside
             return
         if path == "pl.spmd" and isinstance(ctx, ast.Call):
-            self.scope_task(s, ctx, ctx, item.optional_vars, s.body)
+            self.tasks.scope_task(s, ctx, ctx, item.optional_vars, s.body)
             return
         if path == "pl.manual_scope" or (path == "pl.scope" and self.manual_mode(ctx)):
             self.manual += 1
@@ -428,13 +447,6 @@ class OrchestrationReader(OrchestrationCalls, PyInterpreter):
             )
             return True
         return truth
-
-    # ---------------------------------------------------------------- task creation (scopes.py)
-    def scope_task(self, stmt, at_call, spmd_call, as_name, body, block_var=None) -> None:
-        raise NotImplementedError
-
-    def spmd_for(self, s: ast.For) -> None:
-        raise NotImplementedError
 
 
 # ---------------------------------------------------------------- helpers

@@ -5,13 +5,14 @@
 ``pl.array.*`` of ``pl.TASK_ID`` hold task ids for ``deps=``; ``pl.submit`` /
 ``pl.spmd_submit`` and a call to an InCore or extern kernel are tasks; ``pl.system.task_dummy``
 is a zero-block join. A host-side ``pl.read``/``pl.write`` or a cross-rank op outside any
-kernel is a P001 note. The mixin relies on ``OrchestrationReader`` for evaluation, frames and
-the task creation of ``scopes.OrchReader``.
+kernel is a P001 note. ``OrchestrationCalls`` is composed by ``OrchestrationReader``, which
+evaluates, and uses its task builder (``scopes.TaskBuilder``) for the tasks.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from lowering.ir import DTYPE_BYTES
 from lowering.pypto_reader.directions import annotation_direction
@@ -37,65 +38,77 @@ from lowering.pypto_reader.values import (
 )
 from lowering.symbolic import DYNAMIC, Const, Expr, Sym, binop
 
+if TYPE_CHECKING:
+    from lowering.pypto_reader.orchestration import OrchestrationReader
+
 
 class OrchestrationCalls:
-    """The ``pl.*`` calls of ``OrchestrationReader`` (a mixin: it provides eval and the frames)."""
+    """The ``pl.*`` calls of the orchestration ``ev``: it evaluates their operands, its task
+    builder (``ev.tasks``) makes the tasks they submit."""
 
-    def call_other(self, func: Val, node: ast.Call) -> Val:
+    def __init__(self, ev: OrchestrationReader) -> None:
+        self.ev = ev
+        self.pending_name: str | None = None  # the name a value is being assigned to
+
+    def call_other(self, func: Val, node: ast.Call) -> Val | None:
+        """A call to a kernel is a task; None when the interpreter gives the call its Python meaning."""
         target = func.func if isinstance(func, BoundMethod) else func
         if isinstance(target, FuncVal):
             if target.kind in ("incore", "extern"):
-                name = self.kernel_task(node, target, Const(1), [], None, node)
+                name = self.ev.tasks.kernel_task(node, target, Const(1), [], None, node)
                 return TaskIdVal((name,))
             if target.kind == "host":
                 return UNKNOWN
-            return super().call_other(func, node)  # spliced: ``OrchestrationReader.call_function``
+            return None  # spliced: ``OrchestrationReader.call_function``
         if isinstance(func, ClassVal | BuiltinVal | ExternVal):
-            return super().call_other(func, node)  # a class of the file, a builtin, or opaque
-        self.eval_args(node)  # its arguments still run (and may submit tasks)
-        self.notes.not_modelled(
-            span_of(self.file, node),
+            return None  # a class of the file, a builtin, or opaque: interpreted
+        self.ev.eval_args(node)  # its arguments still run (and may submit tasks)
+        self.ev.notes.not_modelled(
+            span_of(self.ev.file, node),
             f"a call to '{ast.unparse(node.func)}', which the reader cannot resolve"
             + (f" ({func.why})" if isinstance(func, Unknown) and func.why else ""),
             "if it submits tasks, they are missing from the graph",
         )
         return UNKNOWN
 
-    def attribute(self, base: Val, attr: str, node: ast.AST) -> Val:
+    def attribute(self, base: Val, attr: str, node: ast.AST) -> Val | None:
+        """What a tensor's attribute means in orchestration; None for the Python meaning."""
         if isinstance(base, TensorVal) and attr == "bind_dynamic":
             return BuiltinVal("bind_dynamic", lambda ev, a, k, n: PyVal(None))  # read before the entry runs
         if isinstance(base, TensorVal) and attr == "dtype":
-            info = self.prog.tensors.get(base.root)
+            info = self.ev.prog.tensors.get(base.root)
             return DtypeVal(info.dtype.upper(), info.dtype) if info is not None else UNKNOWN
-        return super().attribute(base, attr, node)
+        return None
 
     def call_pl(self, path: str, node: ast.Call) -> Val:
         if path in ("pl.create_tensor", "pl.tensor.create_tensor", "pl.tensor.create"):
             return self.create_tensor(node)
         if path in ("pl.array.create",):
-            b = self.arguments(node, ["extent", "dtype"])
-            d = self.eval(b["dtype"]) if "dtype" in b else None
-            size = self.int_expr(self.eval(b["extent"])) if "extent" in b else None
+            b = self.ev.arguments(node, ["extent", "dtype"])
+            d = self.ev.eval(b["dtype"]) if "dtype" in b else None
+            size = self.ev.int_expr(self.ev.eval(b["extent"])) if "extent" in b else None
             if isinstance(d, DtypeVal) and d.name == "TASK_ID":
                 return TaskArrayVal(size)
             return UNKNOWN
         if path == "pl.array.update_element":
-            b = self.arguments(node, ["array", "index", "value"])
-            arr = self.eval(b["array"]) if "array" in b else None
+            b = self.ev.arguments(node, ["array", "index", "value"])
+            arr = self.ev.eval(b["array"]) if "array" in b else None
             if isinstance(arr, TaskArrayVal) and "index" in b and "value" in b:
-                self.array_store(arr, b["index"], self.eval(b["value"]))
+                self.array_store(arr, b["index"], self.ev.eval(b["value"]))
             return arr or UNKNOWN
         if path == "pl.array.get_element":
-            b = self.arguments(node, ["array", "index"])
-            arr = self.eval(b["array"]) if "array" in b else None
+            b = self.ev.arguments(node, ["array", "index"])
+            arr = self.ev.eval(b["array"]) if "array" in b else None
             if isinstance(arr, TaskArrayVal):
-                i = self.static(self.eval(b["index"])) if "index" in b else None
+                i = self.ev.static(self.ev.eval(b["index"])) if "index" in b else None
                 return TaskIdVal(arr.cells.get(i, ()) if isinstance(i, int) else arr.all_tasks())
             return UNKNOWN
         if path == "pl.system.task_dummy":
-            name, base, index = self.task_name("task_dummy")
-            after = self.deps_of([node])
-            self.add_task(name, base, index, Const(0), None, node, after, False, False, None, False, None)
+            name, base, index = self.ev.tasks.task_name("task_dummy")
+            after = self.ev.tasks.deps_of([node])
+            self.ev.tasks.add_task(
+                name, base, index, Const(0), None, node, after, False, False, None, False, None
+            )
             return TaskIdVal((name,))
         if path == "pl.system.task_invalid":
             return TaskIdVal(())
@@ -109,14 +122,18 @@ class OrchestrationCalls:
             return self.assemble_into(node)
         if path in ("pl.read", "pl.tensor.read", "pl.write", "pl.tensor.write"):
             what = "read" if path.endswith("read") else "write"
-            target = self.eval(node.args[0]) if node.args else None
+            target = self.ev.eval(node.args[0]) if node.args else None
             if isinstance(target, TensorVal):  # the orchestrator waits: every later task comes after
-                self.prog.host_sync.block_on(
-                    self.prog.tasks, self.prog.tensors, target.root, span_of(self.file, node), what == "write"
+                self.ev.prog.host_sync.block_on(
+                    self.ev.prog.tasks,
+                    self.ev.prog.tensors,
+                    target.root,
+                    span_of(self.ev.file, node),
+                    what == "write",
                 )
                 return IntVal(Sym(f"host_{what}@{node.lineno}", DYNAMIC))
-            self.notes.not_modelled(
-                span_of(self.file, node),
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, node),
                 f"a host-side pl.{what} in orchestration (the orchestrator blocks until the tensor's "
                 + ("producer" if what == "read" else "producer and consumers")
                 + " complete) of a tensor the reader cannot resolve",
@@ -124,32 +141,32 @@ class OrchestrationCalls:
             )
             return IntVal(Sym(f"host_{what}@{node.lineno}", DYNAMIC))
         if path in ("pl.tensor.dim", "pl.dim"):
-            b = self.arguments(node, ["tensor", "axis"])
-            t = self.eval(b["tensor"]) if "tensor" in b else None
-            axis = self.static(self.eval(b["axis"])) if "axis" in b else None
+            b = self.ev.arguments(node, ["tensor", "axis"])
+            t = self.ev.eval(b["tensor"]) if "tensor" in b else None
+            axis = self.ev.static(self.ev.eval(b["axis"])) if "axis" in b else None
             if isinstance(t, TensorVal) and isinstance(axis, int):
-                shape = self.tensor_shape(t)
+                shape = self.ev.tensor_shape(t)
                 if isinstance(shape, SeqVal) and -len(shape.items) <= axis < len(shape.items):
                     return shape.items[axis]
             return IntVal(Sym(f"dim@{node.lineno}", DYNAMIC))
         if path in ("pl.no_dep", "pl.tensor.no_dep"):
-            return self.eval(node.args[0]) if node.args else UNKNOWN
+            return self.ev.eval(node.args[0]) if node.args else UNKNOWN
         if path.startswith(("pld.system.", "pld.tensor.", "pld.tile.")) and path.endswith(
             ("notify", "wait", "put", "remote_store")
         ):
-            self.notes.not_modelled(
-                span_of(self.file, node),
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, node),
                 f"{path} outside any kernel scope",
                 "PyPTO only allows it inside a kernel; it is not part of any task here",
             )
             return UNKNOWN
-        return self.scalar_pl(path, node)
+        return self.ev.scalar_pl(path, node)
 
     def array_store(self, arr: TaskArrayVal, index: ast.expr, value: Val) -> None:
         tasks = value.tasks if isinstance(value, TaskIdVal) else ()
         if isinstance(value, TaskArrayVal):
             tasks = value.all_tasks()
-        i = self.static(self.eval(index))
+        i = self.ev.static(self.ev.eval(index))
         if isinstance(i, int):
             arr.cells[i] = tasks
         else:
@@ -158,40 +175,40 @@ class OrchestrationCalls:
     def eval_assign_value(self, target: ast.expr, value: ast.expr) -> Val:
         self.pending_name = target.id if isinstance(target, ast.Name) else None
         try:
-            return self.eval(value)
+            return self.ev.eval(value)
         finally:
             self.pending_name = None
 
     def create_tensor(self, node: ast.Call) -> Val:
-        b = self.arguments(node, ["shape", "dtype", "layout", "manual_dep", "init_value"])
-        shape = self.int_seq(b.get("shape"))
-        dtype = self.dtype_named(b.get("dtype"), "f32")
-        manual = "manual_dep" in b and self.truth(self.eval(b["manual_dep"])) is True
-        init = self.static(self.eval(b["init_value"])) if "init_value" in b else None
+        b = self.ev.arguments(node, ["shape", "dtype", "layout", "manual_dep", "init_value"])
+        shape = self.ev.int_seq(b.get("shape"))
+        dtype = self.ev.dtype_named(b.get("dtype"), "f32")
+        manual = "manual_dep" in b and self.ev.truth(self.ev.eval(b["manual_dep"])) is True
+        init = self.ev.static(self.ev.eval(b["init_value"])) if "init_value" in b else None
         name = self.pending_name or f"tensor_{node.lineno}"
-        name += "".join(f"[{v}]" for v in self.loop_indices())
-        info = self.prog.tensors.add(
-            TensorInfo(name, dtype, shape, "scratch", manual, span_of(self.file, node))
+        name += "".join(f"[{v}]" for v in self.ev.loop_indices())
+        info = self.ev.prog.tensors.add(
+            TensorInfo(name, dtype, shape, "scratch", manual, span_of(self.ev.file, node))
         )
         if isinstance(init, int | float) and not isinstance(init, bool):
             info.init_value = float(init)
         return TensorVal(info.name)
 
     def reshape(self, node: ast.Call) -> Val:
-        b = self.arguments(node, ["input", "shape"])
-        src = self.eval(b["input"]) if "input" in b else None
+        b = self.ev.arguments(node, ["input", "shape"])
+        src = self.ev.eval(b["input"]) if "input" in b else None
         if not isinstance(src, TensorVal):
             return UNKNOWN
-        shape = self.int_seq(b.get("shape")) or None  # an empty shape is no shape
-        root = self.prog.tensors.get(src.root)
+        shape = self.ev.int_seq(b.get("shape")) or None  # an empty shape is no shape
+        root = self.ev.prog.tensors.get(src.root)
         if root is None:
             return UNKNOWN
         name = self.pending_name or f"{src.root}_view"
         offset = self.view_offset(src, root, node)
-        info = self.prog.tensors.add(
+        info = self.ev.prog.tensors.add(
             TensorInfo(
                 name, root.dtype, shape, root.kind if root.kind != "output" else "output", root.manual_dep,
-                span_of(self.file, node), root.distributed, root.declared_inout, view_of=src.root,
+                span_of(self.ev.file, node), root.distributed, root.declared_inout, view_of=src.root,
                 view_offset=offset or 0, view_placed=offset is not None,
             )
         )  # fmt: skip
@@ -202,11 +219,11 @@ class OrchestrationCalls:
         None, with a note, when an offset or a dimension cannot be evaluated)."""
         if src.offsets is None:
             return 0
-        dims = [self.value_of(d) for d in root.shape] if root.shape is not None else None
-        offs = [self.value_of(o) for o in src.offsets]
+        dims = [self.ev.value_of(d) for d in root.shape] if root.shape is not None else None
+        offs = [self.ev.value_of(o) for o in src.offsets]
         if dims is None or None in dims or None in offs or len(dims) != len(offs):
-            self.notes.not_modelled(
-                span_of(self.file, node),
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, node),
                 f"where in '{src.root}' this view starts (an offset or dimension the reader cannot evaluate)",
                 "its accesses are placed at the start of the buffer: edges through it may be wrong, and "
                 "races through two views of the buffer (R502) are not judged",
@@ -224,12 +241,12 @@ class OrchestrationCalls:
         slice of ``target`` at ``offsets``: the tasks that wrote ``buf`` wrote those bytes of
         ``target``, and its readers depend on them. The buffer becomes a view of the target.
         """
-        b = self.arguments(node, ["target", "source", "offset"])
-        target = self.eval(b["target"]) if "target" in b else None
-        source = self.eval(b["source"]) if "source" in b else None
-        offs = self.int_seq(b.get("offset"))
-        info = self.prog.tensors.get(source.root) if isinstance(source, TensorVal) else None
-        root = self.prog.tensors.get(target.root) if isinstance(target, TensorVal) else None
+        b = self.ev.arguments(node, ["target", "source", "offset"])
+        target = self.ev.eval(b["target"]) if "target" in b else None
+        source = self.ev.eval(b["source"]) if "source" in b else None
+        offs = self.ev.int_seq(b.get("offset"))
+        info = self.ev.prog.tensors.get(source.root) if isinstance(source, TensorVal) else None
+        root = self.ev.prog.tensors.get(target.root) if isinstance(target, TensorVal) else None
         if (
             root is None
             or info is None
@@ -239,37 +256,37 @@ class OrchestrationCalls:
             or info.view_of is not None
             or info.kind != "scratch"
         ):
-            self.notes.not_modelled(
-                span_of(self.file, node),
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, node),
                 "an orchestration pl.assemble whose source is not a fresh pl.create_tensor buffer",
                 "the copy is in no task: edges from the source's writers to the target's readers are missing",
             )
             return target if isinstance(target, TensorVal) else UNKNOWN
         view = _view(target, offs, info.shape, ())  # type: ignore[arg-type]
-        offset = self.view_offset(view, self.prog.tensors.get(view.root) or root, node)
+        offset = self.view_offset(view, self.ev.prog.tensors.get(view.root) or root, node)
         info.view_of, info.view_offset, info.view_placed = view.root, offset or 0, offset is not None
         info.kind, info.manual_dep = root.kind, root.manual_dep
         info.distributed, info.declared_inout = root.distributed, root.declared_inout
         return target
 
     def slice_view(self, node: ast.Call) -> Val:
-        b = self.arguments(node, ["input", "shape", "offset"])
-        src = self.eval(b["input"]) if "input" in b else None
+        b = self.ev.arguments(node, ["input", "shape", "offset"])
+        src = self.ev.eval(b["input"]) if "input" in b else None
         if not isinstance(src, TensorVal):
             return UNKNOWN
-        shape = self.int_seq(b.get("shape"))
-        offs = self.int_seq(b.get("offset"))
+        shape = self.ev.int_seq(b.get("shape"))
+        offs = self.ev.int_seq(b.get("offset"))
         if shape is None or offs is None:
             return src
         return _view(src, offs, shape, ())
 
     def subscript(self, base: Val, node: ast.Subscript) -> Val:
         if isinstance(base, TaskArrayVal):
-            i = self.static(self.eval(node.slice))
+            i = self.ev.static(self.ev.eval(node.slice))
             return TaskIdVal(base.cells.get(i, ()) if isinstance(i, int) else base.all_tasks())
         if isinstance(base, TensorVal):
-            shape_v = self.tensor_shape(base)
-            shape = [self.int_expr(i) for i in shape_v.items] if isinstance(shape_v, SeqVal) else None
+            shape_v = self.ev.tensor_shape(base)
+            shape = [self.ev.int_expr(i) for i in shape_v.items] if isinstance(shape_v, SeqVal) else None
             elts = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
             if shape is None or len(elts) > len(shape):
                 return base
@@ -280,14 +297,14 @@ class OrchestrationCalls:
                     offs.append(Const(0))
                     ext.append(dim)
                 elif isinstance(e, ast.Slice) and e.step is None:
-                    lo = self.int_expr(self.eval(e.lower)) if e.lower is not None else Const(0)
-                    hi = self.int_expr(self.eval(e.upper)) if e.upper is not None else dim
+                    lo = self.ev.int_expr(self.ev.eval(e.lower)) if e.lower is not None else Const(0)
+                    hi = self.ev.int_expr(self.ev.eval(e.upper)) if e.upper is not None else dim
                     if lo is None or hi is None:
                         return base
                     offs.append(lo)
                     ext.append(binop("-", hi, lo))
                 else:
-                    idx = self.int_expr(self.eval(e)) if not isinstance(e, ast.Slice) else None
+                    idx = self.ev.int_expr(self.ev.eval(e)) if not isinstance(e, ast.Slice) else None
                     if idx is None:
                         return base
                     offs.append(idx)
@@ -299,25 +316,25 @@ class OrchestrationCalls:
     def submit(self, path: str, node: ast.Call) -> Val:
         if not node.args:
             return UNKNOWN
-        callee = self.eval(node.args[0])
+        callee = self.ev.eval(node.args[0])
         if not isinstance(callee, FuncVal):
             callee = self.program_method(node.args[0]) or callee
         if not isinstance(callee, FuncVal):
-            self.notes.not_modelled(
-                span_of(self.file, node),
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, node),
                 f"{path} of a kernel the reader cannot resolve",
                 "the task is missing",
             )
             return SeqVal((UNKNOWN, TaskIdVal(())))
         grid: Expr = Const(1)
         if path == "pl.spmd_submit":
-            g = self.kw(node, "core_num")
+            g = self.ev.kw(node, "core_num")
             if g is not None:
-                e = self.int_expr(self.eval(g))
+                e = self.ev.int_expr(self.ev.eval(g))
                 grid = e if e is not None else Const(1)
         call = ast.Call(func=node.args[0], args=list(node.args[1:]), keywords=[])
         ast.copy_location(call, node)
-        name = self.kernel_task(call, callee, grid, [], None, node, flags_call=node)
+        name = self.ev.tasks.kernel_task(call, callee, grid, [], None, node, flags_call=node)
         outs = tuple(v for v in self._last_outputs(callee, call))
         out_val: Val = outs[0] if len(outs) == 1 else SeqVal(outs)
         return SeqVal((out_val, TaskIdVal((name,))))
@@ -329,17 +346,17 @@ class OrchestrationCalls:
             isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
         ):
             return None
-        if self.frame.self_val is not None or "self" in self.frame.locals:
+        if self.ev.frame.self_val is not None or "self" in self.ev.frame.locals:
             return None
-        found = self.frame.module.globals.get(node.attr)
+        found = self.ev.frame.module.globals.get(node.attr)
         return found if isinstance(found, FuncVal) and found.kind in ("incore", "extern") else None
 
     def _last_outputs(self, callee: FuncVal, call: ast.Call) -> list[Val]:
         frame = Frame(callee.module)
-        bound = self.bind_args(frame, callee, call, skip_self=callee.owner is not None)
+        bound = self.ev.bind_args(frame, callee, call, skip_self=callee.owner is not None)
         out = []
         for p in callee.node.args.args:
-            d, _ = annotation_direction(self, p.annotation)
+            d, _ = annotation_direction(self.ev, p.annotation)
             if d in ("out", "inout") and p.arg in bound:
                 out.append(frame.locals[p.arg])
         return out

@@ -18,28 +18,23 @@ The orchestration function of the entry (``@pl.jit``, or an Orchestration/Opaque
   makes its tasks manual, ``pl.create_tensor`` allocates a scratch tensor (``manual_dep``).
 
 What cannot be modelled (a dynamic task count, an unknown helper, a branch on runtime data)
-becomes a P001 note; no task is dropped silently.
+becomes a P001 note; no task is dropped silently. ``TaskBuilder`` makes the tasks of the scopes
+and kernel calls the orchestration reader (``orchestration``) meets; their bodies are read by
+``task_bodies``.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from lowering import body as ir_body
 from lowering.ir import Access, DepRef, Predicate, Task
 from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import Frame
-from lowering.pypto_reader.kernel import KernelReader
-from lowering.pypto_reader.kernel_cache import ARG, Export, KernelSummary, LazyBody, Recorder
-from lowering.pypto_reader.kernel_statements import assignment_counts, loop_carried
-from lowering.pypto_reader.liveness import live_after
-from lowering.pypto_reader.modules import ModuleInfo
+from lowering.pypto_reader.kernel_cache import KernelSummary
 from lowering.pypto_reader.notes import line_span, span_of
-from lowering.pypto_reader.orchestration import PRESET_CORES, OrchestrationReader
-from lowering.pypto_reader.tensors import TensorInfo
 from lowering.pypto_reader.values import (
     FuncVal,
     IntVal,
@@ -49,16 +44,23 @@ from lowering.pypto_reader.values import (
     TaskArrayVal,
     TaskIdVal,
     TensorVal,
-    TileVal,
-    Unknown,
     Val,
 )
 from lowering.source import Span
 from lowering.symbolic import DYNAMIC, Const, EvalError, Expr, Sym, evaluate, substitute
 
+if TYPE_CHECKING:
+    from lowering.pypto_reader.orchestration import OrchestrationReader
 
-class OrchReader(OrchestrationReader):
-    """Orchestration interpretation plus the task scopes: creates the tasks of one program."""
+PRESET_CORES = {"available_aiv_count": 48, "available_cluster_count": 24}  # a2a3
+
+
+class TaskBuilder:
+    """The tasks of one program: what a scope, a kernel call or a submit of the orchestration
+    ``ev`` interprets becomes; its body is read by ``ev.bodies`` (``task_bodies``)."""
+
+    def __init__(self, ev: OrchestrationReader) -> None:
+        self.ev = ev
 
     def spmd_for(self, s: ast.For) -> None:
         it = s.iter
@@ -67,23 +69,23 @@ class OrchReader(OrchestrationReader):
         self.scope_task(s, it, it, None, s.body, block_var=var)
 
     def grid_of(self, call: ast.Call) -> Expr:
-        node = self.kw(call, "core_num", 0)
+        node = self.ev.kw(call, "core_num", 0)
         if node is None:
             return Const(1)
         if isinstance(node, ast.Call):
             name = (dotted(node.func) or "").rsplit(".", 1)[-1]
             if name in PRESET_CORES:
-                self.notes.not_modelled(
-                    span_of(self.file, node),
+                self.ev.notes.not_modelled(
+                    span_of(self.ev.file, node),
                     f"{name}() (the core count of the device, known at run time)",
                     f"the grid is taken as the a2a3 count, {PRESET_CORES[name]} blocks",
                 )
                 return Const(PRESET_CORES[name])
-        v = self.eval(node)
-        e = self.int_expr(v)
-        if e is None or self.value_of(e) is None:
-            self.notes.not_modelled(
-                span_of(self.file, node),
+        v = self.ev.eval(node)
+        e = self.ev.int_expr(v)
+        if e is None or self.ev.value_of(e) is None:
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, node),
                 "a grid size the reader cannot evaluate (a data-dependent block count)",
                 "the task is modelled with 1 block: occupancy and speculation counts are not checked for it",
             )
@@ -96,24 +98,24 @@ class OrchReader(OrchestrationReader):
         base = hint
         index: int | None = None
         suffix = ""
-        for v in self.loop_indices():
+        for v in self.ev.loop_indices():
             suffix += f"[{v}]" if isinstance(v, int) else "[*]"
             if isinstance(v, int):
                 index = v
         name, k = base + suffix, 2
-        while name in self.prog.task_names:
+        while name in self.ev.prog.task_names:
             name = f"{base}{suffix}#{k}"
             k += 1
-        self.prog.task_names.add(name)
+        self.ev.prog.task_names.add(name)
         return name, base, index
 
     def hint_of(self, calls: list[ast.Call | None], as_name: ast.expr | None, default: str) -> str:
         for call in calls:
             if call is None:
                 continue
-            node = self.kw(call, "name_hint")
+            node = self.ev.kw(call, "name_hint")
             if node is not None:
-                v = self.static(self.eval(node))
+                v = self.ev.static(self.ev.eval(node))
                 if isinstance(v, str) and v:
                     return v
         if isinstance(as_name, ast.Name):
@@ -124,7 +126,7 @@ class OrchReader(OrchestrationReader):
     def deps_of(self, calls: list[ast.Call | None]) -> list[DepRef]:
         out: list[DepRef] = []
         for call in calls:
-            node = self.kw(call, "deps") if call is not None else None
+            node = self.ev.kw(call, "deps") if call is not None else None
             if node is None:
                 continue
             for task, span in self.dep_entries(node):
@@ -133,25 +135,25 @@ class OrchReader(OrchestrationReader):
         return out
 
     def dep_entries(self, node: ast.expr) -> list[tuple[str, Span]]:
-        span = span_of(self.file, node)
+        span = span_of(self.ev.file, node)
         if isinstance(node, ast.List | ast.Tuple):
             out = []
             for e in node.elts:
                 out.extend(self.dep_entries(e.value if isinstance(e, ast.Starred) else e))
             return out
         if isinstance(node, ast.Subscript):
-            base = self.eval(node.value)
+            base = self.ev.eval(node.value)
             if isinstance(base, TaskArrayVal):
-                i = self.static(self.eval(node.slice))
+                i = self.ev.static(self.ev.eval(node.slice))
                 if isinstance(i, int):
                     return [(t, span) for t in base.cells.get(i, ())]
-                self.notes.not_modelled(
+                self.ev.notes.not_modelled(
                     span,
                     "an element of a task-id array at an index the reader cannot evaluate",
                     "the dependency is taken on every task stored in the array",
                 )
                 return [(t, span) for t in base.all_tasks()]
-        v = self.eval(node)
+        v = self.ev.eval(node)
         if isinstance(v, TaskIdVal):
             return [(t, span) for t in v.tasks]
         if isinstance(v, TaskArrayVal):
@@ -166,7 +168,7 @@ class OrchReader(OrchestrationReader):
             return out
         if isinstance(v, PyVal) and v.value is None:
             return []
-        self.notes.not_modelled(
+        self.ev.notes.not_modelled(
             span,
             f"a deps= entry the reader cannot resolve ('{ast.unparse(node)}')",
             "the explicit edge it adds is missing: ordering findings on this task may be false positives",
@@ -174,22 +176,22 @@ class OrchReader(OrchestrationReader):
         return []
 
     def predicate_of(self, call: ast.Call | None) -> Predicate | None:
-        node = self.kw(call, "predicate") if call is not None else None
+        node = self.ev.kw(call, "predicate") if call is not None else None
         if node is None:
             return None
         if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.left, ast.Subscript):
-            base = self.eval(node.left.value)
+            base = self.ev.eval(node.left.value)
             idx_node = node.left.slice
             idx_items = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
-            idx = [self.int_expr(self.eval(i)) for i in idx_items]
-            value = self.int_expr(self.eval(node.comparators[0]))
+            idx = [self.ev.int_expr(self.ev.eval(i)) for i in idx_items]
+            value = self.ev.int_expr(self.ev.eval(node.comparators[0]))
             cmp = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}.get(
                 type(node.ops[0])
             )
             if isinstance(base, TensorVal) and value is not None and cmp and all(i is not None for i in idx):
-                return Predicate(base.root, tuple(idx), cmp, value, span_of(self.file, node))  # type: ignore[arg-type]
-        self.notes.not_modelled(
-            span_of(self.file, node),
+                return Predicate(base.root, tuple(idx), cmp, value, span_of(self.ev.file, node))  # type: ignore[arg-type]
+        self.ev.notes.not_modelled(
+            span_of(self.ev.file, node),
             "a predicate= the reader cannot evaluate",
             "the task is modelled as always running",
         )
@@ -215,13 +217,13 @@ class OrchReader(OrchestrationReader):
             and len(body[0].items) == 1
         ):
             ctx = body[0].items[0].context_expr
-            if isinstance(ctx, ast.Call) and isinstance(self.eval(ctx.func), PlRef):
-                if self.eval(ctx.func).path == "pl.at":  # type: ignore[union-attr]
+            if isinstance(ctx, ast.Call) and isinstance(self.ev.eval(ctx.func), PlRef):
+                if self.ev.eval(ctx.func).path == "pl.at":  # type: ignore[union-attr]
                     calls.append(ctx)  # the carrier of the spmd body
                     inner = body[0].body
         kernel_call = _single_call(inner)
         if spmd_call is not None and kernel_call is not None:
-            callee = self.eval(kernel_call.func)
+            callee = self.ev.eval(kernel_call.func)
             if isinstance(callee, FuncVal) and callee.kind in ("incore", "extern"):
                 self.kernel_task(kernel_call, callee, grid, calls, as_name, stmt)
                 return
@@ -229,159 +231,40 @@ class OrchReader(OrchestrationReader):
         hint = self.hint_of(calls, as_name, default)
         name, base, index = self.task_name(hint)
         after = self.deps_of(calls)
-        early = any(self.flag(c, "allow_early_resolve") for c in calls)
-        sync = any(self.flag(c, "sync_start") for c in calls)
+        early = any(self.ev.flag(c, "allow_early_resolve") for c in calls)
+        sync = any(self.ev.flag(c, "sync_start") for c in calls)
         predicate = self.predicate_of(spmd_call)
         dual = any(self.split_opt(c) for c in calls)
         nodeps = set()
         for c in calls:
-            node = self.kw(c, "no_dep_args") if c is not None else None
+            node = self.ev.kw(c, "no_dep_args") if c is not None else None
             if node is not None:
-                v = self.eval(node)
+                v = self.ev.eval(node)
                 for item in v.items if isinstance(v, SeqVal) else (v,):
                     if isinstance(item, TensorVal):
                         nodeps.add(item.root)
         bindings: dict[str, Val] = {block_var: IntVal(Sym("block", "block"))} if block_var else {}
-        summary = self.export_tiles(name, self.read_kernel(name, grid, inner, bindings, None, stmt), stmt)
+        summary = self.ev.bodies.export_tiles(
+            name, self.ev.bodies.read_kernel(name, grid, inner, bindings, None, stmt), stmt
+        )
         self.add_task(
             name, base, index, grid, summary, stmt, after, early, sync, predicate,
             dual or summary.dual_lanes, {t: "nodep" for t in nodeps} or None,
         )  # fmt: skip
         if isinstance(as_name, ast.Name):
-            self.bind_name(as_name.id, TaskIdVal((name,)), stmt)
+            self.ev.bind_name(as_name.id, TaskIdVal((name,)), stmt)
 
     def split_opt(self, call: ast.Call | None) -> bool:
-        node = self.kw(call, "optimizations") if call is not None else None
+        node = self.ev.kw(call, "optimizations") if call is not None else None
         if not isinstance(node, ast.List | ast.Tuple):
             return False
         for e in node.elts:
-            if isinstance(e, ast.Call) and isinstance(self.eval(e.func), PlRef):
-                if self.eval(e.func).path == "pl.split" and e.args:  # type: ignore[union-attr]
-                    mode = self.eval(e.args[0])
+            if isinstance(e, ast.Call) and isinstance(self.ev.eval(e.func), PlRef):
+                if self.ev.eval(e.func).path == "pl.split" and e.args:  # type: ignore[union-attr]
+                    mode = self.ev.eval(e.args[0])
                     if isinstance(mode, PlRef) and not mode.path.endswith("NONE"):
                         return True
         return False
-
-    def kernel_reader(self, name: str, grid: Expr, module: ModuleInfo | None = None) -> KernelReader:
-        return KernelReader(
-            self.file,
-            self.notes,
-            self.prog.params.env,
-            self.lookup if module is None else _globals_of(module),
-            self.prog.tensors,
-            name,
-            grid,
-            self.kernel_call,
-        )
-
-    def tensor_signature(self, root: str) -> object:
-        """What a task body can see of a tensor: two tensors alike here read alike."""
-        info = self.prog.tensors.get(root)
-        if info is None:
-            return None
-        return (
-            info.dtype, info.shape, info.kind, info.manual_dep, info.distributed, info.declared_inout,
-            info.view_of, info.view_offset, root in self.prog.signal_tensors, root in self.prog.window_tensors,
-        )  # fmt: skip
-
-    def read_kernel(
-        self,
-        name: str,
-        grid: Expr,
-        stmts: list[ast.stmt],
-        bindings: dict[str, Val],
-        module: ModuleInfo | None,
-        node: ast.AST,
-    ) -> KernelSummary:
-        """The summary of a task body: read once per scope and reused across the instances an
-        orchestration loop makes of it (``kernel_cache``)."""
-        outer = self.lookup if module is None else _globals_of(module)
-        key = (id(stmts[0]) if stmts else id(node), len(stmts), grid, id(module))
-        found = self.prog.kernels.find(
-            key, outer, bindings, self.prog.params.env(), self.tensor_signature, node
-        )
-        if found is not None:
-            return found
-        recorder = Recorder(outer, self.prog.params.env(), self.tensor_signature)
-        abstract = {k: recorder.abstract(ARG + k, v) for k, v in bindings.items()}
-        reader = KernelReader(
-            module.file if module is not None else self.file,
-            self.notes,
-            lambda: recorder.env,
-            recorder.lookup,
-            self.prog.tensors,
-            name,
-            grid,
-            self.kernel_call,
-        )
-        body = reader.read(stmts, abstract)
-        tree = module.tree if module is not None else self.frame.module.tree
-        exports = _exports(
-            reader, live_after(tree, node) if isinstance(node, ast.stmt) else frozenset(), node
-        )
-        summary = KernelSummary(
-            body,
-            tuple(reader.accesses),
-            tuple(reader.signals),
-            tuple(reader.barriers),
-            frozenset(reader.ops),
-            frozenset(reader.units),
-            frozenset(reader.signal_tensors),
-            frozenset(reader.window_tensors),
-            reader.dual_lanes,
-            exports,
-        )
-        return self.prog.kernels.store(key, recorder, summary)
-
-    def export_tiles(self, task: str, summary: KernelSummary, stmt: ast.AST) -> KernelSummary:
-        """Each tile the scope hands to later code becomes a buffer the task allocates and
-        writes whole (what outlining the scope into a kernel does); the name is rebound to it."""
-        if not summary.exports:
-            return summary
-        accesses, stores = list(summary.accesses), []
-        order = max((a.order for a in accesses), default=0)
-        for e in summary.exports:
-            info = self.prog.tensors.add(
-                TensorInfo(
-                    f"{task}.{e.var}", e.type.dtype, e.type.shape, "scratch", False, e.span, created_by=task
-                )
-            )
-            region = tuple(ir_body.Range(Const(0), d, Const(1)) for d in e.type.shape)
-            order += 1
-            accesses.append(Access(info.name, "write", region, e.type.dtype, (), (), e.span, order))
-            stores.append(ir_body.StoreS(info.name, region, e.value, "write", e.span))
-            self.bind_name(e.var, TensorVal(info.name), stmt)
-        body = summary.body  # an instance's body is lazy: rules that read bodies are few
-        return replace(summary, accesses=tuple(accesses), body=LazyBody(lambda: (*body, *stores)))
-
-    def kernel_call(self, k: KernelReader, func: FuncVal, node: ast.Call) -> Val:
-        """A helper called inside a kernel body: spliced into it (its statements become the task's)."""
-        if func.kind in ("incore", "extern", "jit", "host"):
-            return k.opaque_op(
-                func.node.name, node, f"a call to the {func.kind} function '{func.node.name}' inside a kernel"
-            )
-        args = func.node.args
-        names = [p.arg for p in [*args.posonlyargs, *args.args]]
-        bound: dict[str, Val] = {}
-        for name, a in zip(names, node.args, strict=False):
-            bound[name] = k.eval(a)
-        for kw in node.keywords:
-            if kw.arg:
-                bound[kw.arg] = k.eval(kw.value)
-        saved_outer, saved_file, saved_assigned, saved_unstable = k.outer, k.file, k.assigned, k.unstable
-        k.outer, k.file = _globals_of(func.module), func.module.file
-        k.scopes.append(bound)
-        k.depth += 1
-        k.assigned = saved_assigned + assignment_counts(func.node.body)
-        k.unstable = saved_unstable | loop_carried(func.node.body)
-        k.returned = None
-        try:
-            k.statements(func.node.body)
-            return k.returned if k.returned is not None else PyVal(None)
-        finally:
-            k.depth -= 1
-            k.scopes.pop()
-            k.outer, k.file, k.assigned, k.unstable = saved_outer, saved_file, saved_assigned, saved_unstable
 
     def add_task(
         self,
@@ -401,7 +284,7 @@ class OrchReader(OrchestrationReader):
         accesses: tuple = (),
     ) -> None:
         try:
-            blocks = evaluate(grid, self.prog.params.env())
+            blocks = evaluate(grid, self.ev.prog.params.env())
         except EvalError:
             blocks = 1
         if grid is UNKNOWN_GRID:
@@ -411,8 +294,8 @@ class OrchReader(OrchestrationReader):
         units: frozenset[str] = frozenset()
         if summary is not None:
             units = summary.units
-            self.prog.signal_tensors |= summary.signal_tensors
-            self.prog.window_tensors |= summary.window_tensors
+            self.ev.prog.signal_tensors |= summary.signal_tensors
+            self.ev.prog.window_tensors |= summary.window_tensors
         if core is None:
             if dual or units == {"cube", "vector"}:
                 core = "mix"
@@ -420,24 +303,24 @@ class OrchReader(OrchestrationReader):
                 core = "aic"
             else:
                 core = "aiv"
-        span = span_of(self.file, stmt)
-        header = line_span(self.file, stmt, 4 if isinstance(stmt, ast.With) else 0)
+        span = span_of(self.ev.file, stmt)
+        header = line_span(self.ev.file, stmt, 4 if isinstance(stmt, ast.With) else 0)
         if isinstance(stmt, ast.For):
-            header = line_span(self.file, stmt, 3)
+            header = line_span(self.ev.file, stmt, 3)
         task = Task(
             name=name, base=base, index=index, grid=grid, blocks=blocks, core=core, core_explicit=False,
-            early_resolve=early, sync_start=sync, manual=self.manual > 0, in_sequential_loop=self.sequential > 0,
-            predicate=predicate, after=tuple(self.prog.host_sync.after(after)),
+            early_resolve=early, sync_start=sync, manual=self.ev.manual > 0, in_sequential_loop=self.ev.sequential > 0,
+            predicate=predicate, after=tuple(self.ev.prog.host_sync.after(after)),
             accesses=summary.accesses if summary is not None else tuple(accesses),
             signals=summary.signals if summary is not None else (),
             barriers=summary.barriers if summary is not None else (),
             ops=summary.ops if summary is not None else frozenset(),
             body=summary.body if summary is not None else (), span=span,
-            header_span=header, order=len(self.prog.tasks), branch=tuple(self.branch),
+            header_span=header, order=len(self.ev.prog.tasks), branch=tuple(self.ev.branch),
         )  # fmt: skip
         if arg_tags:
             task.arg_tags = arg_tags
-        self.prog.tasks.append(task)
+        self.ev.prog.tasks.append(task)
 
     def kernel_task(
         self,
@@ -454,31 +337,31 @@ class OrchReader(OrchestrationReader):
         name, base, index = self.task_name(hint)
         all_calls = [*scope_calls, flags_call]
         after = self.deps_of(all_calls)
-        early = any(self.flag(c, "allow_early_resolve") for c in all_calls)
-        sync = any(self.flag(c, "sync_start") for c in all_calls)
+        early = any(self.ev.flag(c, "allow_early_resolve") for c in all_calls)
+        sync = any(self.ev.flag(c, "sync_start") for c in all_calls)
         predicate = self.predicate_of(flags_call or next((c for c in scope_calls if c is not None), None))
         frame = Frame(callee.module)
-        bound_nodes = self.bind_args(frame, callee, call, skip_self=callee.owner is not None)
-        tags = call_tags(self, callee, frame, bound_nodes)
+        bound_nodes = self.ev.bind_args(frame, callee, call, skip_self=callee.owner is not None)
+        tags = call_tags(self.ev, callee, frame, bound_nodes)
         for root, tag in list(tags.items()):
-            info = self.prog.tensors.get(root)
+            info = self.ev.prog.tensors.get(root)
             if tag == "out" and info is not None and info.declared_inout and info.kind == "window":
                 tags[root] = "inout"  # R-enclosing on a window the entry declares InOut
         if callee.kind == "extern":
-            core = _extern_core(self, callee)
+            core = _extern_core(self.ev, callee)
             accesses = []
-            reader = self.kernel_reader(name, grid, callee.module)
+            reader = self.ev.bodies.kernel_reader(name, grid, callee.module)
             for v in frame.locals.values():
                 if isinstance(v, TensorVal):
-                    region = reader.region_at(v, None, None)
+                    region = reader.access.region_at(v, None, None)
                     d = tags.get(v.root, "in")
                     if d in ("in", "inout"):
-                        reader.record(v, region, "read", call)
+                        reader.access.record(v, region, "read", call)
                     if d in ("out", "inout"):
-                        reader.record(v, region, "write", call)
-            accesses = [replace(a, opaque=True) for a in reader.accesses]
-            self.notes.not_modelled(
-                span_of(self.file, call),
+                        reader.access.record(v, region, "write", call)
+            accesses = [replace(a, opaque=True) for a in reader.access.accesses]
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, call),
                 f"the body of extern kernel '{callee.node.name}' (hand-written C++)",
                 "its accesses are taken as whole arguments in their declared directions, and any signals "
                 "or atomics inside it are not seen",
@@ -488,13 +371,15 @@ class OrchReader(OrchestrationReader):
                 core=core, accesses=tuple(accesses),
             )  # fmt: skip
         else:
-            summary = self.read_kernel(name, grid, callee.node.body, dict(frame.locals), callee.module, call)
+            summary = self.ev.bodies.read_kernel(
+                name, grid, callee.node.body, dict(frame.locals), callee.module, call
+            )
             self.add_task(
                 name, base, index, grid, summary, stmt, after, early, sync, predicate, summary.dual_lanes,
-                tags or None, core=_incore_core(self, callee),
+                tags or None, core=_incore_core(self.ev, callee),
             )  # fmt: skip
         if isinstance(as_name, ast.Name):
-            self.bind_name(as_name.id, TaskIdVal((name,)), stmt)
+            self.ev.bind_name(as_name.id, TaskIdVal((name,)), stmt)
         return name
 
 
@@ -522,15 +407,6 @@ def _any_block(access: Access) -> Access:
     return replace(access, region=region, loops=loops, conds=conds)
 
 
-def _globals_of(module: ModuleInfo) -> Callable[[str, ast.AST], Val]:
-    """Name lookup in the globals of ``module``: what a kernel defined there sees outside itself."""
-
-    def lookup(name: str, node: ast.AST) -> Val:
-        return module.globals.get(name, Unknown(f"unknown name '{name}'"))
-
-    return lookup
-
-
 def _single_call(stmts: list[ast.stmt]) -> ast.Call | None:
     body = [s for s in stmts if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if len(body) != 1:
@@ -543,7 +419,7 @@ def _single_call(stmts: list[ast.stmt]) -> ast.Call | None:
     return None
 
 
-def _extern_core(ev: OrchReader, func: FuncVal) -> str:
+def _extern_core(ev: OrchestrationReader, func: FuncVal) -> str:
     d = func.decorator
     if isinstance(d, ast.Call):
         for kw in d.keywords:
@@ -555,7 +431,7 @@ def _extern_core(ev: OrchReader, func: FuncVal) -> str:
     return "aiv"
 
 
-def _incore_core(ev: OrchReader, func: FuncVal) -> str | None:
+def _incore_core(ev: OrchestrationReader, func: FuncVal) -> str | None:
     d = func.decorator
     if isinstance(d, ast.Call):
         for kw in d.keywords:
@@ -568,20 +444,3 @@ def _incore_core(ev: OrchReader, func: FuncVal) -> str | None:
                     if last in ("Group",):
                         return "mix"
     return None
-
-
-def _exports(reader: KernelReader, live: frozenset[str], node: ast.AST) -> tuple[Export, ...]:
-    out = []
-    for var in sorted(live):
-        v = reader.scopes[0].get(var)
-        if isinstance(v, TileVal) and isinstance(v.type, ir_body.TileType):
-            out.append(Export(var, v.type, v.value, _last_store_span(reader.file, node, var)))
-    return tuple(out)
-
-
-def _last_store_span(file: str, node: ast.AST, var: str) -> Span:
-    stores = [
-        n for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == var and isinstance(n.ctx, ast.Store)
-    ]
-    last = max(stores, key=lambda n: (n.lineno, n.col_offset), default=node)
-    return span_of(file, last)

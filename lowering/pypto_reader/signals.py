@@ -73,14 +73,14 @@ def _notify(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         )
         return PyVal(None)
     opname = "set" if kind == "Set" else "add"
-    k.signal_tensors.add(target.root)
-    k.signals.append(
+    k.access.signal_tensors.add(target.root)
+    k.access.signals.append(
         SignalOp(
-            "notify", target.root, index, k.loop_tuple(), k.cond_tuple(), k.span(node), k.next_order(),
+            "notify", target.root, index, k.body.loop_tuple(), k.body.cond_tuple(), k.span(node), k.body.next_order(),
             peer=peer, op=opname, value=value,
         )
     )  # fmt: skip
-    k.emit(ir_body.NotifyS(target.root, index, peer, opname, value, k.span(node)))
+    k.body.emit(ir_body.NotifyS(target.root, index, peer, opname, value, k.span(node)))
     return PyVal(None)
 
 
@@ -104,14 +104,14 @@ def _wait(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) ->
             "it is read as a blocking wait, so findings about a core held while spinning on it may be "
             "false positives",
         )
-    k.signal_tensors.add(signal.root)
-    k.signals.append(
+    k.access.signal_tensors.add(signal.root)
+    k.access.signals.append(
         SignalOp(
-            "wait", signal.root, index, k.loop_tuple(), k.cond_tuple(), k.span(node), k.next_order(),
+            "wait", signal.root, index, k.body.loop_tuple(), k.body.cond_tuple(), k.span(node), k.body.next_order(),
             cmp=cmp, expected=expected,
         )
     )  # fmt: skip
-    k.emit(ir_body.WaitS(signal.root, index, cmp, expected, k.span(node)))
+    k.body.emit(ir_body.WaitS(signal.root, index, cmp, expected, k.span(node)))
     return PyVal(None)
 
 
@@ -126,7 +126,7 @@ def _remote_store(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.e
     if src_node is None or target is None or peer is None:
         return k.opaque_op(name, node, "a remote store whose target or peer the reader cannot evaluate")
     value = k.value(k.eval(src_node))
-    region = k.region_at(target, offsets, tile_type(value))
+    region = k.access.region_at(target, offsets, tile_type(value))
     return _remote_write(k, target, region, peer, value, b, node)
 
 
@@ -140,14 +140,14 @@ def _put(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> 
     shape = k.int_list(b.get("shape"))
     src = k.tensor_of(b["src"])
     if src is not None:
-        src_region = k.region_at(src, k.int_list(b.get("src_offsets")), shape)
-        k.record(src, src_region, "read", node)
+        src_region = k.access.region_at(src, k.int_list(b.get("src_offsets")), shape)
+        k.access.record(src, src_region, "read", node)
         value: ir_body.Value = ir_body.LoadV(
-            src.root, k.root_region(src, src_region), k.region_type(src, src_region)
+            src.root, k.access.root_region(src, src_region), k.access.region_type(src, src_region)
         )
     else:
         value = k.value(k.eval(b["src"]))
-    dst_region = k.region_at(dst, k.int_list(b.get("dst_offsets")), shape)
+    dst_region = k.access.region_at(dst, k.int_list(b.get("dst_offsets")), shape)
     return _remote_write(k, dst, dst_region, peer, value, b, node)
 
 
@@ -162,10 +162,12 @@ def _remote_write(
 ) -> Val:
     """Write ``value`` into ``window[region]`` on rank ``peer`` (atomic with ``atomic=Add``)."""
     atomic = _enum(k, b.get("atomic")) == "Add"
-    k.window_tensors.add(window.root)
-    k.record(window, region, "atomic" if atomic else "write", node, peer=peer)
-    k.emit(
-        ir_body.RemoteStoreS(window.root, k.root_region(window, region), peer, value, atomic, k.span(node))
+    k.access.window_tensors.add(window.root)
+    k.access.record(window, region, "atomic" if atomic else "write", node, peer=peer)
+    k.body.emit(
+        ir_body.RemoteStoreS(
+            window.root, k.access.root_region(window, region), peer, value, atomic, k.span(node)
+        )
     )
     return PyVal(None)
 
@@ -178,19 +180,21 @@ def _remote_read(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.ex
         shape = k.int_list(b.get("shape"))
         if win is None:
             return k.opaque_op(name, node)
-        region = k.region_at(win, k.int_list(b.get("offsets")), shape)
+        region = k.access.region_at(win, k.int_list(b.get("offsets")), shape)
         peer = k.int_expr(k.eval(b["peer"])) if "peer" in b else None
-        k.record(win, region, "read", node, peer=peer)
-        return k.load_value(win, region)
+        k.access.record(win, region, "read", node, peer=peer)
+        return k.access.load_value(win, region)
     b = k.arguments(node, ["dst", "peer", "src", "dst_offsets", "src_offsets", "shape"])
     dst, src = (k.tensor_of(b[n]) if n in b else None for n in ("dst", "src"))
     shape = k.int_list(b.get("shape"))
     peer = k.int_expr(k.eval(b["peer"])) if "peer" in b else None
     if src is not None:
-        k.record(src, k.region_at(src, k.int_list(b.get("src_offsets")), shape), "read", node, peer=peer)
+        k.access.record(
+            src, k.access.region_at(src, k.int_list(b.get("src_offsets")), shape), "read", node, peer=peer
+        )
     if dst is not None:
-        region = k.region_at(dst, k.int_list(b.get("dst_offsets")), shape)
-        k.record(dst, region, "write", node)
+        region = k.access.region_at(dst, k.int_list(b.get("dst_offsets")), shape)
+        k.access.record(dst, region, "write", node)
     return PyVal(None)
 
 
@@ -198,8 +202,10 @@ def _remote_read(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.ex
 def _syncall(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) -> Val:
     mode = k.static(k.eval(b["mode"])) if "mode" in b else "hard"
     soft = mode == "soft"
-    k.barriers.append(BarrierOp(soft, k.loop_tuple(), k.cond_tuple(), k.span(node), k.next_order()))
-    k.emit(ir_body.BarrierS(soft, k.span(node)))
+    k.access.barriers.append(
+        BarrierOp(soft, k.body.loop_tuple(), k.body.cond_tuple(), k.span(node), k.body.next_order())
+    )
+    k.body.emit(ir_body.BarrierS(soft, k.span(node)))
     return PyVal(None)
 
 
@@ -223,5 +229,5 @@ def collective(k: KernelReader, path: str, node: ast.Call) -> Val:
     for arg in node.args:
         t = k.tensor_of(arg)
         if t is not None:
-            k.record(t, k.region_at(t, None, None), "read", node)
+            k.access.record(t, k.access.region_at(t, None, None), "read", node)
     return UNKNOWN

@@ -39,7 +39,7 @@ def _sort32(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
         return k.opaque_op(name, node)
     src, idx = pair
     t = tile_type(src)
-    k.unit("vector")
+    k.body.unit("vector")
     rtype = ir_body.TileType("f32", (t.shape[0], binop("*", Const(2), t.shape[-1]))) if t else src.type
     return TileVal(ir_body.CallV("sort32", (src, idx), (), rtype))
 
@@ -49,7 +49,7 @@ def _mrgsort(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
     if "src0" not in b:
         return k.opaque_op(name, node)
     src = k.value(k.eval(b["src0"]))
-    k.unit("vector")
+    k.body.unit("vector")
     if "block_len" in b and "src1" not in b:
         bl = k.int_expr(k.eval(b["block_len"]))
         if bl is None:
@@ -80,7 +80,7 @@ def _arange(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr]) 
     dtype = k.dtype_named(b.get("dtype"), "i32")
     descending = "descending" in b and k.truth(k.eval(b["descending"])) is True
     rtype = ir_body.TileType(dtype, shape)
-    k.unit("vector")
+    k.body.unit("vector")
     if start == Const(0) and not descending and len(shape) == 2 and shape[0] == Const(1):
         return TileVal(ir_body.CallV("iota", (ir_body.IntV(shape[1]),), (), rtype))
     lst = ir_body.ListV(shape, ir_body.ListType(len(shape)))
@@ -158,7 +158,7 @@ def _fillpad(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast.expr])
     t = tile_type(x)
     if cols is None:
         cols = t.shape[-1] if t is not None else None
-    k.unit("vector")
+    k.body.unit("vector")
     if pad is None or cols is None:
         return TileVal(ir_body.CallV("fillpad", (x,), (), x.type))
     return TileVal(ir_body.CallV("fillpad", (inner, ir_body.IntV(cols), pad), (), x.type))
@@ -173,7 +173,7 @@ def _fillpad_expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast
     shape = k.int_seq(b["shape"])
     pad = _pad_value(k, b.get("pad_value"))
     inner, cols = _unvalid(x)
-    k.unit("vector")
+    k.body.unit("vector")
     if shape is None:
         return k.opaque_op(name, node)
     rtype = ir_body.TileType(dtype_of(x), shape)
@@ -186,7 +186,7 @@ def _fillpad_expand(k: KernelReader, name: str, node: ast.Call, b: dict[str, ast
 
 def readout(k: KernelReader, base: TileVal, node: ast.Subscript) -> Val | None:
     """``s[:, 0 : 2 * K]`` on a sorted row -> ``topk_pairs(s, K)`` (None if not that form)."""
-    if not (isinstance(base.value, ir_body.LocalV) and base.value.name in k.sorted_locals):
+    if not (isinstance(base.value, ir_body.LocalV) and base.value.name in k.names.sorted_locals):
         return None
     sl = node.slice
     if not (isinstance(sl, ast.Tuple) and len(sl.elts) == 2):
@@ -208,6 +208,6 @@ def readout(k: KernelReader, base: TileVal, node: ast.Subscript) -> Val | None:
         count = binop("//", width, Const(2))
     t = tile_type(base.value)
     rtype = ir_body.TileType(dtype_of(base.value), (t.shape[0] if t else Const(1), width))
-    k.unit("vector")
-    k.ops.add("topk_pairs")
+    k.body.unit("vector")
+    k.body.ops.add("topk_pairs")
     return TileVal(ir_body.CallV("topk_pairs", (base.value, ir_body.IntV(count)), (), rtype))

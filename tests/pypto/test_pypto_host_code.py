@@ -106,14 +106,14 @@ def test_one_d_tensor_loaded_as_a_row_tile_is_fitted_not_discarded(tmp_path):
 def test_a_reader_failure_on_one_statement_keeps_the_rest(tmp_path, monkeypatch):
     from lowering.pypto_reader import scopes
 
-    real = scopes.OrchReader.scope_task
+    real = scopes.TaskBuilder.scope_task
 
     def failing(self, stmt, *args, **kwargs):
         if stmt.lineno == 7:
             raise RuntimeError("boom")
         return real(self, stmt, *args, **kwargs)
 
-    monkeypatch.setattr(scopes.OrchReader, "scope_task", failing)
+    monkeypatch.setattr(scopes.TaskBuilder, "scope_task", failing)
     body = """
     @pl.jit
     def entry(x: pl.Tensor[[4, 4], pl.FP32], y: pl.Out[pl.Tensor[[4, 4], pl.FP32]]):

@@ -401,7 +401,7 @@ def test_a_block_offset_assigned_before_a_kernel_loop_stays_the_blocks_offset():
 
 
 def test_loop_carried_names_are_those_a_loop_reads_before_it_assigns_them():
-    from lowering.pypto_reader.kernel_statements import loop_carried
+    from lowering.pypto_reader.kernel_names import loop_carried
 
     body = ast.parse(
         "tg = b * 16\n"
