@@ -198,6 +198,25 @@ def hits(graph: Graph, task: Task, access: Access, blocks: tuple[int, ...] | Non
     return out
 
 
+def widened_hits(
+    graph: Graph, task: Task, access: Access, blocks: tuple[int, ...] | None = None
+) -> list[Hit]:
+    """One hit per rank x block with every loop taken as its interval: a box around all the
+    block's executions of ``access``, cheap to compute where listing them is not (a
+    necessary-condition test before :func:`hits`)."""
+    key = (task.name, access.order, blocks)
+    cache = graph.__dict__.setdefault("_widened_hits", {})
+    if key not in cache:
+        names = _looked_up(access)
+        base = {k: v for k, v in graph.env().items() if k in names}
+        scalars = {k: v for k, v in graph.scalar_ranges().items() if k in names}
+        tensor = graph.tensors[access.tensor]
+        cache[key] = _hits(
+            graph, task, access, tensor, base, scalars, phase_of(task, access), widen=True, only=blocks
+        )
+    return cache[key]
+
+
 def _looked_up(access: Access) -> set[str]:
     """Every name evaluating an instance of ``access`` can look up (its loop variables too)."""
     exprs = [e for r in access.region for e in (r.start, r.stop, r.step)]

@@ -69,6 +69,7 @@ from lowering.checks.access_instances import (
     hulls_meet,
     intersection_text,
     local_tensor,
+    widened_hits,
 )
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Access, Graph
@@ -129,13 +130,17 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         for w in accs:
             if w.mode != "write" or w.tensor in reported:
                 continue
-            hw = _certain(hits(graph, task, w, sample))
+            boxes_w = widened_hits(graph, task, w, sample)
+            hw = None
             for other in accs:
                 if other.tensor != w.tensor:
                     continue
-                ho = hw if other is w else _certain(hits(graph, task, other, sample))
-                if not _block_hulls_meet(hw, ho):
+                boxes_o = boxes_w if other is w else widened_hits(graph, task, other, sample)
+                if not _block_hulls_meet(boxes_w, boxes_o):
                     continue  # each block keeps to a box no other block's accesses enter
+                if hw is None:
+                    hw = _certain(hits(graph, task, w, sample))
+                ho = hw if other is w else _certain(hits(graph, task, other, sample))
                 pair = first_overlap(
                     hw, ho, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
                 )
@@ -158,6 +163,8 @@ def _block_hulls_meet(hw: list, ho: list) -> bool:
     for side, found in ((0, hw), (1, ho)):
         by_block: dict[tuple[int, int], list] = {}
         for h in found:
+            if h.block < 0:
+                return True  # the grid was taken whole: no box per block to compare
             by_block.setdefault((h.block, h.rank), []).append(h)
         boxes += [(hull(group), block, rank, side) for (block, rank), group in by_block.items()]
     boxes.sort(key=lambda b: b[0][0][0])
