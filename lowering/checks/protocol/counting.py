@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from lowering.body import RemoteStoreS, nested_stmts
 from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
+from lowering.checks.order import successors
 from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable, data_chosen_cell, run
@@ -278,9 +279,10 @@ def reuse_wait(graph: Graph, ctx: CheckContext, waiter: Task, wait: SignalOp, ce
         return True
     if any(a.mode != "anchor" for a in waiter.accesses):
         return False
-    successors = {e.dst for e in graph.edges if e.src == waiter.name}
     return any(
-        a.peer is not None and a.writes for t in graph.tasks if t.name in successors for a in t.accesses
+        a.peer is not None and a.writes
+        for name in successors(graph, ctx)[waiter.name]
+        for a in graph.task(name).accesses
     )
 
 
