@@ -144,6 +144,14 @@ def main(argv: list[str]) -> int:
     rep_p.add_argument("out", type=Path)
     rep_p.add_argument("--against", type=Path)
     args = parser.parse_args(argv)
+    if args.command == "run" and not args.tree.is_dir():
+        parser.error(f"{args.tree}: not a directory")
+    if args.command == "run" and args.list and not args.list.is_file():
+        parser.error(f"--list {args.list}: no such file")
+    if args.command == "report":
+        for out in (args.out, args.against):
+            if out is not None and not (out / "runs.jsonl").is_file():
+                parser.error(f"{out}: no runs.jsonl (make one with `run`)")
     if args.command == "run":
         files = args.list.read_text(encoding="utf-8").split() if args.list else []
         run(args.tree.resolve(), args.out, files, args.timeout, args.jobs)

@@ -181,21 +181,12 @@ def hits(graph: Graph, task: Task, access: Access, blocks: tuple[int, ...] | Non
     those of the given ``blocks`` (exact, for a rule that samples a grid too large to list)."""
     key = (task.name, access.order, blocks)
     cache = graph.__dict__.setdefault("_access_hits", {})
-    if key in cache:
-        return cache[key]
-    # Only the names the instances look up: the environment is copied at every block and
-    # iteration, and a model's parameters and constants run into the hundreds.
-    names = _looked_up(access)
-    base = {k: v for k, v in graph.env().items() if k in names}
-    scalars = {k: v for k, v in graph.scalar_ranges().items() if k in names}
-    tensor = graph.tensors[access.tensor]
-    phase = phase_of(task, access)
-    try:
-        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=False, only=blocks)
-    except _TooMany:
-        out = _hits(graph, task, access, tensor, base, scalars, phase, widen=True, only=blocks)
-    cache[key] = out
-    return out
+    if key not in cache:
+        try:
+            cache[key] = _hits(graph, task, access, widen=False, only=blocks)
+        except _TooMany:
+            cache[key] = _hits(graph, task, access, widen=True, only=blocks)
+    return cache[key]
 
 
 def widened_hits(
@@ -207,13 +198,7 @@ def widened_hits(
     key = (task.name, access.order, blocks)
     cache = graph.__dict__.setdefault("_widened_hits", {})
     if key not in cache:
-        names = _looked_up(access)
-        base = {k: v for k, v in graph.env().items() if k in names}
-        scalars = {k: v for k, v in graph.scalar_ranges().items() if k in names}
-        tensor = graph.tensors[access.tensor]
-        cache[key] = _hits(
-            graph, task, access, tensor, base, scalars, phase_of(task, access), widen=True, only=blocks
-        )
+        cache[key] = _hits(graph, task, access, widen=True, only=blocks)
     return cache[key]
 
 
@@ -230,7 +215,14 @@ def _looked_up(access: Access) -> set[str]:
     return names
 
 
-def _hits(graph, task, access, tensor: Tensor, base, scalars, phase, widen: bool, only=None) -> list[Hit]:
+def _hits(graph: Graph, task: Task, access: Access, widen: bool, only=None) -> list[Hit]:
+    # Only the names the instances look up: the environment is copied at every block and
+    # iteration, and a model's parameters and constants run into the hundreds.
+    names = _looked_up(access)
+    base = {k: v for k, v in graph.env().items() if k in names}
+    scalars = {k: v for k, v in graph.scalar_ranges().items() if k in names}
+    tensor = graph.tensors[access.tensor]
+    phase = phase_of(task, access)
     out: list[Hit] = []
     budget = [MAX_HITS if not widen else 1 << 60]
     loop_vars = [loop.var for loop in access.loops]

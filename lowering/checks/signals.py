@@ -236,15 +236,24 @@ def _waited_cells(
 ) -> dict[tuple[int, tuple], Expr]:
     out: dict[tuple[int, tuple], Expr] = {}
     index = [compiled(i) for i in op.index]
-    chosen = data_chosen_cell(graph, op, env)
-    envs = [env] if chosen is None else [{**env, chosen[0]: v} for v in range(chosen[1])]
-    for at in envs:
+    for at in cell_envs(graph, op, env):
         for scoped, rank, _block in run(graph, task, op.loops, op.conds, at, ignore_predicate=True):
             out[(rank, _cell(index, scoped))] = op.expected
     return out
 
 
-def data_chosen_cell(graph: Graph, wait: SignalOp, env: dict[str, int]) -> tuple[str, int] | None:
+def cell_envs(graph: Graph, wait: SignalOp, env: dict[str, int]) -> list[dict[str, int]]:
+    """The environments to enumerate ``wait``'s cells in: ``[env]``, or, when one index is a
+    value read from data (``wait ready[owner]``, ``owner`` from a table), ``env`` with that
+    value bound to every cell of its dimension -- the wait must be right whichever it names."""
+    chosen = _data_chosen_cell(graph, wait, env)
+    if chosen is None:
+        return [env]
+    name, extent = chosen
+    return [{**env, name: v} for v in range(extent)]
+
+
+def _data_chosen_cell(graph: Graph, wait: SignalOp, env: dict[str, int]) -> tuple[str, int] | None:
     """(name, extent) when one index of ``wait`` is exactly one value read from data and the
     other indices involve no data: the cells it can name are that dimension's (at ``env``)."""
     tensor = graph.tensors.get(wait.signal)

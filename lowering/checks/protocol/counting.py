@@ -34,7 +34,7 @@ from lowering.checks.index import notifiers
 from lowering.checks.order import successors
 from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext
-from lowering.checks.signals import NotCountable, data_chosen_cell, run
+from lowering.checks.signals import NotCountable, cell_envs, run
 from lowering.ir import Access, Graph, SignalOp, Task
 from lowering.source import Span
 from lowering.symbolic import DYNAMIC, SCALAR, Const, EvalError, Expr, free_symbols
@@ -183,13 +183,8 @@ def wait_cells(
     table) is taken at every cell of that dimension the wait's conditions admit: the wait is
     right only if each of them gets the count it expects, whatever the table holds."""
     index_f = [compiled(i) for i in wait.index]
-    envs = [env]
-    chosen = data_chosen_cell(graph, wait, env)
-    if chosen is not None:
-        name, extent = chosen
-        envs = [{**env, name: v} for v in range(extent)]
     try:
-        for at in envs:
+        for at in cell_envs(graph, wait, env):
             for scoped, rank, block in run(graph, task, wait.loops, wait.conds, at, lenient=True):
                 yield rank, tuple(_value(f, scoped, "cell index") for f in index_f), scoped, block
     except Uncountable as err:
@@ -393,13 +388,12 @@ def _analyse(
             if where is None:
                 where = relation(ctx, d.task, d.op.order, task.name, wait.order)
                 rel[(d.task, d.op.order)] = where
-            if d.src != rank and (where == "before" or d.value < 0):
-                # A peer's execution: nothing local orders it before this wait, and a retire
-                # (a negative deposit) the peer makes after its own wait can land before ours.
-                # A *credit* ordered after the waiter (on the peer, after the peer's instance
-                # of it) is after it here too: a wait that needed it in this epoch would need
-                # the peer's waiter to pass first, and that one, by symmetry, ours -- a
-                # deadlock, not a count. So it is a later phase of the cell.
+            if d.src != rank and d.value < 0:
+                # A peer's retire (a negative deposit) after its own wait can land before ours.
+                # A peer's *credit* ordered after the waiter (on the peer, after the peer's
+                # instance of it) is after it here too: a wait that needed it in this epoch
+                # would need the peer's waiter to pass first, and that one, by symmetry,
+                # ours -- a deadlock, not a count. So it is a later phase of the cell.
                 where = "unordered"
             if where != "after":
                 prefix += d.value
