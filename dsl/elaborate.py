@@ -369,7 +369,7 @@ class Elaborator:
         )
         if step <= 0:
             raise self.diags.error("E404", s.span, "loop step must be positive")
-        trips = scope.trips * len(range(start, stop, step))
+        trips = scope.trips * max(0, -(-(stop - start) // step))  # len(range()) overflows past 2^63
         if trips > MAX_LAYER_ITERATIONS:
             raise self.diags.error(
                 "E404",

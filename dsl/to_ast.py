@@ -12,7 +12,8 @@ import lark
 from lark import Token, Transformer
 
 from dsl import ast
-from lowering.source import Span
+from dsl.codes import diag
+from lowering.source import CompileError, Span
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 
@@ -292,7 +293,14 @@ class ToAst(Transformer):
 
     def int_lit(self, meta, children):
         text = str(children[0])
-        return ast.IntLit(self._tok(children[0]), int(text, 16) if text.startswith("0x") else int(text))
+        span = self._tok(children[0])
+        try:
+            value = int(text, 16) if text.startswith("0x") else int(text)
+        except ValueError:  # past Python's digit limit for int(): no layer needs such a number
+            raise CompileError(
+                [diag("E101", span, f"integer literal of {len(text)} digits is too large")]
+            ) from None
+        return ast.IntLit(span, value)
 
     def float_lit(self, meta, children):
         return ast.FloatLit(self._tok(children[0]), float(str(children[0])), str(children[0]))

@@ -99,6 +99,8 @@ CASES = {
         )
         for what, dtype, expr, code, message in (
             ("// by 3", "i32", "a / 3", "A701", "'//' of an i32 tile by 3: only a constant power of two"),
+            ("// by inf", "i32", "a / 1e999", "A701", "'//' of an i32 tile by "),
+            ("i32 < inf", "i32", "select(a < 1e999, a, a)", "A702", "'lt' of an i32 tile with "),
             (
                 "% by a runtime scalar",
                 "i32",

@@ -177,3 +177,15 @@ def test_layer_loops_are_capped():
     assert diagnostics(source) == [
         ("E404", 3, 5, "layer loops expand to 10,000,000 iterations; at most 1,000,000")
     ]
+
+
+def test_a_layer_loop_past_2_to_63_trips_is_capped_not_a_crash():
+    source = "layer l() {\n  for i in range(100000000000000000000000000000) { task t[i] { } }\n}\n"
+    (d,) = diagnostics(source)
+    assert d[:3] == ("E404", 2, 3)
+    assert d[3].startswith("layer loops expand to 100,000,000,000,000,000,000,000,000,000 iterations")
+
+
+def test_an_integer_literal_past_pythons_digit_limit_is_a_syntax_error_at_the_literal():
+    source = "layer l(N = " + "9" * 5000 + ") {\n}\n"
+    assert diagnostics(source) == [("E101", 1, 13, "integer literal of 5000 digits is too large")]

@@ -26,6 +26,8 @@ tiles, is refused (A701) rather than approximated.
 
 from __future__ import annotations
 
+import math
+
 from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import cxx_type, float_literal, round_up
 from lowering.codegen.ascendc.diagnostics import refuse
@@ -130,6 +132,7 @@ class MaskOps:
         if dtype == "i32" and op not in ("eq", "ne"):
             if (
                 scalar.const is None
+                or not math.isfinite(scalar.const)
                 or abs(int(scalar.const)) >= EXACT_F32_INT
                 or scalar.const != int(scalar.const)
             ):
@@ -275,7 +278,7 @@ class MaskOps:
                 self.span,
             )
         d = self.scalar(v.b).const
-        if d is None or d != int(d) or int(d) <= 0 or int(d) & (int(d) - 1):
+        if d is None or not math.isfinite(d) or d != int(d) or int(d) <= 0 or int(d) & (int(d) - 1):
             raise refuse(
                 "A701",
                 f"'{sym}' of an {dtype} tile by {self.scalar(v.b).code}: only a constant power of two has an "
