@@ -83,18 +83,10 @@ class ExprElaborator:
     # ------------------------------------------------------------ expressions
 
     def int_expr(self, e) -> Expr:
-        value = self.value(e)
+        value = self._int_scalar(self.value(e), e.span)
         if isinstance(value, ir_body.IntV):
             return value.expr
-        vt = value.type
-        if isinstance(vt, ir_body.ScalarType) and vt.dtype in INT_DTYPES + ("bool",):
-            if isinstance(value, ir_body.LocalV):
-                return Sym(value.name, DYNAMIC)
-            self.temp += 1
-            name = f"_v{self.temp}"
-            self.pending.append(ir_body.LetS(name, value, e.span))
-            return Sym(name, DYNAMIC)
-        raise self.error("E309", e.span, f"expected an integer, got {vt}")
+        raise self.error("E309", e.span, f"expected an integer, got {value.type}")
 
     def value(self, e) -> ir_body.Value:
         return EXPR_DISPATCH[type(e)](self, e)
