@@ -156,9 +156,7 @@ class StridedOps:
         self.emit(f"{out.base} = outQueue.DeQue<{cxx_type(dtype)}>();")
         if atomic:
             self.emit(f"AscendC::SetAtomicAdd<{cxx_type(dtype)}>();")
-        dims = self.dims(tensor, self.span)
-        width = dims[-1] if dims else 1
-        offset, _ = self.row_major(tensor, region, self.span)
+        offset, width = self.gm_origin(tensor, region)
         params = f"AscendC::DataCopyExtParams{{{cols}, {size}, 0, {(cstep - 1) * size}, 0}}"
         r = self.fresh("r") if rows > 1 else "0"
         gm_at = _terms(self.int(offset), f"{r} * {rstep * width}" if rows > 1 else "0")
@@ -237,9 +235,7 @@ class StridedOps:
     ) -> None:
         dtype = dst.dtype
         size = DTYPE_BYTES[dtype]
-        dims = self.dims(src_v.tensor, self.span)
-        width = dims[-1] if dims else 1
-        offset, _ = self.row_major(src_v.tensor, src_v.region, self.span)
+        offset, width = self.gm_origin(src_v.tensor, src_v.region)
         gm = self.gm(src_v.tensor)
         at = f"{gm}[{_terms(self.int(offset), f'{row} * {rstep * width}')}]"
         aligned = (cols * size) % BLOCK_BYTES == 0 and (rstep * width * size) % BLOCK_BYTES == 0

@@ -66,9 +66,7 @@ class TransferMixin:
         """One DataCopy (aligned) or DataCopyPad between ``tile`` and the region of ``gm``."""
         dtype = tile.dtype
         size = DTYPE_BYTES[dtype]
-        dims = self.dims(tensor, self.span)
-        width = dims[-1] if dims else 1
-        offset, _ = self.row_major(tensor, region, self.span)
+        offset, width = self.gm_origin(tensor, region)
         at = f"{gm}[{self.int(offset)}]" if self.ints.constant(offset) != 0 else gm
         if rows > MAX_DATACOPY_ROWS:
             raise refuse("A713", f"{rows} rows in one DataCopy (the limit is {MAX_DATACOPY_ROWS})", self.span)

@@ -152,6 +152,12 @@ class BodyWriter:
             offset = term if offset is None else offset + term
         return offset, strides  # type: ignore[return-value]
 
+    def gm_origin(self, tensor: str, region: tuple[ir_body.Range, ...]) -> tuple[Expr, int]:
+        """(element offset of the region's first element, elements per row of the tensor)."""
+        dims = self.dims(tensor, self.span)
+        offset, _ = self.row_major(tensor, region, self.span)
+        return offset, dims[-1] if dims else 1
+
     def aligned(self, e: Expr, multiple: int) -> bool:
         """Is ``e`` a multiple of ``multiple`` for every value of its symbols?"""
         form = poly(self.ints.fold(e))
