@@ -198,7 +198,9 @@ def test_a_kernel_error_on_one_rank_stops_every_process_with_its_diagnostic(tmp_
 
 
 def test_a_livelock_on_one_rank_times_out_every_process_with_that_ranks_diagnostic(tmp_path):
-    job = run_driver(tmp_path, f"{PROGRAMS}:livelock", nprocs=2, ranks=2, timeout=1.0)
+    # a step limit no 1 s run reaches: on a fast, idle machine the default 1,000,000 resumptions of
+    # one block came before the timeout and the test failed with StepLimitExceeded
+    job = run_driver(tmp_path, f"{PROGRAMS}:livelock", nprocs=2, ranks=2, timeout=1.0, max_block_steps=10**9)
     assert job.outcomes == ["SimulationTimeout"] * 2
     message = job.processes[0]["message"]
     assert "'livelock' stopped at its 1 s wall-clock timeout" in message
