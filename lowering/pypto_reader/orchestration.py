@@ -260,11 +260,9 @@ class OrchestrationReader(PyInterpreter):
         if isinstance(base, TaskArrayVal):
             self.calls.array_store(base, target.slice, value)
         elif isinstance(base, TensorVal):
-            self.notes.not_modelled(
-                span_of(self.file, target),
-                "a tensor write outside any kernel scope",
-                "PyPTO rejects it (misplaced tensor op); it is not a task here",
-            )
+            # `t[a:b, :] = v` is sugar for `t = pl.assemble(t, v, [a, 0])` (pypto-surface.md)
+            view = self.calls.subscript(base, target)
+            self.calls.fuse_buffer(None if view is base else view, value, target)
 
     # ---------------------------------------------------------------- loops and branches
     def s_For(self, s: ast.For) -> None:

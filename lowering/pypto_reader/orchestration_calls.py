@@ -235,22 +235,39 @@ class OrchestrationCalls:
         return flat * DTYPE_BYTES.get(root.dtype, 4)
 
     def assemble_into(self, node: ast.Call) -> Val:
-        """``target = pl.assemble(target, buf, offsets)`` in orchestration, ``buf`` a ``pl.create_tensor``.
-
-        PyPTO's FuseCreateAssembleToSlice pass (runtime-model.md §3) allocates such a buffer as the
-        slice of ``target`` at ``offsets``: the tasks that wrote ``buf`` wrote those bytes of
-        ``target``, and its readers depend on them. The buffer becomes a view of the target.
-        """
+        """``target = pl.assemble(target, buf, offsets)`` in orchestration (see ``fuse_buffer``)."""
         b = self.ev.arguments(node, ["target", "source", "offset"])
         target = self.ev.eval(b["target"]) if "target" in b else None
         source = self.ev.eval(b["source"]) if "source" in b else None
         offs = self.ev.int_seq(b.get("offset"))
         info = self.ev.prog.tensors.get(source.root) if isinstance(source, TensorVal) else None
-        root = self.ev.prog.tensors.get(target.root) if isinstance(target, TensorVal) else None
+        view = None
+        if isinstance(target, TensorVal) and info is not None and offs is not None and info.shape is not None:
+            view = _view(target, offs, info.shape, ())  # type: ignore[arg-type]
+        self.fuse_buffer(view, source, node)
+        return target if isinstance(target, TensorVal) else UNKNOWN
+
+    def fuse_buffer(self, view: Val | None, source: Val | None, node: ast.AST) -> None:
+        """Place the fresh ``pl.create_tensor`` buffer ``source`` at ``view``, a window of a tensor.
+
+        ``pl.assemble(target, buf, offsets)`` in orchestration, and its subscript sugar
+        ``target[a:b, :] = buf``: PyPTO's FuseCreateAssembleToSlice pass (runtime-model.md §3)
+        allocates such a buffer as the slice of ``target`` at the offsets, so the tasks that wrote
+        ``buf`` wrote those bytes of ``target``, and its readers depend on them. The buffer becomes
+        a view of the target. Any other source is a P001 note: the copy is in no task.
+        """
+        info = self.ev.prog.tensors.get(source.root) if isinstance(source, TensorVal) else None
+        root = self.ev.prog.tensors.get(view.root) if isinstance(view, TensorVal) else None
+        if root is None and info is not None and info.view_of is None and info.kind == "scratch":
+            self.ev.notes.not_modelled(
+                span_of(self.ev.file, node),
+                f"where the buffer '{info.name}' is assembled (a target or an offset the reader cannot evaluate)",
+                "the copy is in no task: edges from its writers to the target's readers are missing",
+            )
+            return
         if (
             root is None
             or info is None
-            or offs is None
             or info.shape is None
             or source.offsets is not None  # type: ignore[union-attr]
             or info.view_of is not None
@@ -261,13 +278,11 @@ class OrchestrationCalls:
                 "an orchestration pl.assemble whose source is not a fresh pl.create_tensor buffer",
                 "the copy is in no task: edges from the source's writers to the target's readers are missing",
             )
-            return target if isinstance(target, TensorVal) else UNKNOWN
-        view = _view(target, offs, info.shape, ())  # type: ignore[arg-type]
-        offset = self.view_offset(view, self.ev.prog.tensors.get(view.root) or root, node)
-        info.view_of, info.view_offset, info.view_placed = view.root, offset or 0, offset is not None
+            return
+        offset = self.view_offset(view, root, node)  # type: ignore[arg-type]
+        info.view_of, info.view_offset, info.view_placed = view.root, offset or 0, offset is not None  # type: ignore[union-attr]
         info.kind, info.manual_dep = root.kind, root.manual_dep
         info.distributed, info.declared_inout = root.distributed, root.declared_inout
-        return target
 
     def slice_view(self, node: ast.Call) -> Val:
         b = self.ev.arguments(node, ["input", "shape", "offset"])

@@ -286,6 +286,18 @@ def test_a_fresh_buffer_assembled_in_orchestration_is_a_slice_of_its_target():
     assert not g.tensors["piece[1][*]"].view_placed  # `j` counts to a value read at run time
 
 
+def test_subscript_sugar_in_orchestration_places_a_fresh_buffer_like_assemble():
+    triples, out = findings("subscript_assemble")
+    assert triples == [("P001", 42, 5)]  # the store whose source is a view of `x`
+    assert "not a fresh pl.create_tensor buffer" in out[0].message
+    (g,) = read_pypto(READER / "subscript_assemble" / "model.py").graphs
+    assert [(e.src, e.dst, e.reason) for e in g.edges] == [
+        ("rows[0]", "check", "RAW x_attn_flat (written as y_flat[0:1024])")
+    ]
+    tile1 = g.tensors["y_tile[1]"]
+    assert (tile1.view_of, tile1.view_offset, tile1.view_placed) == ("x_out_flat", 16 * 64 * 4, True)
+
+
 def test_a_kernel_submitted_as_self_kernel_from_a_jit_function_is_the_modules_kernel():
     triples, _ = findings("program_method")
     assert triples == []  # no P001 "a kernel the reader cannot resolve"
