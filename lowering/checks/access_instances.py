@@ -215,6 +215,18 @@ def _looked_up(access: Access) -> set[str]:
     return names
 
 
+def can_be_certain(graph: Graph, access: Access) -> bool:
+    """Whether some execution of ``access`` can be exact and not ``maybe``: every name its
+    region, conditions and loop bounds look up is bound at the graph's point. A name that is
+    not (a value read from data) makes every execution inexact or maybe, so a rule that wants
+    certain hits alone need not enumerate them."""
+    bound = graph.__dict__.get("_bound_names")
+    if bound is None:
+        bound = {*graph.env(), *graph.scalar_ranges(), "block", "rank", "nranks"}
+        graph.__dict__["_bound_names"] = bound
+    return _looked_up(access) - {loop.var for loop in access.loops} <= bound
+
+
 def _hits(graph: Graph, task: Task, access: Access, widen: bool, only=None) -> list[Hit]:
     # Only the names the instances look up: the environment is copied at every block and
     # iteration, and a model's parameters and constants run into the hundreds.

@@ -146,8 +146,40 @@ def _bounds_source(e: Expr, lines: list[str], count: list[int]) -> tuple[str, st
     elif e.op == "-":
         lines.append(f"    {lo}, {hi} = {alo} - {bhi}, {ahi} - {blo}")
     else:
-        lines.append(f"    {lo}, {hi} = _combine({e.op!r}, {alo}, {ahi}, {blo}, {bhi})")
+        point = _point_source(e.op, alo, blo)
+        if point is None:
+            lines.append(f"    {lo}, {hi} = _combine({e.op!r}, {alo}, {ahi}, {blo}, {bhi})")
+        else:
+            # both operands one value (an exact instance): combine_bounds' result, without the call
+            lines += [
+                f"    if {alo} == {ahi} and {blo} == {bhi}:",
+                *point,
+                f"        {lo} = {hi} = _p",
+                "    else:",
+                f"        {lo}, {hi} = _combine({e.op!r}, {alo}, {ahi}, {blo}, {bhi})",
+            ]
     return lo, hi
+
+
+def _point_source(op: str, a: str, b: str) -> list[str] | None:
+    """Statements setting ``_p`` to ``combine_bounds(op, a, a, b, b)[0]`` (raising as it does),
+    or None for an operator left to ``combine_bounds``."""
+    if op in ("//", "cdiv", "%"):
+        value = {"//": f"{a} // {b}", "%": f"{a} % {b}", "cdiv": f"-((-{a}) // {b})"}[op]
+        return [
+            f"        if {b} == 0:",
+            '            raise EvalError("divisor may be zero")',
+            f"        _p = {value}",
+        ]
+    if op == "*":
+        return [f"        _p = {a} * {b}"]
+    if op in ("min", "max"):
+        return [f"        _p = {op}({a}, {b})"]
+    if op in _COMPARE:
+        return [f"        _p = int({a} {_COMPARE[op]} {b})"]
+    if op in ("and", "or"):
+        return [f"        _p = int(bool({a}) {op} bool({b}))"]
+    return None
 
 
 def _unknown(name: str) -> str:

@@ -277,3 +277,31 @@ def test_access_instances_look_up_only_the_names_their_expressions_mention(monke
                         assert access_instances.hits(g, task, a) == fast, (path.name, task.name, a.span)
                     compared += len(fast)
     assert compared > 100
+
+
+def test_an_access_that_cannot_be_certain_has_no_exact_unconditional_execution():
+    """``can_be_certain`` lets R505 skip enumerating accesses that read data: on every rule
+    fixture, an access it rules out has no execution that is exact and not ``maybe``."""
+    from dsl.frontend import compile_file
+    from lowering.checks import access_instances
+
+    rules = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
+    counts = {True: 0, False: 0}
+    for path in sorted(rules.glob("*/*.dsl")):
+        try:
+            graphs = compile_file(path)
+        except Exception:  # noqa: BLE001 - fixtures of front-end errors
+            continue
+        for g in graphs:
+            for task in g.tasks:
+                for a in task.accesses:
+                    certain = access_instances.can_be_certain(g, a)
+                    counts[certain] += 1
+                    if not certain:
+                        found = access_instances.hits(g, task, a)
+                        assert not [h for h in found if h.exact and not h.maybe], (
+                            path.name,
+                            task.name,
+                            a.span,
+                        )
+    assert counts[True] > 100 and counts[False] > 5, counts

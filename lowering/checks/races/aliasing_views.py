@@ -59,7 +59,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
-from lowering.checks.access_instances import Hit, distinct_hits, local_tensor
+from lowering.checks.access_instances import Hit, distinct_hits, local_tensor, widened_hits
 from lowering.checks.races.conflicts import call_alias, conflicts, grouped, instances_text
 from lowering.checks.races.data_rows import assumed_text, data_symbols
 from lowering.checks.rule import CheckContext, finding
@@ -92,17 +92,21 @@ def _chosen_by_data(task: Task, access: Access, memo: dict[tuple[str, int], bool
     return memo[key]
 
 
-def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool) -> list:
+def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool | None) -> list:
     """The sorted byte spans of an access's distinct executions (None for an unknown one),
-    kept on the graph: one access meets many others."""
+    kept on the graph: one access meets many others. ``exact=None``: one span per block
+    around all its executions (``widened_hits``), a cheap superset to rule pairs out first."""
     memo = graph.__dict__.setdefault("_view_spans", {})
     key = (task.name, access.order, access.tensor, offset, exact)
     found = memo.get(key)
     if found is None:
         tensor = graph.tensors[access.tensor]
-        found = [
-            _bytes(h, tensor, offset) for h in distinct_hits(graph, task, access) if h.exact or not exact
-        ]
+        if exact is None:
+            found = [_bytes(h, tensor, offset) for h in widened_hits(graph, task, access)]
+        else:
+            found = [
+                _bytes(h, tensor, offset) for h in distinct_hits(graph, task, access) if h.exact or not exact
+            ]
         if None not in found:
             found.sort()
         memo[key] = found
@@ -114,8 +118,18 @@ def _overlap(
 ):
     """The first bytes the two accesses share, ``"unknown"`` when some extent is dynamic and
     they may, None when they do not. ``exact``: only executions evaluated exactly count."""
-    ra = _spans(graph, t1, a, offsets[a.tensor], exact)
-    rb = _spans(graph, t2, b, offsets[b.tensor], exact)
+    if (
+        _meet(_spans(graph, t1, a, offsets[a.tensor], None), _spans(graph, t2, b, offsets[b.tensor], None))
+        is None
+    ):
+        return None  # no block's hull meets another's: no execution can
+    return _meet(
+        _spans(graph, t1, a, offsets[a.tensor], exact), _spans(graph, t2, b, offsets[b.tensor], exact)
+    )
+
+
+def _meet(ra: list, rb: list):
+    """The first bytes two sorted span lists share, ``"unknown"``, or None."""
     if not ra or not rb:
         return None
     if None in ra or None in rb:

@@ -61,6 +61,7 @@ from collections.abc import Iterator
 from lowering import body as ir_body
 from lowering.checks import describe
 from lowering.checks.access_instances import (
+    can_be_certain,
     distinct,
     first_overlap,
     grid_sample,
@@ -83,7 +84,9 @@ SEVERITY = "error"
 SUMMARY = "blocks of one spmd grid write elements another block of the grid writes or reads"
 
 
-def _certain(found):
+def _certain(graph: Graph, task, access: Access, sample) -> list:
+    """The exact, unconditional executions of ``access``, one per block and phase."""
+    found = hits(graph, task, access, sample)
     return distinct([h for h in found if h.exact and not h.maybe], key=lambda h: (h.block, h.phase))
 
 
@@ -128,19 +131,19 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         sample = grid_sample(task)
         constants = _constant_stores(task)
         for w in accs:
-            if w.mode != "write" or w.tensor in reported:
-                continue
+            if w.mode != "write" or w.tensor in reported or not can_be_certain(graph, w):
+                continue  # an access that depends on data has no certain execution to compare
             boxes_w = widened_hits(graph, task, w, sample)
             hw = None
             for other in accs:
-                if other.tensor != w.tensor:
+                if other.tensor != w.tensor or not can_be_certain(graph, other):
                     continue
                 boxes_o = boxes_w if other is w else widened_hits(graph, task, other, sample)
                 if not _block_hulls_meet(boxes_w, boxes_o):
                     continue  # each block keeps to a box no other block's accesses enter
                 if hw is None:
-                    hw = _certain(hits(graph, task, w, sample))
-                ho = hw if other is w else _certain(hits(graph, task, other, sample))
+                    hw = _certain(graph, task, w, sample)
+                ho = hw if other is w else _certain(graph, task, other, sample)
                 pair = first_overlap(
                     hw, ho, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
                 )
