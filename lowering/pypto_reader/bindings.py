@@ -168,6 +168,13 @@ def spec_dtypes(records: list[ObjVal], ev: PyInterpreter) -> dict[str, str]:
     return out
 
 
+def launched_for(r: ObjVal, ev: PyInterpreter) -> str | None:
+    """The entry a record describes when the harness launched that entry on tensors (None: a
+    ``TensorSpec``, which names tensors, not an entry)."""
+    name = ev.static(r.attrs.get("__entry__", PyVal(None)))
+    return name if isinstance(name, str) else None
+
+
 def _kind(r: ObjVal) -> str | None:
     tag = r.attrs.get("__harness__")
     return str(tag.value) if isinstance(tag, PyVal) else None

@@ -323,6 +323,10 @@ class Evaluator:
         if isinstance(base, SelfVal):
             m = base.cls.method(attr)
             return m if m is not None else Unknown(f"self.{attr}")
+        if isinstance(base, FuncVal):
+            launch = stdlib.launch_method(base, attr)
+            if launch is not None:
+                return launch
         method = stdlib.method_of(base, attr)
         if method is not None:
             return method
@@ -620,6 +624,10 @@ class Evaluator:
             same = self.identical(a, b)
             if same is not None:
                 return PyVal(same if isinstance(op, ast.Is) else not same)
+        if isinstance(op, ast.Eq | ast.NotEq):
+            same = host_tensors.same_dtype(a, b)
+            if same is not None:
+                return PyVal(same if isinstance(op, ast.Eq) else not same)
         sa, sb = self.static(a), self.static(b)
         if sa is not UNKNOWN and sb is not UNKNOWN:
             try:

@@ -21,6 +21,7 @@ from lowering.pypto_reader import stdlib
 from lowering.pypto_reader.bindings import (
     axis_bindings,
     harness_requests,
+    launched_for,
     resolve_dynamic_axes,
     spec_dtypes,
     spec_shapes,
@@ -125,9 +126,12 @@ def build_graphs(
             bindings.setdefault(dyn, []).extend(uses)
     records = harness_requests(module, ev)
     resolve_dynamic_axes(params, bindings, records, ev, notes, module)
-    shapes, dtypes = spec_shapes(records, ev), spec_dtypes(records, ev)
     graphs = []
     for entry in found:
+        own = [r for r in records if launched_for(r, ev) in (None, entry.node.name)]
+        # A parameter no record of this entry types takes the dtype of the same-named parameter
+        # another entry of the file was launched with (shapes differ: a model stacks its layers).
+        shapes, dtypes = spec_shapes(own, ev), {**spec_dtypes(records, ev), **spec_dtypes(own, ev)}
         world, rank_params = host_binding(module, entry, ev)
         if not rank_params:
             rank_params = frozenset(p.arg for p in entry.node.args.args if p.arg in RANK_NAMES)

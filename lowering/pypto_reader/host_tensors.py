@@ -70,6 +70,14 @@ def dtype_of(v: Val) -> str | None:
     return None
 
 
+def same_dtype(a: Val, b: Val) -> bool | None:
+    """``a == b`` for two torch dtypes (``dtype == torch.int8`` in a harness helper), else None."""
+    if not (isinstance(a, ExternVal) and isinstance(b, ExternVal)):
+        return None
+    da, db = dtype_of(a), dtype_of(b)
+    return None if da is None or db is None else da == db
+
+
 def is_constructor(name: str) -> bool:
     """``torch.<fn>`` calls this module models."""
     if not name.startswith("torch.") or name.count(".") != 1:

@@ -640,6 +640,8 @@ class PyInterpreter(Evaluator):
     def call_function(self, func: FuncVal, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
         """Interpret a plain function of the file (a ``pl`` kernel is not run as host code)."""
         if func.kind != "plain":
+            if func.kind == "jit":
+                stdlib.launch_records(func, args, kwargs)
             return Unknown(f"a call of the {func.kind} function '{func.name}' outside orchestration")
         return self.run_function(func, args, kwargs, node)
 

@@ -32,6 +32,7 @@ from lowering.pypto_reader.values import (
     DictVal,
     ExternVal,
     FuncVal,
+    HostTensorVal,
     IntVal,
     ObjVal,
     PyVal,
@@ -1093,3 +1094,41 @@ def harness_record(callee: str, args: list[Val], kwargs: dict[str, Val]) -> Val:
     obj = ObjVal(None, attrs)
     host().records.append(obj)
     return obj
+
+
+LAUNCH_METHODS = ("lower", "compile")
+
+
+def jit_parameters(func: FuncVal) -> list[str]:
+    a = func.node.args
+    return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+
+
+def launch_method(func: FuncVal, attr: str) -> BuiltinVal | None:
+    """``entry.lower`` / ``entry.compile`` of a ``@pl.jit`` entry: records its tensor arguments."""
+    if func.kind != "jit" or attr not in LAUNCH_METHODS:
+        return None
+
+    def call(ev, args, kwargs, node):
+        launch_records(func, args, kwargs)
+        return Unknown(f"the program {attr}d from '{func.name}'")
+
+    return BuiltinVal(attr, call)
+
+
+def launch_records(func: FuncVal, args: list[Val], kwargs: dict[str, Val]) -> None:
+    """``entry(*inputs, out)``, ``entry.lower(...)`` or ``entry.compile(...)`` on torch tensors:
+    a harness that launches the kernel on tensors it built describes each parameter as a
+    ``TensorSpec`` would (its shape and dtype), so record one per tensor argument, for that
+    entry only (``__entry__``: another entry's parameter of the same name is another tensor)."""
+    params = jit_parameters(func)
+    bound = dict(zip(params, args, strict=False))
+    bound.update((k, v) for k, v in kwargs.items() if k in params)
+    for name, v in bound.items():
+        if isinstance(v, HostTensorVal) and v.shape is not None:
+            attrs: dict[str, Val] = {"name": PyVal(name), "shape": SeqVal(v.shape, "list")}
+            if v.dtype is not None:
+                attrs["dtype"] = PyVal(v.dtype)
+            attrs["__harness__"] = PyVal("TensorSpec")
+            attrs["__entry__"] = PyVal(func.node.name)
+            host().records.append(ObjVal(None, attrs))

@@ -298,6 +298,22 @@ def test_subscript_sugar_in_orchestration_places_a_fresh_buffer_like_assemble():
     assert (tile1.view_of, tile1.view_offset, tile1.view_placed) == ("x_out_flat", 16 * 64 * 4, True)
 
 
+def test_a_harness_launch_on_torch_tensors_types_the_bare_parameters_of_that_entry():
+    triples, _ = findings("launch_harness")
+    # only the unlaunched entry's shapes are unknown (its w, x, out)
+    assert triples == [("P001", 25, 11), ("P001", 25, 25), ("P001", 25, 39)]
+    layer, model = read_pypto(READER / "launch_harness" / "model.py").graphs
+    assert [(n, layer.tensors[n].dtype, layer.tensors[n].dims) for n in ("w", "x", "out")] == [
+        ("w", "i8", (16, 64)),  # the helper's `dtype == torch.int8` branch: randint
+        ("x", "bf16", (16, 64)),
+        ("out", "f32", (16, 64)),
+    ]
+    assert [(n, model.tensors[n].dtype, model.tensors[n].dims) for n in ("w", "x")] == [
+        ("w", "i8", (None, None)),
+        ("x", "bf16", (None, None)),
+    ]
+
+
 def test_a_kernel_submitted_as_self_kernel_from_a_jit_function_is_the_modules_kernel():
     triples, _ = findings("program_method")
     assert triples == []  # no P001 "a kernel the reader cannot resolve"
