@@ -109,6 +109,7 @@ CASES = [
     Case("rules/D101/good_cohort.dsl", "complete", EP2, clusters=2),
     # a retire of consumed credits: on the own rank after the wait it is safe, on the peer it undoes them
     Case("rules/D101/good_retire.dsl", "complete", EP2, rounds=2),
+    Case("rules/D101/good_later_credit.dsl", "complete", EP2, rounds=2),
     Case("rules/D103/bad_retire.dsl", "deadlock", EP2, rounds=2),
     Case("rules/D106/bad.dsl", "deadlock", EP2),
     Case("rules/D106/bad_2.dsl", "deadlock", EP2),

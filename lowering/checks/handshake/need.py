@@ -140,6 +140,16 @@ def self_exempt(task: Task, signal: str) -> bool:
     return (task.blocks == 1 or task.sync_start) and bool(notifies) and max(notifies) < min(waits)
 
 
+def notifies_after(task: Task, wait: SignalOp) -> bool:
+    """A single block whose notifies on the waited signal all come after ``wait``: its own
+    credit is a later phase, and each peer's copy comes after the peer's instance of the wait,
+    so a wait that needed it this round would need the peer to pass first, and the peer, by
+    symmetry, this one -- a count D103 judges (``counting`` leaves such credits out), not a
+    notifier starved by a spinning sibling: there is none."""
+    notifies = [s.order for s in task.notifies if s.signal == wait.signal]
+    return task.blocks == 1 and bool(notifies) and min(notifies) > wait.order
+
+
 def shares_cores(a: Task, b: Task) -> bool:
     """Whether a block of ``a`` can sit in the pending slot of a core running ``b``."""
     return bool(_UNITS[a.core] & _UNITS[b.core])
