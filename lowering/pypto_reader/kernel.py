@@ -219,13 +219,16 @@ class KernelReader(Evaluator):
             if out is not None:
                 return out
             t = tile_type(base.value)
-            if t is None or not isinstance(base.value, ir_body.LocalV):
+            if t is None:
                 return base
-            view = TensorVal(base.value.name, None, t.shape)
-            region = region_sub(self, view, node)
+            name = base.value.name if isinstance(base.value, ir_body.LocalV) else None
+            region = region_sub(self, TensorVal(name or "_tile", None, t.shape), node)
             if region is None:
                 return base
-            return local_load(base.value.name, t, region)
+            if name is None:  # a subscript of a computed tile (`pl.concat(a, b)[0:K, :]`)
+                name = self.names.fresh()
+                self.body.emit(ir_body.LetS(name, base.value, self.span(self.current)))
+            return local_load(name, t, region)
         return UNKNOWN
 
     def binary_other(self, op: ast.operator, a: Val, b: Val, node: ast.AST) -> Val:

@@ -314,6 +314,14 @@ def test_a_harness_launch_on_torch_tensors_types_the_bare_parameters_of_that_ent
     ]
 
 
+def test_a_subscript_of_a_computed_tile_narrows_the_stored_region():
+    triples, _ = findings("tile_subscript")
+    assert triples == []  # each block's K rows are its own
+    (g,) = read_pypto(READER / "tile_subscript" / "model.py").graphs
+    (write,) = [a for a in g.task("rows").accesses if a.writes]
+    assert str(write.region[0].stop) == "((block * K) + K)"
+
+
 def test_a_kernel_submitted_as_self_kernel_from_a_jit_function_is_the_modules_kernel():
     triples, _ = findings("program_method")
     assert triples == []  # no P001 "a kernel the reader cannot resolve"
