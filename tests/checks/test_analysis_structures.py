@@ -247,61 +247,61 @@ def test_need_is_the_closure_over_notifiers_ancestors_and_their_waits():
             assert need(g, ctx, g.task(f"t{w}")) == {f"t{t}" for t in want}
 
 
+def _rule_fixture_graphs(codes: tuple[str, ...] | None = None):
+    """(path, graph) of every rule fixture that compiles (of ``codes`` only, if given)."""
+    from dsl.frontend import compile_file
+
+    rules = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
+    paths = rules.glob("*/*.dsl") if codes is None else (p for c in codes for p in (rules / c).glob("*.dsl"))
+    for path in sorted(paths):
+        try:
+            graphs = compile_file(path)
+        except Exception:  # noqa: BLE001 - fixtures of front-end errors
+            continue
+        for g in graphs:
+            yield path, g
+
+
 def test_access_instances_look_up_only_the_names_their_expressions_mention(monkeypatch):
     """``hits`` copies only the names an access's expressions mention into the environment of
     each instance: on every fixture the instances are those of the whole environment."""
-    from dsl.frontend import compile_file
     from lowering.checks import access_instances
 
     class Everything(set):
         def __contains__(self, item: object) -> bool:
             return True
 
-    rules = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
     codes = ("R501", "R502", "R505", "R506", "N201", "N202", "D101", "D110")
-    fixtures = sorted(p for code in codes for p in (rules / code).glob("*.dsl"))
     compared = 0
-    for path in fixtures:
-        try:
-            graphs = compile_file(path)
-        except Exception:  # noqa: BLE001 - fixtures of front-end errors
-            continue
-        for g in graphs:
-            for task in g.tasks:
-                for a in task.accesses:
+    for path, g in _rule_fixture_graphs(codes):
+        for task in g.tasks:
+            for a in task.accesses:
+                g.__dict__.pop("_access_hits", None)
+                fast = access_instances.hits(g, task, a)
+                with monkeypatch.context() as m:
+                    m.setattr(access_instances, "_looked_up", lambda access: Everything())
                     g.__dict__.pop("_access_hits", None)
-                    fast = access_instances.hits(g, task, a)
-                    with monkeypatch.context() as m:
-                        m.setattr(access_instances, "_looked_up", lambda access: Everything())
-                        g.__dict__.pop("_access_hits", None)
-                        assert access_instances.hits(g, task, a) == fast, (path.name, task.name, a.span)
-                    compared += len(fast)
+                    assert access_instances.hits(g, task, a) == fast, (path.name, task.name, a.span)
+                compared += len(fast)
     assert compared > 100
 
 
 def test_an_access_that_cannot_be_certain_has_no_exact_unconditional_execution():
     """``can_be_certain`` lets R505 skip enumerating accesses that read data: on every rule
     fixture, an access it rules out has no execution that is exact and not ``maybe``."""
-    from dsl.frontend import compile_file
     from lowering.checks import access_instances
 
-    rules = Path(__file__).resolve().parents[1] / "fixtures" / "rules"
     counts = {True: 0, False: 0}
-    for path in sorted(rules.glob("*/*.dsl")):
-        try:
-            graphs = compile_file(path)
-        except Exception:  # noqa: BLE001 - fixtures of front-end errors
-            continue
-        for g in graphs:
-            for task in g.tasks:
-                for a in task.accesses:
-                    certain = access_instances.can_be_certain(g, a)
-                    counts[certain] += 1
-                    if not certain:
-                        found = access_instances.hits(g, task, a)
-                        assert not [h for h in found if h.exact and not h.maybe], (
-                            path.name,
-                            task.name,
-                            a.span,
-                        )
+    for path, g in _rule_fixture_graphs():
+        for task in g.tasks:
+            for a in task.accesses:
+                certain = access_instances.can_be_certain(g, a)
+                counts[certain] += 1
+                if not certain:
+                    found = access_instances.hits(g, task, a)
+                    assert not [h for h in found if h.exact and not h.maybe], (
+                        path.name,
+                        task.name,
+                        a.span,
+                    )
     assert counts[True] > 100 and counts[False] > 5, counts
