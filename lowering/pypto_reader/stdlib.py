@@ -1100,6 +1100,7 @@ LAUNCH_METHODS = ("lower", "compile")
 
 
 def jit_parameters(func: FuncVal) -> list[str]:
+    """The parameter names of a kernel entry, in binding order."""
     a = func.node.args
     return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
 
@@ -1125,8 +1126,10 @@ def launch_records(func: FuncVal, args: list[Val], kwargs: dict[str, Val]) -> No
     bound = dict(zip(params, args, strict=False))
     bound.update((k, v) for k, v in kwargs.items() if k in params)
     for name, v in bound.items():
-        if isinstance(v, HostTensorVal) and v.shape is not None:
-            attrs: dict[str, Val] = {"name": PyVal(name), "shape": SeqVal(v.shape, "list")}
+        if isinstance(v, HostTensorVal) and (v.shape is not None or v.dtype is not None):
+            attrs: dict[str, Val] = {"name": PyVal(name)}
+            if v.shape is not None:
+                attrs["shape"] = SeqVal(v.shape, "list")
             if v.dtype is not None:
                 attrs["dtype"] = PyVal(v.dtype)
             attrs["__harness__"] = PyVal("TensorSpec")
