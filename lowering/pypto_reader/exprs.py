@@ -25,7 +25,7 @@ import ast
 import operator
 from collections.abc import Callable
 
-from lowering.pypto_reader import host_tensors, stdlib
+from lowering.pypto_reader import harness, host_tensors, stdlib
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.values import (
     UNKNOWN,
@@ -149,8 +149,8 @@ class Evaluator:
     def call_extern(self, func: ExternVal, args: list[Val], kwargs: dict[str, Val]) -> Val:
         """A call into a module outside the model tree: a harness record or a torch tensor
         the reader models; anything else is unknown (it is never run)."""
-        if func.name.rsplit(".", 1)[-1] in stdlib.HARNESS_RECORDS:
-            return stdlib.harness_record(func.name, args, kwargs)
+        if func.name.rsplit(".", 1)[-1] in harness.HARNESS_RECORDS:
+            return harness.harness_record(func.name, args, kwargs)
         if host_tensors.is_constructor(func.name):
             return host_tensors.construct(self, func.name, args, kwargs)
         return UNKNOWN
@@ -324,7 +324,7 @@ class Evaluator:
             m = base.cls.method(attr)
             return m if m is not None else Unknown(f"self.{attr}")
         if isinstance(base, FuncVal):
-            launch = stdlib.launch_method(base, attr)
+            launch = harness.launch_method(base, attr)
             if launch is not None:
                 return launch
         method = stdlib.method_of(base, attr)

@@ -22,7 +22,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import harness, stdlib
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.stdlib import PyRaise
@@ -641,7 +641,7 @@ class PyInterpreter(Evaluator):
         """Interpret a plain function of the file (a ``pl`` kernel is not run as host code)."""
         if func.kind != "plain":
             if func.kind == "jit":
-                stdlib.launch_records(func, args, kwargs)
+                harness.launch_records(func, args, kwargs)
             return Unknown(f"a call of the {func.kind} function '{func.name}' outside orchestration")
         return self.run_function(func, args, kwargs, node)
 
@@ -741,7 +741,7 @@ class PyInterpreter(Evaluator):
 
     def instantiate(self, cls: ClassVal, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
         obj = super().instantiate(cls, args, kwargs, node)
-        if cls.name in stdlib.HARNESS_RECORDS and isinstance(obj, ObjVal):
+        if cls.name in harness.HARNESS_RECORDS and isinstance(obj, ObjVal):
             obj.attrs.setdefault("__harness__", PyVal(cls.name))
             stdlib.host().records.append(obj)
         return obj
