@@ -38,10 +38,15 @@ def harness_record(callee: str, args: list[Val], kwargs: dict[str, Val]) -> Val:
 LAUNCH_METHODS = ("lower", "compile")
 
 
-def jit_parameters(func: FuncVal) -> list[str]:
-    """The parameter names of a kernel entry, in binding order."""
+def _bound(func: FuncVal, args: list[Val], kwargs: dict[str, Val]) -> dict[str, Val]:
+    """Parameter name -> argument of a call of the entry ``func`` (Python's binding, without
+    defaults: a parameter the call does not pass has no tensor to describe)."""
     a = func.node.args
-    return [p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)]
+    positional = [p.arg for p in (*a.posonlyargs, *a.args)]
+    by_keyword = {p.arg for p in (*a.args, *a.kwonlyargs)}
+    out = dict(zip(positional, args, strict=False))
+    out.update((k, v) for k, v in kwargs.items() if k in by_keyword and k not in out)
+    return out
 
 
 def launch_method(func: FuncVal, attr: str) -> BuiltinVal | None:
@@ -61,10 +66,7 @@ def launch_records(func: FuncVal, args: list[Val], kwargs: dict[str, Val]) -> No
     a harness that launches the kernel on tensors it built describes each parameter as a
     ``TensorSpec`` would (its shape and dtype), so record one per tensor argument, for that
     entry only (``__entry__``: another entry's parameter of the same name is another tensor)."""
-    params = jit_parameters(func)
-    bound = dict(zip(params, args, strict=False))
-    bound.update((k, v) for k, v in kwargs.items() if k in params)
-    for name, v in bound.items():
+    for name, v in _bound(func, args, kwargs).items():
         if isinstance(v, HostTensorVal) and (v.shape is not None or v.dtype is not None):
             attrs: dict[str, Val] = {"name": PyVal(name)}
             if v.shape is not None:

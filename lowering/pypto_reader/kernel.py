@@ -221,12 +221,12 @@ class KernelReader(Evaluator):
             t = tile_type(base.value)
             if t is None:
                 return base
-            name = base.value.name if isinstance(base.value, ir_body.LocalV) else None
-            region = region_sub(self, TensorVal(name or "_tile", None, t.shape), node)
+            computed = not isinstance(base.value, ir_body.LocalV)  # `pl.concat(a, b)[0:K, :]`
+            name = self.names.fresh() if computed else base.value.name
+            region = region_sub(self, TensorVal(name, None, t.shape), node)
             if region is None:
                 return base
-            if name is None:  # a subscript of a computed tile (`pl.concat(a, b)[0:K, :]`)
-                name = self.names.fresh()
+            if computed:  # the computed tile is bound to a temporary the load reads from
                 self.body.emit(ir_body.LetS(name, base.value, self.span(self.current)))
             return local_load(name, t, region)
         return UNKNOWN

@@ -261,7 +261,7 @@ class OrchestrationReader(PyInterpreter):
             self.calls.array_store(base, target.slice, value)
         elif isinstance(base, TensorVal):
             # `t[a:b, :] = v` is sugar for `t = pl.assemble(t, v, [a, 0])` (pypto-surface.md)
-            view = self.calls.subscript(base, target)
+            view = self.calls.subscript(base, target)  # `base` itself when it cannot evaluate it
             self.calls.fuse_buffer(None if view is base else view, value, target)
 
     # ---------------------------------------------------------------- loops and branches

@@ -275,7 +275,8 @@ class OrchestrationCalls:
         ):
             self.ev.notes.not_modelled(
                 span_of(self.ev.file, node),
-                "an orchestration pl.assemble whose source is not a fresh pl.create_tensor buffer",
+                "an orchestration pl.assemble whose source is not a fresh pl.create_tensor buffer"
+                + (f" ('{info.name}' is a view, an input or a buffer already assembled)" if info else ""),
                 "the copy is in no task: edges from the source's writers to the target's readers are missing",
             )
             return

@@ -92,21 +92,32 @@ def _chosen_by_data(task: Task, access: Access, memo: dict[tuple[str, int], bool
     return memo[key]
 
 
-def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool | None) -> list:
+def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool) -> list:
     """The sorted byte spans of an access's distinct executions (None for an unknown one),
-    kept on the graph: one access meets many others. ``exact=None``: one span per block
-    around all its executions (``widened_hits``), a cheap superset to rule pairs out first."""
+    kept on the graph: one access meets many others."""
+    return _memo_spans(
+        graph,
+        (task.name, access.order, access.tensor, offset, exact),
+        lambda: [h for h in distinct_hits(graph, task, access) if h.exact or not exact],
+    )
+
+
+def _hull_spans(graph: Graph, task: Task, access: Access, offset: int) -> list:
+    """One span per block around all its executions (``widened_hits``): a superset of
+    :func:`_spans`, cheap to take, to rule pairs out before their executions are listed."""
+    return _memo_spans(
+        graph,
+        (task.name, access.order, access.tensor, offset, "hull"),
+        lambda: widened_hits(graph, task, access),
+    )
+
+
+def _memo_spans(graph: Graph, key: tuple, hits_of) -> list:
     memo = graph.__dict__.setdefault("_view_spans", {})
-    key = (task.name, access.order, access.tensor, offset, exact)
     found = memo.get(key)
     if found is None:
-        tensor = graph.tensors[access.tensor]
-        if exact is None:
-            found = [_bytes(h, tensor, offset) for h in widened_hits(graph, task, access)]
-        else:
-            found = [
-                _bytes(h, tensor, offset) for h in distinct_hits(graph, task, access) if h.exact or not exact
-            ]
+        offset, tensor = key[3], graph.tensors[key[2]]
+        found = [_bytes(h, tensor, offset) for h in hits_of()]
         if None not in found:
             found.sort()
         memo[key] = found
@@ -119,7 +130,7 @@ def _overlap(
     """The first bytes the two accesses share, ``"unknown"`` when some extent is dynamic and
     they may, None when they do not. ``exact``: only executions evaluated exactly count."""
     if (
-        _meet(_spans(graph, t1, a, offsets[a.tensor], None), _spans(graph, t2, b, offsets[b.tensor], None))
+        _meet(_hull_spans(graph, t1, a, offsets[a.tensor]), _hull_spans(graph, t2, b, offsets[b.tensor]))
         is None
     ):
         return None  # no block's hull meets another's: no execution can
