@@ -45,6 +45,11 @@ POINT_LIMIT = 256  # admissible points visited per rule; thinned beyond (see Gra
 Uncountable = NotCountable
 
 
+class DataThreshold(NotCountable):
+    """The threshold depends on data (an epoch the orchestration computes from a tensor it
+    reads, a value read in the kernel), while the notifies may still be countable."""
+
+
 class Unchecked(Exception):
     """A threshold dslc does not model (several runtime scalars): rules skip the wait."""
 
@@ -129,28 +134,60 @@ def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) 
     def build() -> list[Deposit]:
         out: list[Deposit] = []
         for task, op in notifiers(graph, signal):
-            if op.op != "add":
-                continue
-            peer_f, value_f = compiled(op.peer), compiled(op.value) if op.value is not None else None
-            index_f = [compiled(i) for i in op.index]
-            try:
-                for scoped, rank, block in run(graph, task, op.loops, op.conds, env):
-                    out.append(
-                        Deposit(
-                            task.name,
-                            op,
-                            rank,
-                            _value(peer_f, scoped, "peer"),
-                            tuple(_value(f, scoped, "cell index") for f in index_f),
-                            _value(value_f, scoped, "value") if value_f is not None else 1,
-                            block,
-                        )
-                    )
-            except Uncountable as err:
-                raise type(err)(err.reason, task.name, op.span) from None
+            if op.op == "add":
+                out += _instances(graph, task, op, env)
         return out
 
     return _cached(ctx, ("protocol.deposits", signal, _key(env)), build)
+
+
+def _instances(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> list[Deposit]:
+    """The AtomicAdd instances of one notify op (raises Uncountable, blamed on the op)."""
+    peer_f, value_f = compiled(op.peer), compiled(op.value) if op.value is not None else None
+    index_f = [compiled(i) for i in op.index]
+    out: list[Deposit] = []
+    try:
+        for scoped, rank, block in run(graph, task, op.loops, op.conds, env):
+            out.append(
+                Deposit(
+                    task.name,
+                    op,
+                    rank,
+                    _value(peer_f, scoped, "peer"),
+                    tuple(_value(f, scoped, "cell index") for f in index_f),
+                    _value(value_f, scoped, "value") if value_f is not None else 1,
+                    block,
+                )
+            )
+    except Uncountable as err:
+        raise type(err)(err.reason, task.name, op.span) from None
+    return out
+
+
+def observed(
+    graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict[str, int]
+) -> list[Deposit]:
+    """The AtomicAdd instances ``wait`` observes in its round, into the cells it spins on: the
+    notifies not ordered after it (a peer's retire counts, as in :func:`analyse_wait`). For a
+    wait whose threshold is not countable (:class:`DataThreshold`): what comes after the wait
+    -- a retire whose size is read from data, say -- cannot change what it sees, so only
+    these have to be countable. Raises Uncountable when one of them is not."""
+    cells = {(rank, cell) for rank, cell, _s, _b in wait_cells(graph, task, wait, env)}
+    out: list[Deposit] = []
+    for notifier, op in notifiers(graph, wait.signal):
+        if op.op != "add":
+            continue
+        after = relation(ctx, notifier.name, op.order, task.name, wait.order) == "after"
+        try:
+            instances = _instances(graph, notifier, op, env)
+        except Uncountable:
+            if after:
+                continue  # counted from data, but it lands only after the wait passed
+            raise
+        for d in instances:
+            if (d.dst, d.cell) in cells and (not after or (d.src != d.dst and d.value < 0)):
+                out.append(d)
+    return out
 
 
 def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) -> list[SetWrite]:
@@ -198,7 +235,7 @@ def epoch_name(expected: Expr) -> str | None:
     """The runtime scalar a threshold is written with (the epoch), or None for a constant."""
     syms = free_symbols(expected)
     if any(s.kind == DYNAMIC for s in syms):
-        raise Uncountable("the threshold depends on data")
+        raise DataThreshold("the threshold depends on data")
     scalars = sorted({s.name for s in syms if s.kind == SCALAR})
     if len(scalars) > 1:
         raise Unchecked(f"the threshold involves several runtime scalars ({', '.join(scalars)})")

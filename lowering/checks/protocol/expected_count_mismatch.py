@@ -32,8 +32,17 @@ D106's, ``../D106/bad_data_cell.dsl``).
 
 A count that depends on data -- a notify under a data-dependent ``if``, a loop over a
 data-dependent count, a data-dependent peer, cell or value, a notifier task with a
-``when`` predicate, or a threshold read from data -- is an error too: the arithmetic cannot
-be checked and a rank that sends fewer notifies than its peer expects hangs it. A threshold
+``when`` predicate -- is an error too: the arithmetic cannot be checked and a rank that
+sends fewer notifies than its peer expects hangs it. A *threshold* computed from data while
+the notifies are countable -- the epoch of a call that the orchestrator reads from a table,
+``moe_epoch = tile_ord_base + tile_id + 1`` with ``tile_ord_base`` an exclusive prefix sum of
+earlier calls -- is a note: the threshold may well be right (a gap-free ordinal of the calls
+is), dslc cannot tell, and the note names the data it comes from and what it assumes. Only
+the notifies the wait observes need to be countable for that: a retire ordered after the
+wait, whose size is read from data, cannot change what the wait sees. A negative deposit
+(a retire) that nothing orders after the wait stays an error: the wait sees it or not
+depending on the schedule, so no threshold is right in both orders
+(``tests/fixtures/pypto/reader/host_epoch``). A threshold
 that does not grow with the epoch on a counter that persists is left to D113, cells written
 by a non-zero Set (flags) to D111/D113, cells no notify reaches to D106, and thresholds
 written with several runtime scalars are not checked; neither are counts that depend on a
@@ -78,11 +87,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import CellCount, Unchecked, Uncountable
+from lowering.checks.protocol.counting import CellCount, DataThreshold, Deposit, Unchecked, Uncountable
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.signals import ScalarDependent
 from lowering.ir import Graph, SignalOp, Task
 from lowering.source import Diagnostic
+from lowering.symbolic import DYNAMIC, free_symbols
 
 CODE = "D103"
 NAME = "expected_count_mismatch"
@@ -98,11 +108,11 @@ def _grid(graph: Graph, task: Task, env: dict) -> str:
     return f"{size}, {task.core.upper()}"
 
 
-def _breakdown(graph: Graph, c: CellCount, env: dict) -> str:
-    if not c.contributors:
+def _breakdown(graph: Graph, contributors: dict[str, list[Deposit]], env: dict) -> str:
+    if not contributors:
         return "no notify reaches it"
     parts = []
-    for name, deps in sorted(c.contributors.items()):
+    for name, deps in sorted(contributors.items()):
         task = graph.task(name)
         total = sum(d.value for d in deps)
         blocks = len({(d.src, d.block) for d in deps})
@@ -144,6 +154,62 @@ def _uncountable(task: Task, wait: SignalOp, err: Uncountable, graph: Graph, env
     )
 
 
+def _data_source(name: str) -> str:
+    """Where a data symbol of a threshold comes from, as the reader names it."""
+    what, _, where = name.partition("@")
+    line = where.split(":")[0]
+    if what in ("host_read", "host_write") and line.isdigit():
+        return f"the host's read at line {line}"
+    if what == "data" and line.isdigit():
+        return f"a value read from data at line {line}"
+    if what == "dim" and line.isdigit():
+        return f"a run-time dimension at line {line}"
+    return f"`{name}`"
+
+
+def _data_threshold(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict) -> Diagnostic:
+    """A threshold computed from data: an error when what the wait observes cannot be counted
+    either, or when a retire can land before it; otherwise a note naming the assumption."""
+    try:
+        seen = counting.observed(graph, ctx, task, wait, env)
+    except Uncountable as err:
+        return _uncountable(task, wait, err, graph, env)
+    expects = counting.expr_text(wait.expected)
+    retire = next((d for d in seen if d.value < 0), None)
+    if retire is not None:
+        return finding(
+            CODE,
+            SEVERITY,
+            wait.span,
+            f"{task.name} waits on {wait.signal} (expects {expects}), but {retire.task} lowers that cell by "
+            f"{-retire.value} (line {retire.op.span.line}) with nothing ordering it after the wait"
+            f"{counting.point_label(graph, env)}: whether the wait sees the retire depends on the schedule, so "
+            f"no threshold is right in both orders -- it hangs when the retire lands first, or releases before "
+            f"the last notifies when it lands last",
+            fix="order the retire after the wait: in the waiting task after its wait, or in a task that deps on it",
+            related=((retire.op.span, "the retire"),),
+        )
+    contributors: dict[str, list[Deposit]] = {}
+    per_cell: dict[tuple, int] = {}
+    for d in seen:
+        contributors.setdefault(d.task, []).append(d)
+        per_cell[(d.dst, d.cell)] = per_cell.get((d.dst, d.cell), 0) + d.value
+    counts = sorted(set(per_cell.values())) or [0]
+    sources = sorted({s.name for s in free_symbols(wait.expected) if s.kind == DYNAMIC})
+    return finding(
+        CODE,
+        "note",
+        wait.span,
+        f"{task.name} waits on {wait.signal} until {expects}, a threshold computed from data "
+        f"({', '.join(_data_source(n) for n in sources)}): the notifies it observes in its round are countable "
+        f"({' or '.join(map(str, counts))} into each waited cell: {_breakdown(graph, contributors, env)}), "
+        f"the threshold is not, so dslc does not compare them{counting.point_label(graph, env)}. It assumes "
+        f"the program passes what the counter holds once this round's notifies are in -- for an epoch built "
+        f"from a table, the gap-free ordinal of the call (the count of earlier calls + 1); a smaller value "
+        f"releases the wait early, a larger one hangs it",
+    )
+
+
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     for task in graph.tasks:
@@ -155,6 +221,10 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     cells = counting.analyse_wait(graph, ctx, task, wait, env)
                 except ScalarDependent:
                     break  # fixed by the caller's arguments, not by data: not modelled, as Unchecked
+                except DataThreshold:
+                    reported.add(wait.span)
+                    yield _data_threshold(graph, ctx, task, wait, env)
+                    break
                 except Uncountable as err:
                     reported.add(wait.span)
                     yield _uncountable(task, wait, err, graph, env)
@@ -186,7 +256,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     wait.span,
                     f"{task.name} waits until {cell} on rank {c.rank} {'>=' if wait.cmp == 'ge' else '=='} "
                     f"{counting.expr_text(wait.expected)} (= {got} at epoch {e}), but the notifiers deposit "
-                    f"{per_epoch} into that cell ({_breakdown(graph, c, env)}){counting.point_label(graph, env)}: "
+                    f"{per_epoch} into that cell ({_breakdown(graph, c.contributors, env)}){counting.point_label(graph, env)}: "
                     f"{why}",
                     fix=f"expect `{_suggest(graph, c, env)}` in this wait",
                 )
