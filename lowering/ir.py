@@ -336,6 +336,11 @@ class Task:
     # so two tasks on different arms of one instance never run in the same dispatch. Only
     # graphs read from PyPTO set it (a DSL layer-level ``if`` is decided at elaboration).
     branch: tuple[tuple[int, int], ...] = ()
+    # The task stands for an unknown number of tasks: the PyPTO reader read it once from the
+    # orchestration loops named here (ids of loop executions whose trip count it cannot evaluate:
+    # ``name[*]``). A wait inside the same loops sees one instance per iteration; any other wait
+    # cannot count its notifies (``counting``).
+    repeated: tuple[int, ...] = ()
 
     def excludes(self, other: Task) -> bool:
         """``self`` and ``other`` sit on different arms of one branch instance: in any one
@@ -448,6 +453,10 @@ class Graph:
     # every dispatch of the program (``calls``, runtime-model.md §1.9 "Epochs"): on a cell the
     # program clears every dispatch, the first call's wait is judged at epoch 1 only.
     epoch_counts: str = "rounds"
+    # Why tasks the program submits are missing from this graph (the PyPTO reader stops at a task
+    # cap), or "" when it is whole. Rules that count notifies do not judge an incomplete graph: a
+    # missing task can be the notifier, the clear or the retire a count needs.
+    incomplete: str = ""
 
     def env(self) -> dict[str, int]:
         """Values of parameters and constants at this point (for ``symbolic.evaluate``)."""

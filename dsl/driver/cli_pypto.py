@@ -52,7 +52,7 @@ def compile_pypto(session, path: Path) -> list[Graph]:
 def run_rules_safely(graph: Graph, ctx: CheckContext, codes: set[str]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for code, rule in all_rules().items():
-        if code not in codes:
+        if code not in codes or not rule.applies_to(graph):
             continue
         try:
             out.extend(rule.check(graph, ctx))

@@ -44,7 +44,7 @@ def run_rules(
     out: list[Diagnostic] = []
     with paused_gc():
         for code, rule in all_rules().items():
-            if codes is not None and code not in codes:
+            if (codes is not None and code not in codes) or not rule.applies_to(graph):
                 continue
             start = time.process_time()
             out.extend(rule.check(graph, ctx))

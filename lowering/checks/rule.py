@@ -4,7 +4,10 @@ A rule module defines ``CODE``, ``NAME`` (what it catches, snake_case), ``FAMILY
 ``SEVERITY``, ``SUMMARY`` and ``check(graph, ctx)`` yielding diagnostics, and may set
 ``POINTS = "all"`` when ``check`` itself visits every admissible parameter point of the
 graph's structure class (the default, ``"point"``: it judges the graph at its own point, and
-the lint driver runs it again at the probe points, ``lowering.checks.points.probe_points``). Its docstring is
+the lint driver runs it again at the probe points, ``lowering.checks.points.probe_points``), and
+``COUNTS = True`` when it judges how many notifies reach a cell: such a rule does not run on a
+graph with missing tasks (``Graph.incomplete``), where the notifier, clear or retire a count needs
+can be among them (the reader's note says the graph is incomplete). Its docstring is
 the docs page ``dslc explain CODE`` prints, under fixed headings:
 
     ## What it catches / ## Why it breaks on the device / ## Example / ## Use instead /
@@ -46,6 +49,11 @@ class Rule:
     docs: str
     check: Callable[[Graph, CheckContext], Iterable[Diagnostic]]
     points: str = "point"  # "all": check visits every admissible point itself
+    counts: bool = False  # judges signal counts: not run on an incomplete graph
+
+    def applies_to(self, graph: Graph) -> bool:
+        """Whether the rule can judge ``graph``: a counting rule needs every task."""
+        return not (self.counts and graph.incomplete)
 
     @staticmethod
     def from_module(module: ModuleType) -> Rule:
@@ -62,6 +70,7 @@ class Rule:
             docs,
             module.check,
             getattr(module, "POINTS", "point"),
+            getattr(module, "COUNTS", False),
         )
 
 

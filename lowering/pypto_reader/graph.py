@@ -295,6 +295,7 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
         ranks=prog.ranks,
         nranks=nranks,
         epoch_counts="calls",
+        incomplete=prog.incomplete,
     )
     if guards or derived:
         graph.guards, graph.derived = guards, derived

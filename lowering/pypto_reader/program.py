@@ -20,6 +20,18 @@ from lowering.source import Span
 from lowering.symbolic import Const, Expr
 
 
+@dataclass(frozen=True)
+class ReadOnce:
+    """The value of an orchestration loop variable whose loop the reader read once (its trip
+    count is unknown): ``loop`` tells the loop executions apart, so that a task knows which
+    read-once loops it stands for (``Task.repeated``)."""
+
+    loop: int
+
+    def __str__(self) -> str:
+        return "*"
+
+
 @dataclass
 class Program:
     """Everything read from one entry: tasks, tensors, scalars, ranks."""
@@ -38,3 +50,9 @@ class Program:
     spec_dtypes: dict[str, str] = field(default_factory=dict)
     kernels: KernelCache = field(default_factory=KernelCache)
     host_sync: HostSync = field(default_factory=HostSync)  # host pl.read/pl.write the orchestrator waits on
+    incomplete: str = ""  # why tasks are missing (``Graph.incomplete``)
+    read_once_loops: int = 0  # read-once loop executions so far (``ReadOnce.loop``)
+
+    def read_once(self) -> ReadOnce:
+        self.read_once_loops += 1
+        return ReadOnce(self.read_once_loops)

@@ -35,6 +35,7 @@ from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import Frame
 from lowering.pypto_reader.kernel_cache import KernelSummary
 from lowering.pypto_reader.notes import line_span, span_of
+from lowering.pypto_reader.program import ReadOnce
 from lowering.pypto_reader.values import (
     FuncVal,
     IntVal,
@@ -317,6 +318,7 @@ class TaskBuilder:
             ops=summary.ops if summary is not None else frozenset(),
             body=summary.body if summary is not None else (), span=span,
             header_span=header, order=len(self.ev.prog.tasks), branch=tuple(self.ev.branch),
+            repeated=tuple(v.loop for v in self.ev.loop_indices() if isinstance(v, ReadOnce)),
         )  # fmt: skip
         if arg_tags:
             task.arg_tags = arg_tags

@@ -12,7 +12,8 @@ from itertools import chain
 
 from lowering.checks.order import descendants, unordered
 from lowering.checks.points import admissible_envs, group_envs, signal_exprs
-from lowering.checks.protocol.counting import Unchecked, Uncountable, analyse_wait, reuse_wait
+from lowering.checks.protocol.counting import analyse_wait, reuse_wait
+from lowering.checks.protocol.instances import Unchecked, Uncountable
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable, notifiers_of, notify_counts, waited_cells
 from lowering.ir import Graph, SignalOp, Task

@@ -55,8 +55,8 @@ from collections.abc import Iterator
 
 from lowering.checks.handshake.need import needed_notifiers, shares_cores
 from lowering.checks.order import predecessors
-from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import Unchecked, Uncountable
+from lowering.checks.protocol import counting, instances
+from lowering.checks.protocol.instances import Unchecked, Uncountable
 from lowering.checks.rounds import ordered_before
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, SignalOp, Task
@@ -67,6 +67,7 @@ NAME = "waiter_overtakes_previous_round"
 FAMILY = "handshake"
 SEVERITY = "error"
 SUMMARY = "a waiter of a later round can spin before a notifier of an earlier round it needs has run"
+COUNTS = True
 
 
 def _counts_every_round(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env) -> bool:
@@ -108,7 +109,7 @@ def _finding(waiter: Task, wait: SignalOp, notifier: Task, k: int, bounded: bool
         SEVERITY,
         waiter.header_span,
         f"{waiter.name} of round {later} can start before {who} of round r has run: no edge orders them "
-        f"across rounds, and the threshold `{counting.expr_text(wait.expected)}` counts every round's "
+        f"across rounds, and the threshold `{instances.expr_text(wait.expected)}` counts every round's "
         f"notifies on {wait.signal}, round r's included. {waiter.name} can spin holding an {shape} core while "
         f"{notifier.name} of round r sits in that core's pending slot; ranks that do this wait for each other "
         f"forever{note}",

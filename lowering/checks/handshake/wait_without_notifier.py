@@ -54,6 +54,7 @@ NAME = "wait_without_notifier"
 FAMILY = "handshake"
 SEVERITY = "warning"
 SUMMARY = "a blocking wait on a signal or cell that no task of the graph notifies"
+COUNTS = True
 POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 

@@ -75,7 +75,7 @@ from dataclasses import dataclass
 
 from lowering.body import LoadV, ScalarType
 from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import Uncountable
+from lowering.checks.protocol.instances import Uncountable
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.signals import executors, run
 from lowering.ir import Access, Graph, SignalOp, Task

@@ -69,10 +69,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.body import StoreS, nested_stmts
+from lowering.checks import signals
 from lowering.checks.bodies import is_zero
 from lowering.checks.index import graph_index, waits_on
-from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import Unchecked, Uncountable
+from lowering.checks.protocol import counting, instances
+from lowering.checks.protocol.instances import Unchecked, Uncountable
 from lowering.checks.rounds import ordered_before
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.signals import ScalarDependent
@@ -84,6 +85,7 @@ NAME = "epoch_reuse_or_unsafe_clear"
 FAMILY = "protocol"
 SEVERITY = "error"
 SUMMARY = "a threshold that ignores the epoch on a persistent counter, or an unsafe zero-write clear"
+COUNTS = True
 
 
 # ------------------------------------------------------------------ 1. epoch reuse
@@ -95,7 +97,7 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         for wait in task.waits:
             if wait.span in reported:
                 continue
-            for env in counting.points(graph):
+            for env in instances.points(graph):
                 try:
                     cells = counting.analyse_wait(graph, ctx, task, wait, env)
                 except (Uncountable, Unchecked):
@@ -118,7 +120,7 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                         break
                     continue
                 reported.add(wait.span)
-                cell = counting.cell_text(wait.signal, hit.cell)
+                cell = instances.cell_text(wait.signal, hit.cell)
                 epoch = counting.epoch_text(graph, hit)
                 count = counting.count_text(graph, hit, env) if hit.prefix == hit.net else str(hit.net)
                 scalar_note = (
@@ -142,8 +144,8 @@ def _epoch_reuse(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     SEVERITY,
                     wait.span,
                     f"{task.name} waits until {cell} on rank {hit.rank} {'>=' if wait.cmp == 'ge' else '=='} "
-                    f"{counting.expr_text(wait.expected)}, which does not grow with the epoch, but {cell} is "
-                    f"{state}{counting.point_label(graph, env)}: {why}",
+                    f"{instances.expr_text(wait.expected)}, which does not grow with the epoch, but {cell} is "
+                    f"{state}{instances.point_label(graph, env)}: {why}",
                     fix=fix,
                 )
                 break
@@ -153,7 +155,7 @@ def _flag_goes_back(graph: Graph, ctx: CheckContext, wait: SignalOp, cells, env)
     """A flag whose Set value grows with the epoch, written by Set notifies of two rounds that
     nothing orders: (earlier writer, later writer, rounds apart, cell)."""
     try:
-        sets = counting.set_writes(graph, ctx, wait.signal, env)
+        sets = instances.set_writes(graph, ctx, wait.signal, env)
     except Uncountable:
         return None
     for c in cells:
@@ -170,7 +172,7 @@ def _flag_goes_back(graph: Graph, ctx: CheckContext, wait: SignalOp, cells, env)
 
 
 def _backwards_finding(graph: Graph, task: Task, wait: SignalOp, env, first: str, later: str, k: int, c):
-    cell = counting.cell_text(wait.signal, c.cell)
+    cell = instances.cell_text(wait.signal, c.cell)
     epoch = counting.epoch_text(graph, c)
     apart = "the next round's" if k == 1 else f"round r + {k}'s"
     who = first if first == later else f"{first} and {later}"
@@ -178,9 +180,9 @@ def _backwards_finding(graph: Graph, task: Task, wait: SignalOp, env, first: str
         CODE,
         SEVERITY,
         wait.span,
-        f"{task.name} waits until {cell} on rank {c.rank} >= {counting.expr_text(wait.expected)}, a flag that "
+        f"{task.name} waits until {cell} on rank {c.rank} >= {instances.expr_text(wait.expected)}, a flag that "
         f"the Set notifies of {who} raise to `{epoch}`, but nothing orders {first} of round r "
-        f"before {apart} {later}{counting.point_label(graph, env)}: round r's Set can land after the later "
+        f"before {apart} {later}{instances.point_label(graph, env)}: round r's Set can land after the later "
         f"round's and take the flag back, and a wait for the later epoch that has not seen it yet hangs",
         fix=f"add `after prev({first})` to task {later} (each round's Set after the previous round's), or use "
         f"an AtomicAdd counter (`+= 1`, expect `{epoch} * count`)",
@@ -218,17 +220,17 @@ def _signal_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     for task in graph.tasks:
         for op in task.notifies:
-            if not counting.is_clear(op) or op.span in reported:
+            if not instances.is_clear(op) or op.span in reported:
                 continue
             problem = None
             try:
                 credits: dict[tuple[int, tuple], int] = {}
-                for d in counting.deposits(graph, ctx, op.signal, env):
+                for d in instances.deposits(graph, ctx, op.signal, env):
                     credits[(d.dst, d.cell)] = credits.get((d.dst, d.cell), 0) + max(d.value, 0)
-                for scoped, rank, _block in counting.run(graph, task, op.loops, op.conds, env, lenient=True):
-                    peer = counting.evaluate_or_raise(op.peer, scoped, "peer")
-                    cell = tuple(counting.evaluate_or_raise(i, scoped, "cell index") for i in op.index)
-                    text = counting.cell_text(op.signal, cell)
+                for scoped, rank, _block in signals.run(graph, task, op.loops, op.conds, env, lenient=True):
+                    peer = instances.evaluate_or_raise(op.peer, scoped, "peer")
+                    cell = tuple(instances.evaluate_or_raise(i, scoped, "cell index") for i in op.index)
+                    text = instances.cell_text(op.signal, cell)
                     if peer != rank:
                         problem = (
                             f"rank {rank} clears {text} on rank {peer}, which only rank {peer} can observe: a "

@@ -40,8 +40,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks.index import notifiers
-from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import Uncountable
+from lowering.checks.protocol import instances
+from lowering.checks.protocol.instances import Uncountable
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, SignalOp, Task
 from lowering.source import Diagnostic
@@ -51,20 +51,21 @@ NAME = "equality_wait_on_counter"
 FAMILY = "protocol"
 SEVERITY = "error"
 SUMMARY = "`wait ... ==` on a counter that only AtomicAdd notifies write"
+COUNTS = True
 
 
 def _adders(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: dict) -> list[str] | None:
     """Tasks adding to the waited cells when no non-zero Set writes them; None otherwise."""
     try:
-        cells = {(rank, cell) for rank, cell, _s, _b in counting.wait_cells(graph, task, wait, env)}
-        adds = [d for d in counting.deposits(graph, ctx, wait.signal, env) if (d.dst, d.cell) in cells]
-        sets = [s for s in counting.set_writes(graph, ctx, wait.signal, env) if (s.dst, s.cell) in cells]
+        cells = {(rank, cell) for rank, cell, _s, _b in instances.wait_cells(graph, task, wait, env)}
+        adds = [d for d in instances.deposits(graph, ctx, wait.signal, env) if (d.dst, d.cell) in cells]
+        sets = [s for s in instances.set_writes(graph, ctx, wait.signal, env) if (s.dst, s.cell) in cells]
         if any(not s.clear for s in sets) or not adds:
             return None
         return sorted({d.task for d in adds})
     except Uncountable:
         ops = [(t.name, op) for t, op in notifiers(graph, wait.signal)]
-        if any(op.op == "set" and not counting.is_clear(op) for _, op in ops):
+        if any(op.op == "set" and not instances.is_clear(op) for _, op in ops):
             return None
         names = sorted({name for name, op in ops if op.op == "add"})
         return names or None
@@ -81,7 +82,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             if not adders:
                 continue
             reported.add(wait.span)
-            expected = counting.expr_text(wait.expected)
+            expected = instances.expr_text(wait.expected)
             yield finding(
                 CODE,
                 SEVERITY,

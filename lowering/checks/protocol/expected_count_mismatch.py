@@ -86,8 +86,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import CellCount, DataThreshold, Deposit, Unchecked, Uncountable
+from lowering.checks.protocol import counting, instances
+from lowering.checks.protocol.counting import CellCount
+from lowering.checks.protocol.instances import DataThreshold, Deposit, Unchecked, Uncountable
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.signals import ScalarDependent
 from lowering.ir import Graph, SignalOp, Task
@@ -99,11 +100,12 @@ NAME = "expected_count_mismatch"
 FAMILY = "protocol"
 SEVERITY = "error"
 SUMMARY = "a wait's threshold is not epoch x the notifies its cell receives per epoch"
+COUNTS = True
 POINTS = "all"  # visits every admissible parameter point of the structure class itself
 
 
 def _grid(graph: Graph, task: Task, env: dict) -> str:
-    blocks = counting.evaluate_or_raise(task.grid, env, "grid")
+    blocks = instances.evaluate_or_raise(task.grid, env, "grid")
     size = f"spmd {blocks}" if blocks != 1 else "1 block"
     return f"{size}, {task.core.upper()}"
 
@@ -145,8 +147,8 @@ def _uncountable(task: Task, wait: SignalOp, err: Uncountable, graph: Graph, env
         CODE,
         SEVERITY,
         wait.span,
-        f"{task.name} waits on {wait.signal} (expects {counting.expr_text(wait.expected)}) but the number of "
-        f"notifies into that cell cannot be counted: {err.reason}{where}{counting.point_label(graph, env)}. "
+        f"{task.name} waits on {wait.signal} (expects {instances.expr_text(wait.expected)}) but the number of "
+        f"notifies into that cell cannot be counted: {err.reason}{where}{instances.point_label(graph, env)}. "
         f"A rank whose data yields fewer notifies than the threshold hangs the wait; one that yields more "
         f"releases it early",
         fix="make the notify count independent of data: notify each peer once from a task ordered after the grid",
@@ -174,7 +176,7 @@ def _data_threshold(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp,
         seen = counting.observed(graph, ctx, task, wait, env)
     except Uncountable as err:
         return _uncountable(task, wait, err, graph, env)
-    expects = counting.expr_text(wait.expected)
+    expects = instances.expr_text(wait.expected)
     retire = next((d for d in seen if d.value < 0), None)
     if retire is not None:
         return finding(
@@ -183,7 +185,7 @@ def _data_threshold(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp,
             wait.span,
             f"{task.name} waits on {wait.signal} (expects {expects}), but {retire.task} lowers that cell by "
             f"{-retire.value} (line {retire.op.span.line}) with nothing ordering it after the wait"
-            f"{counting.point_label(graph, env)}: whether the wait sees the retire depends on the schedule, so "
+            f"{instances.point_label(graph, env)}: whether the wait sees the retire depends on the schedule, so "
             f"no threshold is right in both orders -- it hangs when the retire lands first, or releases before "
             f"the last notifies when it lands last",
             fix="order the retire after the wait: in the waiting task after its wait, or in a task that deps on it",
@@ -203,7 +205,7 @@ def _data_threshold(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp,
         f"{task.name} waits on {wait.signal} until {expects}, a threshold computed from data "
         f"({', '.join(_data_source(n) for n in sources)}): the notifies it observes in its round are countable "
         f"({' or '.join(map(str, counts))} into each waited cell: {_breakdown(graph, contributors, env)}), "
-        f"the threshold is not, so dslc does not compare them{counting.point_label(graph, env)}. It assumes "
+        f"the threshold is not, so dslc does not compare them{instances.point_label(graph, env)}. It assumes "
         f"the program passes what the counter holds once this round's notifies are in -- for an epoch built "
         f"from a table, the gap-free ordinal of the call (the count of earlier calls + 1); a smaller value "
         f"releases the wait early, a larger one hangs it",
@@ -216,7 +218,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         for wait in task.waits:
             if wait.span in reported:
                 continue  # task arrays share one source line
-            for env in counting.points(graph):
+            for env in instances.points(graph):
                 try:
                     cells = counting.analyse_wait(graph, ctx, task, wait, env)
                 except ScalarDependent:
@@ -242,7 +244,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 c, e = bad
                 reported.add(wait.span)
                 got, want = (c.f1, c.required(1)) if e == 1 else (c.f2, c.required(2))
-                cell = counting.cell_text(wait.signal, c.cell)
+                cell = instances.cell_text(wait.signal, c.cell)
                 if got > want:
                     why = f"the threshold is never reached and rank {c.rank} deadlocks"
                 else:
@@ -255,8 +257,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     SEVERITY,
                     wait.span,
                     f"{task.name} waits until {cell} on rank {c.rank} {'>=' if wait.cmp == 'ge' else '=='} "
-                    f"{counting.expr_text(wait.expected)} (= {got} at epoch {e}), but the notifiers deposit "
-                    f"{per_epoch} into that cell ({_breakdown(graph, c.contributors, env)}){counting.point_label(graph, env)}: "
+                    f"{instances.expr_text(wait.expected)} (= {got} at epoch {e}), but the notifiers deposit "
+                    f"{per_epoch} into that cell ({_breakdown(graph, c.contributors, env)}){instances.point_label(graph, env)}: "
                     f"{why}",
                     fix=f"expect `{_suggest(graph, c, env)}` in this wait",
                 )

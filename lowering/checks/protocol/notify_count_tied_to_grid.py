@@ -52,8 +52,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks.index import waits_on
-from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import Uncountable
+from lowering.checks.protocol import instances
+from lowering.checks.protocol.instances import Uncountable
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph
 from lowering.source import Diagnostic
@@ -72,12 +72,12 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     signals = sorted({op.signal for t in graph.tasks for op in t.waits})
     for signal in signals:
         try:
-            deps = [d for d in counting.deposits(graph, ctx, signal, env) if d.value > 0]
+            deps = [d for d in instances.deposits(graph, ctx, signal, env) if d.value > 0]
             waited: dict[tuple, set[str]] = {}
             first_wait: dict[str, tuple] = {}
             for t, w in waits_on(graph, signal):
                 first_wait.setdefault(t.name, (t, w))
-                for rank, cell, _s, _b in counting.wait_cells(graph, t, w, env):
+                for rank, cell, _s, _b in instances.wait_cells(graph, t, w, env):
                     waited.setdefault((rank, cell), set()).add(t.name)
         except Uncountable:
             continue  # D103 reports it
@@ -103,7 +103,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 CODE,
                 SEVERITY,
                 op.span,
-                f"{signal} expects {counting.expr_text(w.expected)} ({wt.name}): the per-epoch notify count is "
+                f"{signal} expects {instances.expr_text(w.expected)} ({wt.name}): the per-epoch notify count is "
                 f"tied to the grid size of `{name}` ({per} notifies per source and cell per epoch, one from each "
                 f"of its blocks), and {wt.name} is not ordered after that grid; prefer one notify per peer "
                 f"after the grid (expected = epoch)",

@@ -61,9 +61,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
+from lowering.checks import signals
 from lowering.checks.bodies import BlockUniform
-from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import Uncountable
+from lowering.checks.protocol import instances
+from lowering.checks.protocol.instances import Uncountable
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.signals import MAX_INSTANCES
 from lowering.ir import Graph, Task
@@ -99,8 +100,10 @@ def _split(counts: dict[int, int]) -> str:
 
 
 def _conds_text(op) -> str:
-    conds = [counting.expr_text(c.expr) for c in op.conds]
-    loops = [f"{lp.var} in {counting.expr_text(lp.start)}..{counting.expr_text(lp.stop)}" for lp in op.loops]
+    conds = [instances.expr_text(c.expr) for c in op.conds]
+    loops = [
+        f"{lp.var} in {instances.expr_text(lp.start)}..{instances.expr_text(lp.stop)}" for lp in op.loops
+    ]
     return "; ".join([f"under `{c}`" for c in conds] + [f"in loop {lp}" for lp in loops]) or "unconditionally"
 
 
@@ -111,21 +114,21 @@ def _uniform(uniform: BlockUniform, op) -> bool:
 
 
 def _barriers(graph: Graph, task: Task, env: dict, where: str) -> Iterator[Diagnostic]:
-    nranks = counting.evaluate_or_raise(graph.ranks, env, "ranks")
-    blocks = counting.evaluate_or_raise(task.grid, env, "grid")
+    nranks = instances.evaluate_or_raise(graph.ranks, env, "ranks")
+    blocks = instances.evaluate_or_raise(task.grid, env, "grid")
     total: Counter = Counter()
     per_op: dict[int, Counter] = {}
     uniform = None
     for op in task.barriers:
         try:
             try:
-                runs = list(counting.run(graph, task, op.loops, op.conds, env, ignore_predicate=True))
+                runs = list(signals.run(graph, task, op.loops, op.conds, env, ignore_predicate=True))
             except Uncountable:
                 uniform = uniform or BlockUniform(graph, task)
                 if not _uniform(uniform, op):
                     raise
                 # every block evaluates the data alike: each takes the same branch and trip count
-                runs = list(counting.run(graph, task, op.loops, op.conds, env, lenient=True))
+                runs = list(signals.run(graph, task, op.loops, op.conds, env, lenient=True))
             c = Counter((r, b) for _s, r, b in runs)
         except Uncountable as err:
             yield finding(
@@ -181,7 +184,7 @@ def _unpaced(graph: Graph, env: dict, where: str) -> Iterator[Diagnostic]:
     The ranks need not run the same waits: a root that waits for its leaves and leaves that
     wait for the root's release are all paced once per round. What breaks is a rank that
     waits for nothing at all while its peers do."""
-    nranks = counting.evaluate_or_raise(graph.ranks, env, "ranks")
+    nranks = instances.evaluate_or_raise(graph.ranks, env, "ranks")
     if nranks > MAX_INSTANCES:
         return  # too many ranks to list (see the coverage section)
     total: Counter = Counter()
@@ -190,7 +193,7 @@ def _unpaced(graph: Graph, env: dict, where: str) -> Iterator[Diagnostic]:
         for signal in sorted({w.signal for w in task.waits}):
             for w in (w for w in task.waits if w.signal == signal):
                 try:
-                    per_rank = Counter(r for _s, r, _b in counting.run(graph, task, w.loops, w.conds, env))
+                    per_rank = Counter(r for _s, r, _b in signals.run(graph, task, w.loops, w.conds, env))
                 except Uncountable:
                     return  # a wait count that depends on data: D103 reports those
                 total.update(per_rank)
@@ -216,8 +219,8 @@ def _unpaced(graph: Graph, env: dict, where: str) -> Iterator[Diagnostic]:
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
-    for env in counting.points(graph):
-        where = counting.point_label(graph, env)
+    for env in instances.points(graph):
+        where = instances.point_label(graph, env)
         found = [d for task in graph.tasks if task.barriers for d in _barriers(graph, task, env, where)]
         found += list(_unpaced(graph, env, where))
         for d in found:

@@ -39,8 +39,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks.index import notifiers
-from lowering.checks.protocol import counting
-from lowering.checks.protocol.counting import Uncountable
+from lowering.checks.protocol import instances
+from lowering.checks.protocol.instances import Uncountable
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph
 from lowering.source import Diagnostic
@@ -62,9 +62,9 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             continue
         try:
             add_cells: dict[tuple, str] = {}
-            for d in counting.deposits(graph, ctx, signal, env):
+            for d in instances.deposits(graph, ctx, signal, env):
                 add_cells.setdefault((d.dst, d.cell), d.task)
-            sets = counting.set_writes(graph, ctx, signal, env)
+            sets = instances.set_writes(graph, ctx, signal, env)
             hits = [
                 (s, add_cells[(s.dst, s.cell)]) for s in sets if not s.clear and (s.dst, s.cell) in add_cells
             ]
@@ -72,9 +72,9 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         except Uncountable:
             first_add = add_ops[0][0].name
             hits = [
-                (counting.SetWrite(t.name, op, 0, 0, (), False), first_add)
+                (instances.SetWrite(t.name, op, 0, 0, (), False), first_add)
                 for t, op in notifiers(graph, signal)
-                if op.op == "set" and not counting.is_clear(op)
+                if op.op == "set" and not instances.is_clear(op)
             ]
             exact = False
         for s, adder in hits:
@@ -82,7 +82,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 continue
             reported.add(s.op.span)
             where = (
-                f"cell {counting.cell_text(signal, s.cell)} on rank {s.dst}"
+                f"cell {instances.cell_text(signal, s.cell)} on rank {s.dst}"
                 if exact
                 else f"cells of {signal}"
             )
@@ -91,8 +91,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 CODE,
                 SEVERITY,
                 s.op.span,
-                f"{s.task} sets {where} to {counting.expr_text(s.op.value)} (Set) while {adder} adds to it "
-                f"(`+= {counting.expr_text(adder_op.value)}`, AtomicAdd): their order across ranks is not defined, "
+                f"{s.task} sets {where} to {instances.expr_text(s.op.value)} (Set) while {adder} adds to it "
+                f"(`+= {instances.expr_text(adder_op.value)}`, AtomicAdd): their order across ranks is not defined, "
                 f"so the Set erases credits already added or is counted on top of them -- waits on {signal} "
                 f"hang or release early",
                 fix=f"use `+=` for every notify on {signal}, or give the flag a signal of its own",
