@@ -22,21 +22,23 @@ as with explicit sets; the worst case (no useful numbering) degrades to plain bi
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Set
+from itertools import chain
 
 from lowering.ir import Graph
 
 
 class Reach:
-    """Transitive order of the tasks of one graph (its in-round edges)."""
+    """Transitive order of the tasks of one graph (its in-round edges, and ``extra`` (src, dst)
+    pairs, each from a task submitted earlier to one submitted later)."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, extra: Iterable[tuple[str, str]] = ()):
         names = [t.name for t in graph.tasks]
         position = {name: i for i, name in enumerate(names)}
         n = len(names)
         preds: list[list[int]] = [[] for _ in range(n)]
         succs: list[list[int]] = [[] for _ in range(n)]
-        for e in graph.edges:
-            s, d = position.get(e.src), position.get(e.dst)
+        for src, dst in chain(((e.src, e.dst) for e in graph.edges), extra):
+            s, d = position.get(src), position.get(dst)
             if s is None or d is None or s == d:
                 continue
             preds[d].append(s)

@@ -226,9 +226,10 @@ def test_need_is_the_closure_over_notifiers_ancestors_and_their_waits():
         by_name = {t.name: t for t in g.tasks}
         g.task = by_name.__getitem__
         feeds = {i: {rng.randrange(n) for _ in range(rng.randint(0, 3))} for i in range(n)}
+        g.file = "layer.dsl"  # a DSL layer: no signal-implied order, the graph's own edges
         ctx = SimpleNamespace(
             cache={("notifiers_needed", f"t{i}"): {f"t{j}" for j in feeds[i]} for i in range(n)},
-            ancestors=Ancestors(Reach(g)),
+            reach=Reach(g),
         )
         anc = _naive(n, edges)
         for w in waiting:

@@ -53,7 +53,7 @@ from collections.abc import Iterator
 
 from lowering.checks import describe
 from lowering.checks.handshake.need import need, shares_cores, waiters
-from lowering.checks.order import unordered
+from lowering.checks.protocol.implied_order import can_overlap, progress
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
@@ -69,7 +69,7 @@ def _needed(graph: Graph, ctx: CheckContext, waiter: Task) -> list[tuple[Task, i
     """Need(waiter) in submission order, each task with its reachability number (cached)."""
     key = ("D109.need", waiter.name)
     if key not in ctx.cache:
-        r = ctx.reach
+        r = progress(graph, ctx)
         tasks = sorted((graph.task(n) for n in need(graph, ctx, waiter)), key=lambda t: t.order)
         ctx.cache[key] = [(t, r.number(t.name)) for t in tasks]
     return ctx.cache[key]
@@ -78,7 +78,7 @@ def _needed(graph: Graph, ctx: CheckContext, waiter: Task) -> list[tuple[Task, i
 def _hazard(graph: Graph, ctx: CheckContext, w1: Task, w2: Task) -> list[Task]:
     """Tasks of Need(w1) that w2 blocks: w2 itself, or tasks parkable behind w2 (unordered
     with it, on cores it can hold: ``parkable_behind``, with the order tests on numbers)."""
-    r = ctx.reach
+    r = progress(graph, ctx)
     k2 = r.number(w2.name)
     out = []
     for task, k in _needed(graph, ctx, w1):
@@ -110,7 +110,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         for second in spinners[i + 1 :]:
             if first.core != second.core or not shares_cores(first, second):
                 continue
-            if not unordered(ctx, first.name, second.name):
+            if not can_overlap(graph, ctx, first.name, second.name):
                 continue
             if first.index is not None and first.base == second.base:
                 continue  # instances of one task array: D116 (chunk tasks waiting across ranks)

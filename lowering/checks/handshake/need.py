@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from itertools import chain
 
-from lowering.checks.order import descendants, unordered
 from lowering.checks.points import admissible_envs, group_envs, signal_exprs
 from lowering.checks.protocol.counting import analyse_wait, reuse_wait
+from lowering.checks.protocol.implied_order import can_overlap, progress_ancestors, progress_descendants
 from lowering.checks.protocol.instances import Unchecked, Uncountable
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable, notifiers_of, notify_counts, waited_cells
@@ -66,7 +66,7 @@ def same_epoch_notifiers(
     """
     if lags_a_round(graph, ctx, waiter, wait, env):
         return set()
-    after = descendants(graph, ctx)[waiter.name]
+    after = progress_descendants(graph, ctx)[waiter.name]
     out = set()
     for name in needed_notifiers(graph, waiter, wait, env):
         if name in after:
@@ -122,7 +122,7 @@ def need(graph: Graph, ctx: CheckContext, waiter: Task) -> set[str]:
         for name in notifiers_needed(graph, ctx, w):
             if name in out:
                 continue  # then so are its ancestors: they are ancestors of what brought it in
-            for t in chain((name,), ctx.ancestors[name]):
+            for t in chain((name,), progress_ancestors(graph, ctx)[name]):
                 if t not in out:
                     out.add(t)
                     task = graph.task(t)
@@ -158,4 +158,4 @@ def shares_cores(a: Task, b: Task) -> bool:
 
 def parkable_behind(ctx: CheckContext, task: Task, spinner: Task) -> bool:
     """``task`` can be staged into the pending slot of a core on which ``spinner`` spins."""
-    return unordered(ctx, task.name, spinner.name) and shares_cores(task, spinner)
+    return can_overlap(ctx.graph, ctx, task.name, spinner.name) and shares_cores(task, spinner)

@@ -62,6 +62,7 @@ from collections.abc import Iterator
 
 from lowering.checks import describe
 from lowering.checks.handshake.need import notifies_after, same_epoch_notifiers, self_exempt
+from lowering.checks.protocol.implied_order import progress_ancestors
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph
 from lowering.source import Diagnostic
@@ -96,7 +97,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                         fix=f"move the wait into a single-block task with `after {waiter.name}`",
                     )
                     continue
-                if name in ctx.ancestors[waiter.name]:
+                if name in progress_ancestors(graph, ctx)[waiter.name]:
                     continue
                 reported.add(name)
                 shape = waiter.core.upper()

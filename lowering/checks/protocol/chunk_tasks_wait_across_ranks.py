@@ -49,6 +49,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from lowering.checks.protocol import counting
+from lowering.checks.protocol.implied_order import progress_ancestors
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
@@ -62,7 +63,7 @@ SUMMARY = "per-chunk tasks wait on a peer's matching chunk; ranks may run the ch
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     env = graph.env()
-    anc = ctx.ancestors
+    anc = progress_ancestors(graph, ctx)
     arrays: dict[str, list[Task]] = {}
     for t in graph.tasks:
         if t.index is not None:

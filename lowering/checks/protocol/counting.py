@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from lowering.body import RemoteStoreS, nested_stmts
 from lowering.checks.index import notifiers
 from lowering.checks.order import successors
+from lowering.checks.protocol.implied_order import relation
 from lowering.checks.protocol.instances import (
     Deposit,
     SetWrite,
@@ -93,18 +94,6 @@ def observed(
 
 
 # ------------------------------------------------------------------ ordering
-
-
-def relation(ctx: CheckContext, a_task: str, a_order: int, b_task: str, b_order: int) -> str:
-    """``before`` / ``after`` / ``unordered``: where op ``a`` runs relative to op ``b``."""
-    if a_task == b_task:
-        return "before" if a_order < b_order else "after"
-    anc = ctx.ancestors
-    if a_task in anc[b_task]:
-        return "before"
-    if b_task in anc[a_task]:
-        return "after"
-    return "unordered"
 
 
 # ------------------------------------------------------------------ the per-cell account

@@ -72,7 +72,7 @@ from lowering.body import StoreS, nested_stmts
 from lowering.checks import signals
 from lowering.checks.bodies import is_zero
 from lowering.checks.index import graph_index, waits_on
-from lowering.checks.protocol import counting, instances
+from lowering.checks.protocol import counting, implied_order, instances
 from lowering.checks.protocol.instances import Unchecked, Uncountable
 from lowering.checks.rounds import ordered_before
 from lowering.checks.rule import CheckContext, finding
@@ -195,7 +195,7 @@ def _backwards_finding(graph: Graph, task: Task, wait: SignalOp, env, first: str
 
 
 def _ordered_before(ctx: CheckContext, a_task: str, a_order: int, b_task: str, b_order: int) -> bool:
-    return counting.relation(ctx, a_task, a_order, b_task, b_order) == "before"
+    return implied_order.relation(ctx, a_task, a_order, b_task, b_order) == "before"
 
 
 def _full_observers(
