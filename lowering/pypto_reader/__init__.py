@@ -12,7 +12,10 @@ and a construct it cannot model a P001 note saying what it means for the verdict
 Modules, one concern each: ``modules`` (files, imports, module level), ``constants``
 (parameters, config and argv values, admissible sets), ``guards`` (request checks and
 runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (expressions), ``interp`` (the
-Python interpreter), ``orchestration`` (the orchestration interpreter: statements, loops,
+Python interpreter: definitions and calls), built on ``interp_frames`` (frames, names,
+assignment targets), ``interp_statements`` (straight-line statements), ``interp_control_flow``
+(branches, loops, exceptions) and ``interp_control`` (the bounds of a read, control-flow
+signals), ``orchestration`` (the orchestration interpreter: statements, loops,
 inline calls), composing ``orchestration_calls`` (the ``pl.*`` calls: views, task-id arrays,
 submits), ``scopes`` (the task builder: scopes, kernel calls, deps, flags) and
 ``task_bodies`` (reading, caching and splicing task bodies); ``program`` (what one entry

@@ -20,7 +20,8 @@ import ast
 from lowering.pypto_reader import stdlib
 from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.directions import annotation_direction, tensor_param
-from lowering.pypto_reader.interp import BudgetExceeded, PyInterpreter
+from lowering.pypto_reader.interp import PyInterpreter
+from lowering.pypto_reader.interp_control import BudgetExceeded
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import Notes
 from lowering.pypto_reader.stdlib import PyRaise

@@ -21,7 +21,7 @@ from lowering.pypto_reader.values import DtypeVal, PlRef, SeqVal, TensorVal
 from lowering.symbolic import Expr
 
 if TYPE_CHECKING:
-    from lowering.pypto_reader.interp import Frame
+    from lowering.pypto_reader.interp_frames import Frame
     from lowering.pypto_reader.orchestration import OrchestrationReader
     from lowering.pypto_reader.values import FuncVal
 

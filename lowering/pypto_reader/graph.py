@@ -29,7 +29,8 @@ from lowering.pypto_reader.bindings import (
 from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.guards import read_guards
-from lowering.pypto_reader.interp import BudgetExceeded, PyInterpreter
+from lowering.pypto_reader.interp import PyInterpreter
+from lowering.pypto_reader.interp_control import BudgetExceeded
 from lowering.pypto_reader.modules import Loader, ModuleInfo, ModuleInterpreter
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.orchestration import OrchestrationReader

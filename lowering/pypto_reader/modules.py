@@ -36,7 +36,8 @@ from lowering.pypto_reader.constants import (
     range_domain,
 )
 from lowering.pypto_reader.exprs import dotted
-from lowering.pypto_reader.interp import HOST_LOOP_STEPS, Budget, BudgetExceeded, PyInterpreter
+from lowering.pypto_reader.interp import PyInterpreter
+from lowering.pypto_reader.interp_control import HOST_LOOP_STEPS, Budget, BudgetExceeded
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.stdlib import PyRaise
 from lowering.pypto_reader.values import (

@@ -20,7 +20,9 @@ from collections.abc import Sequence
 
 from lowering.pypto_reader.directions import annotation_direction, tensor_param
 from lowering.pypto_reader.exprs import dotted
-from lowering.pypto_reader.interp import Break, Budget, Continue, Frame, PyInterpreter, Return
+from lowering.pypto_reader.interp import PyInterpreter
+from lowering.pypto_reader.interp_control import Break, Budget, Continue, Return
+from lowering.pypto_reader.interp_frames import Frame
 from lowering.pypto_reader.modules import Loader, ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.orchestration_calls import OrchestrationCalls

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from lowering.ir import DTYPE_BYTES
 from lowering.pypto_reader.directions import annotation_direction
-from lowering.pypto_reader.interp import Frame
+from lowering.pypto_reader.interp_frames import Frame
 from lowering.pypto_reader.notes import span_of
 from lowering.pypto_reader.tensors import TensorInfo
 from lowering.pypto_reader.values import (

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from lowering.ir import Access, DepRef, Predicate, Task
 from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
-from lowering.pypto_reader.interp import Frame
+from lowering.pypto_reader.interp_frames import Frame
 from lowering.pypto_reader.kernel_cache import KernelSummary
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.program import ReadOnce

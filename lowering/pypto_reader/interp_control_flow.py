@@ -1,0 +1,217 @@
+"""Branches, loops, jumps and exceptions of the static interpreter.
+
+:class:`ControlFlowRunner` gives ``if``, ``for``, ``while``, ``try`` and ``return``, ``break``,
+``continue``, ``raise``, ``assert`` Python's semantics where the condition or the iterable is
+known. Where a condition cannot be decided, both branches run and the names they bind
+differently become unknown; a branch that raises (a guard that refuses bad values) is taken not
+to run. A loop over an unknown iterable makes its names unknown, and a host-code loop past
+``loop_limit`` statements is abandoned so that it cannot eat the budget of the whole read.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from lowering.pypto_reader import stdlib
+from lowering.pypto_reader.interp_control import Break, Continue, Return
+from lowering.pypto_reader.interp_statements import StatementRunner
+from lowering.pypto_reader.notes import span_of
+from lowering.pypto_reader.stdlib import PyRaise
+from lowering.pypto_reader.values import UNKNOWN, BuiltinVal, ClassVal, ObjVal, PyVal, Unknown, Val
+
+
+class ControlFlowRunner(StatementRunner):
+    """Runs the statements that choose, repeat or leave a block."""
+
+    loop_limit: int | None = None  # host code sets HOST_LOOP_STEPS; orchestration loops make tasks
+
+    def s_Return(self, s: ast.Return) -> None:
+        raise Return(self.eval(s.value) if s.value is not None else PyVal(None))
+
+    def s_Break(self, s: ast.Break) -> None:
+        raise Break()
+
+    def s_Continue(self, s: ast.Continue) -> None:
+        raise Continue()
+
+    def s_Raise(self, s: ast.Raise) -> None:
+        if s.exc is None:
+            raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}))
+        v = self.eval(s.exc)
+        if isinstance(v, BuiltinVal | ClassVal):
+            v = self.call_value(v, [], {}, s)
+        raise PyRaise(v)
+
+    def s_Assert(self, s: ast.Assert) -> None:
+        if self.truth(self.eval(s.test)) is False:
+            raise PyRaise(ObjVal(None, {"__exception__": PyVal("AssertionError")}))
+
+    def s_If(self, s: ast.If) -> None:
+        truth = self.truth(self.eval(s.test))
+        if truth is None:
+            self.undecided_if(s)
+        else:
+            self.exec_block(s.body if truth else s.orelse)
+
+    def undecided_if(self, s: ast.If) -> None:
+        """Both branches; names they bind differently become unknown. A branch that raises
+        (a guard that refuses bad values) is taken not to run."""
+        frame = self.frame
+        start = dict(frame.locals)
+        outcomes = []
+        for branch in (s.body, s.orelse):
+            frame.locals.clear()
+            frame.locals.update(start)
+            try:
+                self.exec_block(branch)
+                outcomes.append(("ok", dict(frame.locals)))
+            except PyRaise:
+                outcomes.append(("raise", None))
+            except Return as ret:
+                outcomes.append(("return", ret.value))
+            except (Break, Continue) as jump:
+                outcomes.append((type(jump).__name__, dict(frame.locals)))
+        kinds = [k for k, _ in outcomes]
+        frame.locals.clear()
+        frame.locals.update(start)
+        ran = [(k, v) for k, v in outcomes if k != "raise"]
+        if not ran:
+            raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}))
+        if len(ran) == 1:
+            kind, v = ran[0]
+            if kind == "return":
+                raise Return(v)  # type: ignore[arg-type]
+            frame.locals.update(v)  # type: ignore[arg-type]
+            if kind in ("Break", "Continue"):
+                raise Break() if kind == "Break" else Continue()
+            return
+        if kinds[0] == kinds[1] == "return":
+            a, b = outcomes[0][1], outcomes[1][1]
+            raise Return(
+                a if self.same(a, b) else Unknown("a value returned on a branch the reader cannot decide")
+            )  # type: ignore[arg-type]
+        if "return" in kinds:
+            raise Return(Unknown("a value returned on a branch the reader cannot decide"))
+        merged = _join(outcomes[0][1], outcomes[1][1], self.same)  # type: ignore[arg-type]
+        frame.locals.update(merged)
+        if kinds[0] == kinds[1] and kinds[0] in ("Break", "Continue"):
+            raise Break() if kinds[0] == "Break" else Continue()
+
+    def same(self, a: Val, b: Val) -> bool:
+        if a is b or a == b:
+            return True
+        sa, sb = self.static(a), self.static(b)
+        return sa is not UNKNOWN and sa == sb and type(sa) is type(sb)
+
+    def s_For(self, s: ast.For) -> None:
+        items = self.iterate(self.eval(s.iter))
+        if items is None:
+            self.undecided_loop(s)
+            return
+        self.run_loop(s, items)
+
+    def run_loop(self, s: ast.For, items: list[Val]) -> None:
+        start = self.budget.steps
+        for item in items:
+            if self.loop_too_long(s, start):
+                return
+            self.bind_target(s.target, item)
+            try:
+                self.exec_block(s.body)
+            except Break:
+                return
+            except Continue:
+                continue
+        self.exec_block(s.orelse)
+
+    def undecided_loop(self, s: ast.For | ast.While) -> None:
+        self.havoc(s)
+
+    def loop_too_long(self, s: ast.For | ast.While, start: int) -> bool:
+        """Past ``loop_limit`` statements, a host-code loop is abandoned: what it binds or fills
+        becomes unknown and reading goes on after it (a metadata table built element by element
+        is data the lint does not need, and must not eat the budget of the whole read)."""
+        if self.loop_limit is None or self.budget.steps - start <= self.loop_limit:
+            return False
+        self.notes.not_modelled(
+            span_of(self.file, s),
+            f"a host-code loop past {self.loop_limit} interpreted statements",
+            "it is abandoned there: the names it binds or fills are unknown after it",
+        )
+        self.havoc(s)
+        for name in _filled_names(s):
+            self.bind_name(name, Unknown("filled by a loop the reader abandoned"), s)
+        return True
+
+    def s_While(self, s: ast.While) -> None:
+        start = self.budget.steps
+        while True:
+            if self.loop_too_long(s, start):
+                return
+            truth = self.truth(self.eval(s.test))
+            if truth is None:
+                self.undecided_loop(s)
+                return
+            if not truth:
+                self.exec_block(s.orelse)
+                return
+            try:
+                self.exec_block(s.body)
+            except Break:
+                return
+            except Continue:
+                continue
+
+    def s_Try(self, s: ast.Try) -> None:
+        try:
+            try:
+                self.exec_block(s.body)
+            except PyRaise as exc:
+                for h in s.handlers:
+                    kind = self.eval(h.type) if h.type is not None else None
+                    if stdlib.exception_matches(exc.value, kind):
+                        if h.name:
+                            self.bind_name(h.name, exc.value, h)
+                        self.exec_block(h.body)
+                        break
+                else:
+                    raise
+            else:
+                self.exec_block(s.orelse)
+        finally:
+            self.exec_block(s.finalbody)
+
+    s_TryStar = s_Try
+
+
+def _join(a: dict[str, Val], b: dict[str, Val], same) -> dict[str, Val]:
+    out = {}
+    for name in set(a) | set(b):
+        x, y = a.get(name), b.get(name)
+        if x is not None and y is not None and same(x, y):
+            out[name] = x
+        else:
+            out[name] = Unknown(f"'{name}' is bound differently on branches the reader cannot decide")
+    return out
+
+
+_FILLING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard", "setdefault", "sort"}
+)
+
+
+def _filled_names(loop: ast.stmt) -> list[str]:
+    """Names whose value a loop fills in place: ``x[i] = v``, ``x.attr = v``, ``x.append(v)``."""
+    out: dict[str, None] = {}
+    for node in ast.walk(loop):
+        base = None
+        if isinstance(node, ast.Subscript | ast.Attribute) and isinstance(node.ctx, ast.Store):
+            base = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _FILLING_METHODS:
+                base = node.func.value
+        while isinstance(base, ast.Subscript | ast.Attribute):
+            base = base.value
+        if isinstance(base, ast.Name):
+            out[base.id] = None
+    return list(out)
