@@ -5,10 +5,11 @@ Module-level code of a model file computes its configuration: dataclass configs 
 defaults, a factory that defines and returns the kernel the file uses. :class:`PyInterpreter`
 runs such code over abstract values (``lowering.pypto_reader.values``) with Python's own
 semantics, frame by frame, without importing or executing anything: calls of the file's
-functions and classes are interpreted, builtins come from ``stdlib``, everything outside the
-model tree is opaque. Work is bounded (``MAX_STEPS`` statements per read, ``MAX_DEPTH``
-calls deep); what exceeds a bound or cannot be decided becomes ``Unknown``, and the
-interpreters built on this one (module level, orchestration) note it where it matters.
+functions and classes are interpreted, builtins come from ``builtin_functions`` and
+``std_modules``, everything outside the model tree is opaque. Work is bounded (``MAX_STEPS``
+statements per read, ``MAX_DEPTH`` calls deep); what exceeds a bound or cannot be decided
+becomes ``Unknown``, and the interpreters built on this one (module level, orchestration)
+note it where it matters.
 
 Where a condition cannot be decided, both branches run and the names they bind differently
 become unknown (a loop over an unknown iterable makes its names unknown); an exception that
@@ -22,10 +23,10 @@ import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lowering.pypto_reader import harness, stdlib
+from lowering.pypto_reader import builtin_functions, dataclass_support, harness, read_context, std_modules
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.notes import Notes, span_of
-from lowering.pypto_reader.stdlib import PyRaise
+from lowering.pypto_reader.py_exceptions import PyRaise, exception_matches
 from lowering.pypto_reader.values import (
     UNKNOWN,
     BuiltinVal,
@@ -215,7 +216,7 @@ class PyInterpreter(Evaluator):
     def store_subscript(self, target: ast.Subscript, value: Val) -> None:
         base = self.eval(target.value)
         key = self.eval(target.slice)
-        if isinstance(base, DictVal | stdlib.EnvironVal):
+        if isinstance(base, DictVal | read_context.EnvironVal):
             k = self.static(key)
             if k is not UNKNOWN:
                 try:
@@ -496,7 +497,7 @@ class PyInterpreter(Evaluator):
             except PyRaise as exc:
                 for h in s.handlers:
                     kind = self.eval(h.type) if h.type is not None else None
-                    if stdlib.exception_matches(exc.value, kind):
+                    if exception_matches(exc.value, kind):
                         if h.name:
                             self.bind_name(h.name, exc.value, h)
                         self.exec_block(h.body)
@@ -526,12 +527,12 @@ class PyInterpreter(Evaluator):
 
     def import_module(self, name: str, as_alias: bool, node: ast.AST) -> Val:
         if self.loader is None:
-            return stdlib.import_extern(name)
+            return std_modules.import_extern(name)
         return self.loader.import_module(self.frame.module, name, as_alias, node)
 
     def import_from(self, module: str, level: int, name: str, node: ast.AST) -> dict[str, Val]:
         if self.loader is None:
-            return {name: stdlib.module_attribute(module, name)}
+            return {name: std_modules.module_attribute(module, name)}
         return self.loader.import_from(self.frame.module, module, level, name, node)
 
     def s_FunctionDef(self, s: ast.FunctionDef) -> None:
@@ -575,15 +576,15 @@ class PyInterpreter(Evaluator):
                 return value
             out = _with(value, kind=self.function_kind(kind, deco), decorator=deco)
             if out.kind == "jit":
-                stdlib.host().programs.append(out)  # an entry, even when a factory defines it
+                read_context.host().programs.append(out)  # an entry, even when a factory defines it
             return out
         if isinstance(d, PlRef) and isinstance(value, ClassVal):
             if d.path == "pl.program":
-                stdlib.host().programs.append(
+                read_context.host().programs.append(
                     value
                 )  # often built inside a function and passed to the harness
             return value
-        if isinstance(d, BuiltinVal) and isinstance(value, FuncVal) and d.name in stdlib.WRAPPERS:
+        if isinstance(d, BuiltinVal) and isinstance(value, FuncVal) and d.name in builtin_functions.WRAPPERS:
             return _with(value, wrapper=d.name)
         if isinstance(d, BuiltinVal | FuncVal):
             fn = d
@@ -729,7 +730,7 @@ class PyInterpreter(Evaluator):
             v = self.eval(default)
         finally:
             self.frames.pop()
-        marker = stdlib.field_marker(v)
+        marker = dataclass_support.field_marker(v)
         if marker is None:
             return v
         if "default" in marker.attrs:
@@ -743,7 +744,7 @@ class PyInterpreter(Evaluator):
         obj = super().instantiate(cls, args, kwargs, node)
         if cls.name in harness.HARNESS_RECORDS and isinstance(obj, ObjVal):
             obj.attrs.setdefault("__harness__", PyVal(cls.name))
-            stdlib.host().records.append(obj)
+            read_context.host().records.append(obj)
         return obj
 
 
