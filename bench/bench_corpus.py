@@ -40,8 +40,8 @@ from lowering.checks import all_rules  # noqa: E402
 from lowering.checks.rule import CheckContext  # noqa: E402
 from lowering.pypto_reader import (  # noqa: E402
     looks_like_pypto,
+    read_context,  # noqa: E402
     read_pypto,
-    stdlib,  # noqa: E402
 )
 from lowering.pypto_reader.constants import Params  # noqa: E402
 from lowering.pypto_reader.graph import entries  # noqa: E402
@@ -54,7 +54,7 @@ GRID_NOTE = "grid size the reader cannot evaluate"
 
 def source_scopes(path: Path) -> set[tuple[str, int]]:
     """(file, line) of every task scope reached from the entries of ``path``."""
-    token = stdlib.begin_read(str(path))
+    token = read_context.begin_read(str(path))
     try:
         loader = Loader(Notes(), Params())
         module = loader.load_text(path, path.read_text(encoding="utf-8"))
@@ -63,7 +63,7 @@ def source_scopes(path: Path) -> set[tuple[str, int]]:
     except Exception:  # noqa: BLE001 - a file the reader cannot load has no countable scopes
         return set()
     finally:
-        stdlib.end_read(token)
+        read_context.end_read(token)
     seen: set[int] = set()
     out: set[tuple[str, int]] = set()
     while todo:

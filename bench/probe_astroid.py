@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from lowering.pypto_reader import stdlib  # noqa: E402
+from lowering.pypto_reader import read_context  # noqa: E402
 from lowering.pypto_reader.constants import Params  # noqa: E402
 from lowering.pypto_reader.modules import Loader  # noqa: E402
 from lowering.pypto_reader.notes import Notes  # noqa: E402
@@ -50,7 +50,7 @@ def with_reader(files: list[Path]) -> tuple[int, int, float]:
         text = f.read_text(encoding="utf-8")
         names = upper_assignments(ast.parse(text))
         total += len(names)
-        token = stdlib.begin_read(str(f))
+        token = read_context.begin_read(str(f))
         try:
             params = Params()
             module = Loader(Notes(), params).load_text(f, text)
@@ -66,7 +66,7 @@ def with_reader(files: list[Path]) -> tuple[int, int, float]:
         except (SyntaxError, ValueError):
             pass
         finally:
-            stdlib.end_read(token)
+            read_context.end_read(token)
     return found, total, time.process_time() - t0
 
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lowering.ir import Graph
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import read_context
 from lowering.pypto_reader.constants import Params, check_params
 from lowering.pypto_reader.graph import build_graphs
 from lowering.pypto_reader.modules import MAX_MODULE_BYTES, Loader
@@ -102,7 +102,7 @@ def _read(path: Path, text: str, params: Params, notes: Notes, result: ReadResul
     where = Span.whole_file(file)
     loader = Loader(notes, params)
     limit = sys.getrecursionlimit()
-    token = stdlib.begin_read(file)
+    token = read_context.begin_read(file)
     try:
         sys.setrecursionlimit(max(limit, 10000))
         try:
@@ -134,7 +134,7 @@ def _read(path: Path, text: str, params: Params, notes: Notes, result: ReadResul
             trace="".join(traceback.format_exception(err)),
         )
     finally:
-        stdlib.end_read(token)
+        read_context.end_read(token)
         sys.setrecursionlimit(limit)
         result.diagnostics = sorted(notes.items, key=Diagnostic.sort_key)
 

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import ast
 
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import read_context
 from lowering.pypto_reader.constants import Params
 from lowering.pypto_reader.directions import annotation_direction, tensor_param
 from lowering.pypto_reader.interp import PyInterpreter
 from lowering.pypto_reader.interp_control import BudgetExceeded
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import Notes
-from lowering.pypto_reader.stdlib import PyRaise
+from lowering.pypto_reader.py_exceptions import PyRaise
 from lowering.pypto_reader.values import DtypeVal, ExternVal, FuncVal, IntVal, ObjVal, PyVal, SeqVal
 from lowering.symbolic import PARAM, Expr, Sym
 
@@ -70,7 +70,7 @@ def axis_bindings(entry: FuncVal, ev: PyInterpreter, params: Params) -> dict[str
 def harness_requests(module: ModuleInfo, ev: PyInterpreter) -> list[ObjVal]:
     """The TensorSpec records the harness built; ``build_tensor_specs()`` with its defaults
     when ``__main__`` built none."""
-    records = [r for r in stdlib.host().records if _kind(r) == "TensorSpec"]
+    records = [r for r in read_context.host().records if _kind(r) == "TensorSpec"]
     if records:
         return records
     func = next(
@@ -82,7 +82,7 @@ def harness_requests(module: ModuleInfo, ev: PyInterpreter) -> list[ObjVal]:
         ev.call_value(func, [], {}, func.node)
     except (PyRaise, BudgetExceeded):
         pass
-    return [r for r in stdlib.host().records if _kind(r) == "TensorSpec"]
+    return [r for r in read_context.host().records if _kind(r) == "TensorSpec"]
 
 
 def resolve_dynamic_axes(

@@ -12,7 +12,8 @@ orchestration code and kernel bodies compute, on the values of
 - strings, floats, tuples, lists, dicts, ranges, comprehensions, f-strings, lambdas and
   attribute access on instances, classes and modules of the file fold as in Python; builtins
   and the standard-library functions configuration code uses come from
-  :mod:`~lowering.pypto_reader.stdlib`;
+  :mod:`~lowering.pypto_reader.builtin_functions`, :mod:`~lowering.pypto_reader.builtin_methods`
+  and :mod:`~lowering.pypto_reader.std_modules`;
 - what cannot be evaluated is :class:`~lowering.pypto_reader.values.Unknown`.
 
 Subclasses provide names (``lookup``), ``pl`` calls (``call_pl``), calls of the file's own
@@ -25,7 +26,15 @@ import ast
 import operator
 from collections.abc import Callable
 
-from lowering.pypto_reader import harness, host_tensors, stdlib
+from lowering.pypto_reader import (
+    builtin_calls,
+    builtin_methods,
+    harness,
+    host_tensors,
+    read_context,
+    std_modules,
+)
+from lowering.pypto_reader.builtin_functions import BUILTINS
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.values import (
     UNKNOWN,
@@ -288,8 +297,8 @@ class Evaluator:
 
     def e_Name(self, node: ast.Name) -> Val:
         v = self.lookup(node.id, node)
-        if isinstance(v, Unknown) and v.why.startswith("unknown name") and node.id in stdlib.BUILTINS:
-            return stdlib.BUILTINS[node.id]
+        if isinstance(v, Unknown) and v.why.startswith("unknown name") and node.id in BUILTINS:
+            return BUILTINS[node.id]
         return v
 
     def e_Attribute(self, node: ast.Attribute) -> Val:
@@ -307,7 +316,7 @@ class Evaluator:
         if isinstance(base, ModuleVal):
             return base.module.globals.get(attr, Unknown(f"'{attr}' of module {base.module.name}"))
         if isinstance(base, ExternVal):
-            return stdlib.module_attribute(base.name, attr)
+            return std_modules.module_attribute(base.name, attr)
         if isinstance(base, TensorVal) and attr == "shape":
             return self.tensor_shape(base)
         if isinstance(base, HostTensorVal):
@@ -327,7 +336,7 @@ class Evaluator:
             launch = harness.launch_method(base, attr)
             if launch is not None:
                 return launch
-        method = stdlib.method_of(base, attr)
+        method = builtin_methods.method_of(base, attr)
         if method is not None:
             return method
         return Unknown(f"attribute '{attr}'")
@@ -659,7 +668,7 @@ class Evaluator:
         if isinstance(container, PyVal) and isinstance(container.value, str):
             s = self.static(item)
             return s in container.value if isinstance(s, str) else None
-        if isinstance(container, stdlib.EnvironVal):
+        if isinstance(container, read_context.EnvironVal):
             return False  # the reader runs with an empty environment: defaults apply
         return None
 
@@ -775,7 +784,7 @@ class Evaluator:
                 args = [func.self_val, *args]
             try:
                 return func.fn(self, args, kwargs, node)
-            except stdlib.StaticError as err:
+            except builtin_calls.StaticError as err:
                 return Unknown(str(err))
         if isinstance(func, BoundMethod):
             return self.call_value(func.func, [func.self_val, *args], kwargs, node)

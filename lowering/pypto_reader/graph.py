@@ -17,7 +17,7 @@ from dataclasses import replace
 from lowering import ir
 from lowering.body import Range
 from lowering.edges import infer_edges
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import read_context
 from lowering.pypto_reader.bindings import (
     axis_bindings,
     harness_requests,
@@ -47,7 +47,7 @@ def entries(module: ModuleInfo) -> list[FuncVal]:
     """The chip-level entries of ``module``, in source order."""
     unique: dict[int, FuncVal] = {}
     classes: dict[int, ClassVal] = {}
-    for v in [*module.globals.values(), *stdlib.host().programs]:
+    for v in [*module.globals.values(), *read_context.host().programs]:
         if isinstance(v, FuncVal) and v.module is module:
             unique.setdefault(id(v.node), v)
         elif isinstance(v, ClassVal) and v.module is module:

@@ -1,14 +1,14 @@
 """What a harness tells the reader about its tensors: the golden harness's ``TensorSpec`` /
 ``ScalarSpec`` records, and the torch tensors it launches an entry on.
 
-The records are kept in ``stdlib.host()`` while ``__main__`` and the spec builders run (never
+The records are kept in ``read_context.host()`` while ``__main__`` and the spec builders run (never
 executed: interpreted); ``bindings`` turns them into dynamic-axis values and the shapes and
 dtypes of bare ``pl.Tensor`` parameters.
 """
 
 from __future__ import annotations
 
-from lowering.pypto_reader.stdlib import host
+from lowering.pypto_reader.read_context import host
 from lowering.pypto_reader.values import (
     BuiltinVal,
     FuncVal,

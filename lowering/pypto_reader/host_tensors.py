@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from lowering.pypto_reader.stdlib import StaticError
+from lowering.pypto_reader.builtin_calls import StaticError
 from lowering.pypto_reader.values import BuiltinVal, ExternVal, HostTensorVal, IntVal, PyVal, SeqVal, Val
 from lowering.symbolic import Const
 

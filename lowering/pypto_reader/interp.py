@@ -5,7 +5,7 @@ Module-level code of a model file computes its configuration: dataclass configs 
 defaults, a factory that defines and returns the kernel the file uses. :class:`PyInterpreter`
 runs such code over abstract values (``lowering.pypto_reader.values``) with Python's own
 semantics, frame by frame, without importing or executing anything: calls of the file's
-functions and classes are interpreted, builtins come from ``stdlib``, everything outside the
+functions and classes are interpreted, builtins come from ``builtin_functions`` and ``std_modules``, everything outside the
 model tree is opaque. Work is bounded (``MAX_STEPS`` statements per read, ``MAX_DEPTH``
 calls deep); what exceeds a bound or cannot be decided becomes ``Unknown``, and the
 interpreters built on this one (module level, orchestration) note it where it matters.
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 
-from lowering.pypto_reader import harness, stdlib
+from lowering.pypto_reader import builtin_functions, dataclass_support, harness, read_context
 from lowering.pypto_reader.interp_control import MAX_DEPTH, Return
 from lowering.pypto_reader.interp_control_flow import ControlFlowRunner
 from lowering.pypto_reader.interp_frames import Frame
@@ -115,15 +115,15 @@ class PyInterpreter(ControlFlowRunner):
                 return value
             out = _with(value, kind=self.function_kind(kind, deco), decorator=deco)
             if out.kind == "jit":
-                stdlib.host().programs.append(out)  # an entry, even when a factory defines it
+                read_context.host().programs.append(out)  # an entry, even when a factory defines it
             return out
         if isinstance(d, PlRef) and isinstance(value, ClassVal):
             if d.path == "pl.program":
-                stdlib.host().programs.append(
+                read_context.host().programs.append(
                     value
                 )  # often built inside a function and passed to the harness
             return value
-        if isinstance(d, BuiltinVal) and isinstance(value, FuncVal) and d.name in stdlib.WRAPPERS:
+        if isinstance(d, BuiltinVal) and isinstance(value, FuncVal) and d.name in builtin_functions.WRAPPERS:
             return _with(value, wrapper=d.name)
         if isinstance(d, BuiltinVal | FuncVal):
             fn = d
@@ -254,7 +254,7 @@ class PyInterpreter(ControlFlowRunner):
             v = self.eval(default)
         finally:
             self.frames.pop()
-        marker = stdlib.field_marker(v)
+        marker = dataclass_support.field_marker(v)
         if marker is None:
             return v
         if "default" in marker.attrs:
@@ -268,7 +268,7 @@ class PyInterpreter(ControlFlowRunner):
         obj = super().instantiate(cls, args, kwargs, node)
         if cls.name in harness.HARNESS_RECORDS and isinstance(obj, ObjVal):
             obj.attrs.setdefault("__harness__", PyVal(cls.name))
-            stdlib.host().records.append(obj)
+            read_context.host().records.append(obj)
         return obj
 
 

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import ast
 
-from lowering.pypto_reader import stdlib
 from lowering.pypto_reader.interp_control import Break, Continue, Return
 from lowering.pypto_reader.interp_statements import StatementRunner
 from lowering.pypto_reader.notes import span_of
-from lowering.pypto_reader.stdlib import PyRaise
+from lowering.pypto_reader.py_exceptions import PyRaise, exception_matches
 from lowering.pypto_reader.values import UNKNOWN, BuiltinVal, ClassVal, ObjVal, PyVal, Unknown, Val
 
 
@@ -169,7 +168,7 @@ class ControlFlowRunner(StatementRunner):
             except PyRaise as exc:
                 for h in s.handlers:
                     kind = self.eval(h.type) if h.type is not None else None
-                    if stdlib.exception_matches(exc.value, kind):
+                    if exception_matches(exc.value, kind):
                         if h.name:
                             self.bind_name(h.name, exc.value, h)
                         self.exec_block(h.body)

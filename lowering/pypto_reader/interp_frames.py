@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import read_context
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.interp_control import Budget
 from lowering.pypto_reader.notes import Notes
-from lowering.pypto_reader.stdlib import PyRaise
+from lowering.pypto_reader.py_exceptions import PyRaise
 from lowering.pypto_reader.values import (
     UNKNOWN,
     ClassVal,
@@ -158,7 +158,7 @@ class ScopedEvaluator(Evaluator):
     def store_subscript(self, target: ast.Subscript, value: Val) -> None:
         base = self.eval(target.value)
         key = self.eval(target.slice)
-        if isinstance(base, DictVal | stdlib.EnvironVal):
+        if isinstance(base, DictVal | read_context.EnvironVal):
             k = self.static(key)
             if k is not UNKNOWN:
                 try:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import ast
 import traceback
 
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import std_modules
 from lowering.pypto_reader.interp_control import Break, BudgetExceeded, Continue, Return
 from lowering.pypto_reader.interp_frames import ScopedEvaluator
 from lowering.pypto_reader.notes import span_of
-from lowering.pypto_reader.stdlib import PyRaise
+from lowering.pypto_reader.py_exceptions import PyRaise
 from lowering.pypto_reader.values import UNKNOWN, DictVal, SeqVal, Unknown, Val
 
 
@@ -147,12 +147,12 @@ class StatementRunner(ScopedEvaluator):
 
     def import_module(self, name: str, as_alias: bool, node: ast.AST) -> Val:
         if self.loader is None:
-            return stdlib.import_extern(name)
+            return std_modules.import_extern(name)
         return self.loader.import_module(self.frame.module, name, as_alias, node)
 
     def import_from(self, module: str, level: int, name: str, node: ast.AST) -> dict[str, Val]:
         if self.loader is None:
-            return {name: stdlib.module_attribute(module, name)}
+            return {name: std_modules.module_attribute(module, name)}
         return self.loader.import_from(self.frame.module, module, level, name, node)
 
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lowering import ir
-from lowering.pypto_reader import stdlib
+from lowering.pypto_reader import read_context, std_modules
 from lowering.pypto_reader.constants import (
     ArgOption,
     Params,
@@ -39,7 +39,7 @@ from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import PyInterpreter
 from lowering.pypto_reader.interp_control import HOST_LOOP_STEPS, Budget, BudgetExceeded
 from lowering.pypto_reader.notes import Notes, span_of
-from lowering.pypto_reader.stdlib import PyRaise
+from lowering.pypto_reader.py_exceptions import PyRaise, exception_name
 from lowering.pypto_reader.values import (
     IntVal,
     ModuleVal,
@@ -141,7 +141,7 @@ class ModuleInterpreter(PyInterpreter):
                 except PyRaise as exc:
                     self.notes.not_modelled(
                         span_of(module.file, stmt),
-                        f"module-level code raises {stdlib.exception_name(exc.value) or 'an exception'} "
+                        f"module-level code raises {exception_name(exc.value) or 'an exception'} "
                         "with the values the reader assumes (no argv, empty environment)",
                         "the statements after it are still read, as if it had not raised",
                     )
@@ -190,16 +190,16 @@ class Loader:
             importer.is_pypto = True
             return PlRef(PL_MODULES[name])
         if name == "pypto" or name.startswith("pypto."):
-            return stdlib.import_extern(name)
+            return std_modules.import_extern(name)
         parts = name.split(".")
         first = self.find(importer, parts[:1], node)
         if first is None:
-            return stdlib.import_extern(name if as_alias else parts[0])
+            return std_modules.import_extern(name if as_alias else parts[0])
         current = first
         for i in range(1, len(parts)):
             sub = self.find_in_package(current, parts[i], node)
             if sub is None:
-                return stdlib.import_extern(name) if as_alias else ModuleVal(first)
+                return std_modules.import_extern(name) if as_alias else ModuleVal(first)
             current.globals.setdefault(parts[i], ModuleVal(sub))
             current = sub
         return ModuleVal(current if as_alias else first)
@@ -218,13 +218,13 @@ class Loader:
                 return {name: PlRef("pld")}
             return {name: PlRef(f"{short}.{name}")}
         if level == 0 and (module == "pypto" or module.startswith("pypto.")):
-            return {name: stdlib.module_attribute(module, name)}
+            return {name: std_modules.module_attribute(module, name)}
         source = self.resolve_from(importer, module, level, node)
         if source is None:
             if name == "*":
                 return {}
             return {
-                name: stdlib.module_attribute(module, name)
+                name: std_modules.module_attribute(module, name)
                 if level == 0
                 else Unknown(f"'{name}' from .{module}")
             }
@@ -264,7 +264,7 @@ class Loader:
         for _ in range(MAX_ANCESTORS):
             p = p.parent
             dirs.append(p)
-        for item in stdlib.host().path.items:
+        for item in read_context.host().path.items:
             value = getattr(item, "value", None)
             if isinstance(value, str):
                 dirs.append(Path(value))
