@@ -11,7 +11,10 @@ and a construct it cannot model a P001 note saying what it means for the verdict
 
 Modules, one concern each: ``modules`` (files, imports, module level), ``constants``
 (parameters, config and argv values, admissible sets), ``guards`` (request checks and
-runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (expressions), ``interp`` (the
+runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (the expression evaluator),
+composing ``exprs_static`` (a value's static value, truth and items), ``exprs_arithmetic``,
+``exprs_comparisons``, ``exprs_displays`` (tuples, lists, sets, dicts, comprehensions,
+f-strings), ``exprs_subscripts``, ``exprs_attributes`` and ``exprs_calls``; ``interp`` (the
 Python interpreter: definitions and calls), built on ``interp_frames`` (frames, names,
 assignment targets), ``interp_statements`` (straight-line statements), ``interp_control_flow``
 (branches, loops, exceptions) and ``interp_control`` (the bounds of a read, control-flow
