@@ -33,7 +33,7 @@ from lowering.ir import Access, DepRef, Predicate, Task
 from lowering.pypto_reader.directions import call_tags
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp_frames import Frame
-from lowering.pypto_reader.kernel_cache import KernelSummary
+from lowering.pypto_reader.kernel_summary import KernelSummary
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.program import ReadOnce
 from lowering.pypto_reader.values import (

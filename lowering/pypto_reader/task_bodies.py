@@ -1,5 +1,5 @@
 """Task bodies: the body of a ``pl.at``/``pl.spmd`` scope or an InCore kernel, read by a
-``kernel.KernelReader`` over the orchestration's names into a ``kernel_cache.KernelSummary`` --
+``kernel.KernelReader`` over the orchestration's names into a ``kernel_summary.KernelSummary`` --
 once per scope, and reused across the instances an orchestration loop makes of it --; the
 tiles a scope hands to later code become buffers the task writes (``export_tiles``), and a
 helper a kernel calls is spliced into it (``kernel_call``).
@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING
 from lowering import body as ir_body
 from lowering.ir import Access
 from lowering.pypto_reader.kernel import KernelReader
-from lowering.pypto_reader.kernel_cache import ARG, Export, KernelSummary, LazyBody, Recorder
+from lowering.pypto_reader.kernel_captures import ARG, Recorder
+from lowering.pypto_reader.kernel_instances import LazyBody
+from lowering.pypto_reader.kernel_summary import Export, KernelSummary
 from lowering.pypto_reader.liveness import live_after
 from lowering.pypto_reader.modules import ModuleInfo
 from lowering.pypto_reader.notes import span_of
