@@ -7,8 +7,8 @@ import numpy as np
 
 from dsl.frontend import compile_text
 from lowering.checks.request_space import MAX_POINTS, scalar_space
+from lowering.checks.request_space_cache import scalar_intervals, space_at
 from lowering.checks.rule import CheckContext
-from lowering.checks.validity import scalar_intervals, space_at
 
 # num_tokens and start_pos are coupled by a guard monotone in start_pos (the most permissive end
 # is start_pos = 0); window is independent of both; the full product is 4096 * 4096 * 16 requests.

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from lintutil import FIXTURES, lint, triples
 
-from lowering.checks.validity import run_after, stages_for
+from lowering.checks.validity_facts import run_after, stages_for
 from runtime.tileops_sort import mrgsort, sort32
 
 SEED = FIXTURES / "seed"

@@ -22,8 +22,8 @@ from dsl.driver.cli import main
 from dsl.frontend import compile_text
 from lowering.checks import run_rules
 from lowering.checks.capacity.emission import emitted_counts
+from lowering.checks.request_space_cache import space_at
 from lowering.checks.rule import CheckContext
-from lowering.checks.validity import space_at
 from lowering.source import CompileError
 from lowering.symbolic import evaluate
 from runtime.loader import load_module

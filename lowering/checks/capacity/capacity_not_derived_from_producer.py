@@ -66,8 +66,8 @@ from lowering.checks.capacity.emission import constants, cuts, emissions
 from lowering.checks.extents import named_value, point_text, ranges_text, veval
 from lowering.checks.points import own_point_first
 from lowering.checks.request_space import derived_values
+from lowering.checks.request_space_cache import space_at
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import space_at
 from lowering.ir import Graph, Guard
 from lowering.source import Diagnostic
 from lowering.symbolic import Bin, EvalError

@@ -24,7 +24,9 @@ import numpy as np
 from lowering.checks.extents import SInterval, bind_loops, narrow, nonempty, sbounds, snarrow, vbounds
 from lowering.checks.index import accesses_of
 from lowering.checks.request_space import ScalarSpace
-from lowering.checks.validity import StoreFact, TaskFacts, facts_at, space_at
+from lowering.checks.request_space_cache import space_at
+from lowering.checks.validity import facts_at
+from lowering.checks.validity_facts import StoreFact, TaskFacts
 from lowering.ir import Access, Graph, Loop, Task
 from lowering.symbolic import Const, EvalError, Expr, Sym, binop, difference, free_symbols
 

@@ -66,8 +66,8 @@ from dataclasses import dataclass
 
 from lowering import body as ir_body
 from lowering.checks.extents import point_text, points_text
+from lowering.checks.request_space_cache import scalar_intervals
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import scalar_intervals
 from lowering.ir import DTYPE_BYTES, Graph, Task
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import EvalError, bounds

@@ -55,8 +55,9 @@ from lowering.checks.capacity.emission import task_env
 from lowering.checks.extents import bind_loops, implies_at_most, narrow, nonempty, point_text, pretty, vbounds
 from lowering.checks.points import own_point_first
 from lowering.checks.request_space import depends_on_scalars, requests_text
+from lowering.checks.request_space_cache import space_at
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import facts_for, space_at
+from lowering.checks.validity import facts_for
 from lowering.ir import Access, Graph, Tensor
 from lowering.source import Diagnostic
 from lowering.symbolic import SCALAR, Bin, Const, EvalError, Sym, binop, free_symbols

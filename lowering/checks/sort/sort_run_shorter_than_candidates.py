@@ -54,7 +54,8 @@ from collections.abc import Iterator
 
 from lowering.checks.extents import point_text, points_text
 from lowering.checks.rule import CheckContext, finding
-from lowering.checks.validity import facts_for, needed_stages
+from lowering.checks.validity import facts_for
+from lowering.checks.validity_facts import needed_stages
 from lowering.ir import Graph
 from lowering.source import Diagnostic
 
