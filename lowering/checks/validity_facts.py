@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from lowering import body as ir_body
 from lowering.ir import Condition, Loop
 from lowering.source import Span
-from lowering.symbolic import Expr, free_symbols
+from lowering.symbolic import Expr
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,3 @@ def stages_for(candidates: int) -> int:
     if candidates <= 32:
         return 0
     return math.ceil(math.log(candidates / 32, 4) - 1e-12)
-
-
-def mentions(e: Expr | None) -> set[str]:
-    return {s.name for s in free_symbols(e)} if e is not None else set()

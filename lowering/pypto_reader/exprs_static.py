@@ -29,7 +29,7 @@ from lowering.pypto_reader.values import (
     Unknown,
     Val,
 )
-from lowering.symbolic import Bin, Const, Expr, Sym
+from lowering.symbolic import Const, Expr
 
 if TYPE_CHECKING:
     from lowering.pypto_reader.exprs import Evaluator
@@ -139,16 +139,4 @@ def hashable(value: object) -> bool:
         hash(value)
     except TypeError:
         return False
-    return True
-
-
-def is_const_expr(expr: Expr) -> bool:
-    """True when ``expr`` has no free symbol of a runtime kind (only constants and parameters)."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        if isinstance(e, Sym) and e.kind not in ("param", "const"):
-            return False
-        if isinstance(e, Bin):
-            stack.extend((e.a, e.b))
     return True

@@ -37,7 +37,6 @@ from lowering.pypto_reader.values import (
     ClassVal,
     DictVal,
     FuncVal,
-    IntVal,
     ObjVal,
     PlRef,
     PyVal,
@@ -45,7 +44,6 @@ from lowering.pypto_reader.values import (
     Unknown,
     Val,
 )
-from lowering.symbolic import Const
 
 # Decorator path -> function kind.
 DECORATORS = {
@@ -288,10 +286,6 @@ def _with(func: FuncVal, **changes) -> FuncVal:
     return FuncVal(**fields)
 
 
-def with_kind(func: FuncVal, kind: str) -> FuncVal:
-    return _with(func, kind=kind)
-
-
 def _is_generator(node: ast.AST) -> bool:
     found = getattr(node, "_dslc_generator", None)
     if found is None:
@@ -307,9 +301,3 @@ def _is_generator(node: ast.AST) -> bool:
             stack.extend(ast.iter_child_nodes(n))
         node._dslc_generator = found  # type: ignore[attr-defined]
     return found
-
-
-def int_value(v: Val) -> int | None:
-    if isinstance(v, IntVal) and isinstance(v.expr, Const):
-        return v.expr.value
-    return None
