@@ -231,8 +231,11 @@ def _hits(graph: Graph, task: Task, access: Access, widen: bool, only=None) -> l
     # Only the names the instances look up: the environment is copied at every block and
     # iteration, and a model's parameters and constants run into the hundreds.
     names = _looked_up(access)
-    base = {k: v for k, v in graph.env().items() if k in names}
-    scalars = {k: v for k, v in graph.scalar_ranges().items() if k in names}
+    point = graph.__dict__.get("_hits_point")
+    if point is None:  # one pair of dicts per graph: they are read at every access
+        point = graph.__dict__["_hits_point"] = (graph.env(), graph.scalar_ranges())
+    base = {k: v for k, v in point[0].items() if k in names}
+    scalars = {k: v for k, v in point[1].items() if k in names}
     tensor = graph.tensors[access.tensor]
     phase = phase_of(task, access)
     out: list[Hit] = []

@@ -187,10 +187,29 @@ def _cell(index: list[Compiled], env: dict[str, int]) -> tuple[int, ...]:
         raise NotCountable(f"the cell index depends on data ({err})") from None
 
 
+_ENV_KEYS: dict[int, tuple[dict[str, int], int, tuple]] = {}  # id -> (env, size, key)
+
+
+def env_key(env: dict[str, int]) -> tuple:
+    """``env`` as a hashable key, ``tuple(sorted(env.items()))``. A point's environment holds
+    every constant of the model (hundreds in a full model), and the rules look up cached
+    instances tens of thousands of times with the same few dicts: the key of a dict is kept
+    with the dict itself (so its id cannot be reused) and recomputed when its size changed; a
+    point environment is read-only to the rules, as everywhere in the lint."""
+    hit = _ENV_KEYS.get(id(env))
+    if hit is not None and hit[0] is env and hit[1] == len(env):
+        return hit[2]
+    key = tuple(sorted(env.items()))
+    if len(_ENV_KEYS) > 4096:
+        _ENV_KEYS.clear()
+    _ENV_KEYS[id(env)] = (env, len(env), key)
+    return key
+
+
 def _cached(graph: Graph, kind: str, task: Task, op: SignalOp, env: dict[str, int], build):
     """``build()``, once per (task, op, point) of a graph; NotCountable is cached too."""
     cache = graph.__dict__.setdefault("_signal_instances", {})
-    key = (kind, task.name, op.order, tuple(sorted(env.items())))
+    key = (kind, task.name, op.order, env_key(env))
     hit = cache.get(key)
     if hit is None or hit[0] is not op:  # (a task replaced since: recompute)
         try:

@@ -15,7 +15,7 @@ from lowering.checks.protocol.counting import analyse_wait, reuse_wait
 from lowering.checks.protocol.implied_order import can_overlap, progress_ancestors, progress_descendants
 from lowering.checks.protocol.instances import Unchecked, Uncountable
 from lowering.checks.rule import CheckContext
-from lowering.checks.signals import NotCountable, notifiers_of, notify_counts, waited_cells
+from lowering.checks.signals import NotCountable, env_key, notifiers_of, notify_counts, waited_cells
 from lowering.ir import Graph, SignalOp, Task
 from lowering.symbolic import Const
 
@@ -81,7 +81,7 @@ def same_epoch_notifiers(
 def lags_a_round(graph: Graph, ctx: CheckContext, waiter: Task, wait: SignalOp, env: dict[str, int]) -> bool:
     """``wait`` is a reuse wait (``counting.reuse_wait``): the deposits of the earlier rounds
     alone satisfy it."""
-    key = ("lags", waiter.name, wait.order, tuple(sorted(env.items())))
+    key = ("lags", waiter.name, wait.order, env_key(env))
     if key not in ctx.cache:
         try:
             cells = analyse_wait(graph, ctx, waiter, wait, env)

@@ -65,6 +65,7 @@ from lowering.checks.races.data_rows import assumed_text, data_symbols
 from lowering.checks.rule import CheckContext, finding
 from lowering.edges import base_buffer, task_footprints_cached, view_placed
 from lowering.ir import Access, Graph, Task, Tensor
+from lowering.regions import Footprint
 from lowering.source import Diagnostic
 
 CODE = "R502"
@@ -193,11 +194,12 @@ def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             base, offset = base_buffer(graph, name)
             groups.setdefault(base, {})[name] = offset
     env = graph.env()
+    by_tensor = _footprints_by_tensor(graph, env, {name for offsets in groups.values() for name in offsets})
     by_data: dict[tuple[str, int], bool] = {}
     for base, offsets in groups.items():
         if len(offsets) < 2:
             continue
-        for t1, accs1, t2, accs2 in _candidates(graph, env, offsets):
+        for t1, accs1, t2, accs2 in _candidates(graph, by_tensor, offsets):
             if t1.name in ctx.ancestors[t2.name] or t1.excludes(t2):
                 continue
             hit = _first(graph, t1, accs1, t2, accs2, offsets)
@@ -230,15 +232,28 @@ def _views(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             )
 
 
-def _candidates(graph: Graph, env, offsets: dict[str, int]):
+Placed = tuple[int, int, Task, Footprint]  # (submission index, footprint index, task, footprint)
+
+
+def _footprints_by_tensor(graph: Graph, env, views: set[str]) -> dict[str, list[Placed]]:
+    """Every footprint on one of ``views``, per tensor: one pass over the tasks, shared by every
+    buffer's sweep."""
+    out: dict[str, list[Placed]] = {}
+    for order, task in enumerate(graph.tasks):
+        for k, fp in enumerate(task_footprints_cached(graph, task, env)):
+            if fp.tensor in views and not fp.anchor_only:
+                out.setdefault(fp.tensor, []).append((order, k, task, fp))
+    return out
+
+
+def _candidates(graph: Graph, by_tensor: dict[str, list[Placed]], offsets: dict[str, int]):
     """Pairs of tasks (in submission order) whose footprints on two different views of one
     buffer overlap in bytes and one of which writes: a sweep over the byte intervals."""
-    spans = []  # (lo, hi, order, task, tensor, writes)
-    for order, task in enumerate(graph.tasks):
-        for fp in task_footprints_cached(graph, task, env):
-            if fp.tensor in offsets and not fp.anchor_only:
-                off = offsets[fp.tensor]
-                spans.append((fp.byte_lo + off, fp.byte_hi + off, order, task, fp.tensor, fp.writes))
+    placed = sorted((p for tensor in offsets for p in by_tensor.get(tensor, ())), key=lambda p: p[:2])
+    spans = []  # (lo, hi, order, task, tensor, writes), in submission and footprint order
+    for order, _k, task, fp in placed:
+        off = offsets[fp.tensor]
+        spans.append((fp.byte_lo + off, fp.byte_hi + off, order, task, fp.tensor, fp.writes))
     spans.sort(key=lambda s: (s[0], s[2]))
     pairs: dict[tuple[int, int], None] = {}
     # The spans open at the current start, in sweep order (dicts keep it as entries expire), all
