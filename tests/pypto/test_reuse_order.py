@@ -103,3 +103,27 @@ def test_a_dsl_layer_gets_no_implied_order():
     graph = read()
     graph.file = str(MODEL.with_suffix(".dsl"))
     assert implied_order.implied_edges(graph, CheckContext(graph)) == []
+
+
+def test_each_cell_of_a_wait_loop_is_held_to_its_own_threshold(tmp_path):
+    """Two cells, two thresholds: call 1's reuse waits for 1 credit on one and 2 on the other,
+    each exactly what call 0 sends it (a retire after the last call resets the counters)."""
+    path = edited(
+        tmp_path,
+        ("done: pld.DistributedTensor[[EP, 1], pl.INT32]", "done: pld.DistributedTensor[[EP, 2], pl.INT32]"),
+        (
+            "            pld.system.wait(signal=done, offsets=[my_rank, 0], expected=base + k, cmp=pld.WaitCmp.Ge)",
+            "            for j in pl.range(2):\n"
+            "                pld.system.wait(signal=done, offsets=[my_rank, j], expected=(j + 1) * k, cmp=pld.WaitCmp.Ge)",
+        ),
+        (
+            "            pld.system.notify(target=done, peer=my_rank, offsets=[my_rank, 0], value=1, op=pld.NotifyOp.AtomicAdd)\n",
+            "            pld.system.notify(target=done, peer=my_rank, offsets=[my_rank, 0], value=1, op=pld.NotifyOp.AtomicAdd)\n"
+            "            pld.system.notify(target=done, peer=my_rank, offsets=[my_rank, 1], value=2, op=pld.NotifyOp.AtomicAdd)\n"
+            '    with pl.at(level=pl.Level.CORE_GROUP, name_hint="retire", deps=[consumed_tid]):\n'
+            "        pld.system.notify(target=done, peer=my_rank, offsets=[my_rank, 0], value=-CALLS, op=pld.NotifyOp.AtomicAdd)\n"
+            "        pld.system.notify(target=done, peer=my_rank, offsets=[my_rank, 1], value=-2 * CALLS, op=pld.NotifyOp.AtomicAdd)\n",
+        ),
+    )
+    graph = read(path)
+    assert implied_order.implied_edges(graph, CheckContext(graph)) == [("consumed[0]", "push[1]")]

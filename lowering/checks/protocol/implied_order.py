@@ -125,14 +125,24 @@ def _needed(graph: Graph, ctx: CheckContext, task: Task, wait: SignalOp, env: di
     if wait.cmp != "ge":
         return set()
     try:
-        instances = [
-            (cell, scoped) for rank, cell, scoped, _b in wait_cells(graph, task, wait, env) if rank == 0
-        ]
+        try:
+            epoch = epoch_name(wait.expected)
+        except DataThreshold:
+            epoch = _DATA  # the gap-free ordinal D103 names: taken as exact
+        instances = []  # (cell, thresholds at epochs 0, 1, 2), taken as each instance is enumerated
+        for rank, cell, scoped, _b in wait_cells(graph, task, wait, env):
+            if rank == 0:
+                f = (
+                    None
+                    if epoch is _DATA
+                    else tuple(threshold(wait.expected, scoped, epoch, e) for e in (0, 1, 2))
+                )
+                instances.append((cell, f))
         cells = {cell for cell, _ in instances}
         if any(s.dst == 0 and s.cell in cells for s in set_writes(graph, ctx, wait.signal, env)):
             return set()
         landed, into = _credits(graph, ctx, task, wait, env, cells)
-        if not _exact(wait, instances, landed, into):
+        if not _exact(instances, landed, into):
             return set()
     except (Uncountable, Unchecked, _NotOwnCell):
         return set()
@@ -171,17 +181,18 @@ def _credits(
     return landed, into
 
 
-def _exact(wait: SignalOp, instances: list[tuple], landed: list[Deposit], into: list[Deposit]) -> bool:
+_DATA = object()  # the epoch of a threshold computed from data
+
+
+def _exact(instances: list[tuple], landed: list[Deposit], into: list[Deposit]) -> bool:
     """Every wait instance's threshold is the sum of the credits that can have landed: this
-    round's ``landed`` plus what earlier rounds left (their net), epochs counted from 1 or 0."""
-    try:
-        epoch = epoch_name(wait.expected)
-    except DataThreshold:
-        return True  # the gap-free ordinal D103 names
-    for cell, scoped in instances:
+    round's ``landed`` plus what earlier rounds left (their net), epochs counted from 1 or 0.
+    An instance with no thresholds (computed from data) is taken as exact."""
+    for cell, f in instances:
+        if f is None:
+            continue
         prefix = sum(d.value for d in landed if d.cell == cell)
         net = sum(d.value for d in into if d.cell == cell)
-        f = [threshold(wait.expected, scoped, epoch, e) for e in (0, 1, 2)]
         if not any(f[base] == prefix and f[base + 1] == prefix + net for base in (0, 1)):
             return False
     return True
