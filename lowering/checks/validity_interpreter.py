@@ -39,6 +39,19 @@ def _is_neg_inf(v: ir_body.Value) -> bool:
     return False
 
 
+def _python_ints(env: dict, conds: list[Condition]) -> dict:
+    """``env`` after ``narrow(env, conds)``, its narrowed intervals as Python ints (narrowing
+    computes them with NumPy, whose int64 would wrap on the wide ranges of values read from
+    data). Only names of the conditions are narrowed, and every other interval is already
+    made of Python ints, so only those are converted (a point holds hundreds of constants)."""
+    for c in conds:
+        for sym in free_symbols(c.expr):
+            v = env.get(sym.name)
+            if isinstance(v, tuple):
+                env[sym.name] = (int(v[0]), int(v[1]))
+    return env
+
+
 class Interpreter:
     """Walks one task body at one parameter point."""
 
@@ -56,7 +69,8 @@ class Interpreter:
         self.tensors = tensors
         blocks = max(int(bounds(task.grid, point)[1]), 1)
         nranks = max(int(bounds(graph.ranks, point)[1]), 1)
-        self.env: dict = {**point, **scalars, "block": (0, blocks - 1), "rank": (0, nranks - 1)}
+        ints = {k: (int(v[0]), int(v[1])) if isinstance(v, tuple) else v for k, v in scalars.items()}
+        self.env: dict = {**point, **ints, "block": (0, blocks - 1), "rank": (0, nranks - 1)}
         self.env["nranks"] = nranks
         self.vars: dict[str, Abs] = {}
         self.merging = False
@@ -203,7 +217,7 @@ class Interpreter:
             self.conds.append(c)
             narrowed: dict = dict(self.env)
             narrow(narrowed, [c])
-            self.env = {k: (int(v[0]), int(v[1])) if isinstance(v, tuple) else v for k, v in narrowed.items()}
+            self.env = _python_ints(narrowed, [c])
         try:
             self.block(s.then)
         finally:
@@ -241,7 +255,7 @@ class Interpreter:
         last = s.region[-1]
         env = dict(self.env)
         narrow(env, self.conds)
-        env = {k: (int(v[0]), int(v[1])) if isinstance(v, tuple) else v for k, v in env.items()}
+        env = _python_ints(env, self.conds)
         try:
             if a is not None and a.finite is not None:
                 end_expr = binop("+", last.start, a.finite)

@@ -73,7 +73,7 @@ from lowering.checks.access_instances import (
     widened_hits,
 )
 from lowering.checks.rule import CheckContext, finding
-from lowering.ir import Access, Graph
+from lowering.ir import Access, Graph, Task
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import free_symbols
 
@@ -115,46 +115,87 @@ def _constant_stores(task) -> dict[tuple, object]:
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    verdicts: dict[tuple, list[tuple[int, int, tuple, bool]]] = {}
     for task in graph.tasks:
         if task.blocks < 2:
             continue
-        reported: set[str] = set()
         accs = [
             a
             for a in task.accesses
             if a.mode != "anchor" and not a.opaque and local_tensor(graph.tensors[a.tensor])
         ]
-        # a read-modify-write (`+=` without atomic) is a read and a write of one statement
-        rmw = {(a.tensor, a.span) for a in accs if a.mode == "read"} & {
-            (a.tensor, a.span) for a in accs if a.mode == "write"
-        }
-        sample = grid_sample(task)
         constants = _constant_stores(task)
-        for w in accs:
-            if w.mode != "write" or w.tensor in reported or not can_be_certain(graph, w):
-                continue  # an access that depends on data has no certain execution to compare
-            boxes_w = widened_hits(graph, task, w, sample)
-            hw = None
-            for other in accs:
-                if other.tensor != w.tensor or not can_be_certain(graph, other):
-                    continue
-                boxes_o = boxes_w if other is w else widened_hits(graph, task, other, sample)
-                if not _block_hulls_meet(boxes_w, boxes_o):
-                    continue  # each block keeps to a box no other block's accesses enter
-                if hw is None:
-                    hw = _certain(graph, task, w, sample)
-                ho = hw if other is w else _certain(graph, task, other, sample)
-                pair = first_overlap(
-                    hw, ho, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
-                )
-                if pair is None:
-                    continue
-                same = constants.get(_at(w.tensor, w.span))
-                if other.writes and same is not None and constants.get(_at(other.tensor, other.span)) == same:
-                    continue  # every block leaves the same constant there
-                reported.add(w.tensor)
-                yield _finding(graph, task, w, other, pair, (w.tensor, w.span) in rmw)
-                break
+        key = _signature(graph, task, accs, constants)
+        found = verdicts.get(key)
+        if found is None:
+            found = verdicts[key] = list(_overlaps(graph, task, accs, constants))
+        for w, other, pair, rmw in found:
+            yield _finding(graph, task, accs[w], accs[other], pair, rmw)
+
+
+def _signature(graph: Graph, task: Task, accs: list[Access], constants: dict) -> tuple:
+    """Everything the verdict on a task depends on, its tensors named by first use: the tasks
+    one kernel is instantiated into with the same constants (the layers of a model, thousands
+    of tasks) share it, and are judged once."""
+    first: dict[str, int] = {}
+    return (
+        task.blocks,
+        tuple(b.order for b in task.barriers),
+        tuple(
+            (
+                first.setdefault(a.tensor, len(first)),
+                graph.tensors[a.tensor].dims,
+                a.mode,
+                a.dtype,
+                a.region,
+                a.loops,
+                a.conds,
+                a.peer,
+                a.span,
+                a.order,
+                constants.get(_at(a.tensor, a.span)),
+            )
+            for a in accs
+        ),
+    )
+
+
+def _overlaps(
+    graph: Graph, task: Task, accs: list[Access], constants: dict
+) -> Iterator[tuple[int, int, tuple, bool]]:
+    """(index of the write, index of the other access, the overlapping pair of executions,
+    read-modify-write): the first overlap between blocks of each written tensor."""
+    reported: set[str] = set()
+    # a read-modify-write (`+=` without atomic) is a read and a write of one statement
+    rmw = {(a.tensor, a.span) for a in accs if a.mode == "read"} & {
+        (a.tensor, a.span) for a in accs if a.mode == "write"
+    }
+    sample = grid_sample(task)
+    for i, w in enumerate(accs):
+        if w.mode != "write" or w.tensor in reported or not can_be_certain(graph, w):
+            continue  # an access that depends on data has no certain execution to compare
+        boxes_w = widened_hits(graph, task, w, sample)
+        hw = None
+        for j, other in enumerate(accs):
+            if other.tensor != w.tensor or not can_be_certain(graph, other):
+                continue
+            boxes_o = boxes_w if other is w else widened_hits(graph, task, other, sample)
+            if not _block_hulls_meet(boxes_w, boxes_o):
+                continue  # each block keeps to a box no other block's accesses enter
+            if hw is None:
+                hw = _certain(graph, task, w, sample)
+            ho = hw if other is w else _certain(graph, task, other, sample)
+            pair = first_overlap(
+                hw, ho, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
+            )
+            if pair is None:
+                continue
+            same = constants.get(_at(w.tensor, w.span))
+            if other.writes and same is not None and constants.get(_at(other.tensor, other.span)) == same:
+                continue  # every block leaves the same constant there
+            reported.add(w.tensor)
+            yield i, j, pair, (w.tensor, w.span) in rmw
+            break
 
 
 def _block_hulls_meet(hw: list, ho: list) -> bool:
