@@ -23,7 +23,7 @@ from dsl.elaborate_rounds import order_after_previous_round
 from dsl.elaborate_scope import Abort, Diagnostics, LayerGraph, Scope
 from dsl.elaborate_tasks import TaskElaborator, emitted_in
 from dsl.limits import MAX_LAYER_ITERATIONS, LimitReached
-from lowering import ir
+from lowering import ir, parameters
 from lowering.checks.capacity.derived import EMITTED, EmittedUse, PendingConst, derive_capacities
 from lowering.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
@@ -171,7 +171,7 @@ class Elaborator:
                 self.diags.report(
                     diag("E204", p.span, f"{p.name} = {value} ({source}) is outside its range {domain}")
                 )
-            self.graph.params[p.name] = ir.Param(p.name, value, default, domain, p.span)
+            self.graph.params[p.name] = parameters.Param(p.name, value, default, domain, p.span)
             self.graph.env[p.name] = value
             scope.ints[p.name] = Sym(p.name, PARAM)
 
@@ -199,13 +199,13 @@ class Elaborator:
             scope.ints[s.name] = Sym(full, CONST)
             return
         value = self.ints.value(expr, s.value.span, s.name)
-        self.graph.consts[full] = ir.Const(full, expr, value, s.span)
+        self.graph.consts[full] = parameters.Const(full, expr, value, s.span)
         self.graph.env[full] = value
         scope.ints[s.name] = Sym(full, CONST)
 
     def _l_AssertStmt(self, s: ast.AssertStmt, scope: Scope, stack) -> None:
         cond = self.ints.const(s.cond, scope)
-        self.graph.assertions.append(ir.Assertion(cond, s.message, s.span))
+        self.graph.assertions.append(parameters.Assertion(cond, s.message, s.span))
         if not self.ints.value(cond, s.cond.span, "assert"):
             point = ", ".join(f"{n}={v}" for n, v in sorted(self.graph.env.items()) if n in self.graph.params)
             message = f"assertion failed: {s.message}" if s.message else "assertion failed"
@@ -227,7 +227,7 @@ class Elaborator:
                     f"scalar '{s.name}': {s.dtype} holds {lo}..{hi}, but the range {domain} goes beyond it",
                     hint="narrow the range, or declare a wider dtype (i64)",
                 )
-            self.graph.scalars[s.name] = ir.Scalar(
+            self.graph.scalars[s.name] = parameters.Scalar(
                 s.name, s.dtype, domain, s.span, form=self.ints.domain_form(s.domain, scope)
             )
 
@@ -244,7 +244,7 @@ class Elaborator:
             dict.fromkeys(n for n in _names(s.value) if n in self.graph.scalars or n in self.graph.derived)
         )
         refs += emitted_in(value)
-        self.graph.derived[s.name] = ir.Scalar(s.name, "i32", None, s.span, value=value, refs=refs)
+        self.graph.derived[s.name] = parameters.Scalar(s.name, "i32", None, s.span, value=value, refs=refs)
 
     def _l_GuardStmt(self, s: ast.GuardStmt, scope: Scope, stack) -> None:
         cond = self.ints.const(s.cond, scope, allow_scalars=True)
@@ -259,7 +259,7 @@ class Elaborator:
             dict.fromkeys(n for n in _names(s.cond) if n in self.graph.scalars or n in self.graph.derived)
         )
         names += tuple(n for n in emitted_in(cond) if n not in names)
-        self.graph.guards.append(ir.Guard(cond, s.message, ast.expr_text(s.cond), names, s.span))
+        self.graph.guards.append(parameters.Guard(cond, s.message, ast.expr_text(s.cond), names, s.span))
 
     def _l_GoldenDecl(self, s: ast.GoldenDecl, scope: Scope, stack) -> None:
         if scope.prefix:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dsl import ast
 from dsl.elaborate_exprs import INT_OPS
 from dsl.elaborate_scope import Abort, Diagnostics, LayerGraph, Scope
-from lowering import ir
+from lowering import parameters
 from lowering.checks.capacity.derived import EMITTED, PendingConst, emitted_name
 from lowering.source import Span
 from lowering.symbolic import SCALAR, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
@@ -134,12 +134,12 @@ class HostInts:
             self.diags.drop_since(mark)
             return None
 
-    def domain(self, d: ast.Domain | None, scope: Scope) -> ir.Domain | None:
+    def domain(self, d: ast.Domain | None, scope: Scope) -> parameters.Domain | None:
         """The range or set of values a parameter or scalar may take, evaluated here."""
         if d is None:
             return None
         if d.values is not None:
-            return ir.Domain(
+            return parameters.Domain(
                 values=tuple(self.value(self.const(v, scope), v.span, "domain") for v in d.values)
             )
         lo = self.value(self.const(d.lo, scope), d.lo.span, "domain")
@@ -147,13 +147,15 @@ class HostInts:
         step = self.value(self.const(d.step, scope), d.step.span, "domain") if d.step is not None else 1
         if step <= 0 or hi < lo:
             raise self.diags.error("E207", d.span, f"empty parameter range {lo}..{hi} step {step}")
-        return ir.Domain(lo, hi, step)
+        return parameters.Domain(lo, hi, step)
 
-    def domain_form(self, d: ast.Domain | None, scope: Scope) -> ir.DomainForm | None:
+    def domain_form(self, d: ast.Domain | None, scope: Scope) -> parameters.DomainForm | None:
         """The same domain, symbolic (re-evaluated at other parameter points)."""
         if d is None:
             return None
         if d.values is not None:
-            return ir.DomainForm(Const(0), Const(0), Const(1), tuple(self.const(v, scope) for v in d.values))
+            return parameters.DomainForm(
+                Const(0), Const(0), Const(1), tuple(self.const(v, scope) for v in d.values)
+            )
         step = self.const(d.step, scope) if d.step is not None else Const(1)
-        return ir.DomainForm(self.const(d.lo, scope), self.const(d.hi, scope), step)
+        return parameters.DomainForm(self.const(d.lo, scope), self.const(d.hi, scope), step)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from dsl import ast
 from dsl.codes import diag
-from lowering import ir
+from lowering import ir, parameters
 from lowering.checks.capacity.derived import PendingConst
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import Expr
@@ -71,14 +71,14 @@ class Diagnostics:
 class LayerGraph:
     """The graph of the layer being elaborated, as the statements so far have built it."""
 
-    params: dict[str, ir.Param] = field(default_factory=dict)
-    consts: dict[str, ir.Const] = field(default_factory=dict)
-    assertions: list[ir.Assertion] = field(default_factory=list)
-    scalars: dict[str, ir.Scalar] = field(default_factory=dict)
-    derived: dict[str, ir.Scalar] = field(
+    params: dict[str, parameters.Param] = field(default_factory=dict)
+    consts: dict[str, parameters.Const] = field(default_factory=dict)
+    assertions: list[parameters.Assertion] = field(default_factory=list)
+    scalars: dict[str, parameters.Scalar] = field(default_factory=dict)
+    derived: dict[str, parameters.Scalar] = field(
         default_factory=dict
     )  # scalar n = expr (host values over runtime scalars)
-    guards: list[ir.Guard] = field(default_factory=list)
+    guards: list[parameters.Guard] = field(default_factory=list)
     pending: dict[str, PendingConst] = field(default_factory=dict)  # consts that need the tasks: derived(...)
     emitted: dict[str, tuple[Scope, str, Span]] = field(default_factory=dict)  # emitted(T) placeholder -> use
     tensors: dict[str, ir.Tensor] = field(default_factory=dict)

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from lowering.ir import Condition, Domain, Graph, Loop
+from lowering.ir import Condition, Graph, Loop
+from lowering.parameters import Domain
 from lowering.symbolic import (
     BLOCK,
     LOOP,

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lowering.checks.extents import Bound, ranges_text, vbounds, veval
-from lowering.ir import Domain, Graph
+from lowering.ir import Graph
+from lowering.parameters import Domain
 from lowering.symbolic import SCALAR, Bin, Const, EvalError, Expr, Sym, binop, evaluate, free_symbols
 
 MAX_POINTS = 1 << 21  # requests enumerated per parameter point

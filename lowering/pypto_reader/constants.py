@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from lowering import ir
+from lowering import parameters
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.source import Span
 from lowering.symbolic import PARAM, EvalError, Expr, Sym, evaluate, free_symbols
@@ -34,7 +34,7 @@ class ParamDef:
     value: int | None  # None: a dynamic axis not yet ranged (see ``dynamic``)
     default: int | None
     span: Span
-    domain: ir.Domain | None = None
+    domain: parameters.Domain | None = None
     dynamic: bool = False  # a ``pl.dynamic`` axis: its values come from the request bindings
 
 
@@ -63,7 +63,7 @@ class Params:
     overrides: dict[str, int] = field(default_factory=dict)
     params: dict[str, ParamDef] = field(default_factory=dict)
     consts: dict[str, ConstDef] = field(default_factory=dict)
-    assertions: list[ir.Assertion] = field(default_factory=list)
+    assertions: list[parameters.Assertion] = field(default_factory=list)
     used_overrides: set[str] = field(default_factory=set)
     # ``--set ALIAS=v`` where ALIAS is a module constant renaming a parameter: the read is
     # repeated with the parameter itself set (see ``lowering.pypto_reader.read_pypto``).
@@ -90,7 +90,7 @@ class Params:
         """Admissible values of a dynamic axis; its value at the compiled point is the largest
         (an override with ``--set`` wins)."""
         p = self.params[name]
-        p.domain = ir.Domain(values=tuple(sorted(set(values))))
+        p.domain = parameters.Domain(values=tuple(sorted(set(values))))
         p.default = max(values)
         p.value = self.overrides.get(name, p.default)
         if name in self.overrides:
@@ -146,12 +146,12 @@ class Params:
         if p is None:
             return False
         if values is not None:
-            p.domain = ir.Domain(values=tuple(values))
+            p.domain = parameters.Domain(values=tuple(values))
         elif rng is not None:
             lo, hi, step = rng
             if step <= 0 or hi < lo:
                 return False
-            p.domain = ir.Domain(lo, hi, step)
+            p.domain = parameters.Domain(lo, hi, step)
         return True
 
 

@@ -14,7 +14,7 @@ import ast
 import traceback
 from dataclasses import replace
 
-from lowering import ir
+from lowering import ir, parameters
 from lowering.body import Range
 from lowering.edges import infer_edges
 from lowering.pypto_reader import read_context
@@ -281,14 +281,14 @@ def _graph(entry: FuncVal, prog: Program, params: Params, module: ModuleInfo) ->
         file=module.file,
         span=span_of(module.file, entry.node),
         params={
-            p.name: ir.Param(p.name, p.value, p.default, p.domain, p.span)  # type: ignore[arg-type]
+            p.name: parameters.Param(p.name, p.value, p.default, p.domain, p.span)  # type: ignore[arg-type]
             for p in params.params.values()
             if p.value is not None  # an unbound dynamic axis is a runtime extent, not a parameter
         },
-        consts={c.name: ir.Const(c.name, c.expr, c.value, c.span) for c in params.consts.values()},
+        consts={c.name: parameters.Const(c.name, c.expr, c.value, c.span) for c in params.consts.values()},
         assertions=list(params.assertions),
         scalars={
-            n: ir.Scalar(n, d if d in ir.INT_DTYPES else "i32", domains.get(n), s)
+            n: parameters.Scalar(n, d if d in ir.INT_DTYPES else "i32", domains.get(n), s)
             for n, (d, s) in prog.scalars.items()
         },
         tensors=tensors,

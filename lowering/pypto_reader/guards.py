@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from lowering import ir
+from lowering import parameters
 from lowering.pypto_reader.constants import last_in_range
 from lowering.pypto_reader.exprs import Evaluator
 from lowering.pypto_reader.modules import ModuleInfo
@@ -41,7 +41,7 @@ class _GuardEval(Evaluator):
 
 def read_guards(
     module: ModuleInfo, notes: Notes, env
-) -> tuple[list, dict[str, ir.Scalar], dict[str, ir.Domain]]:
+) -> tuple[list, dict[str, parameters.Scalar], dict[str, parameters.Domain]]:
     """(guards, derived scalars, scalar domains) from the module's ``build_tensor_specs``."""
     func = next(
         (v for k, v in module.globals.items() if k in SPEC_FUNCTIONS and isinstance(v, FuncVal)),
@@ -54,8 +54,8 @@ def read_guards(
         local[p.arg] = IntVal(Sym(p.arg, SCALAR))
     ev = _GuardEval(module, notes, env, local)
     guards: list = []
-    derived: dict[str, ir.Scalar] = {}
-    domains: dict[str, ir.Domain] = {}
+    derived: dict[str, parameters.Scalar] = {}
+    domains: dict[str, parameters.Domain] = {}
     names_of: dict[str, Expr] = {}
     for stmt in ast.walk(ast.Module(body=func.node.body, type_ignores=[])):
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -69,7 +69,7 @@ def read_guards(
                         n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in local
                     )
                 )
-                derived[name] = ir.Scalar(name, "i32", None, span_of(module.file, stmt), v.expr, refs)
+                derived[name] = parameters.Scalar(name, "i32", None, span_of(module.file, stmt), v.expr, refs)
         elif (
             isinstance(stmt, ast.If)
             and len(stmt.body) == 1
@@ -112,10 +112,10 @@ def _guard(stmt: ast.If, ev: Evaluator, local, guards, domains, module: ModuleIn
     names = tuple(
         dict.fromkeys(n.id for n in ast.walk(accept or test) if isinstance(n, ast.Name) and n.id in local)
     )
-    guards.append(ir.Guard(cond, _message(stmt, ev), text, names, span_of(module.file, stmt)))
+    guards.append(parameters.Guard(cond, _message(stmt, ev), text, names, span_of(module.file, stmt)))
 
 
-def _domain(accept: ast.expr | None, test: ast.expr, ev: Evaluator) -> tuple[str, ir.Domain] | None:
+def _domain(accept: ast.expr | None, test: ast.expr, ev: Evaluator) -> tuple[str, parameters.Domain] | None:
     """``not lo <= x <= hi`` / ``x not in (...)`` on a parameter of the function."""
     if (
         accept is not None
@@ -132,7 +132,7 @@ def _domain(accept: ast.expr | None, test: ast.expr, ev: Evaluator) -> tuple[str
             lo += 0 if isinstance(accept.ops[0], ast.LtE) else 1
             hi -= 0 if isinstance(accept.ops[1], ast.LtE) else 1
             if hi >= lo:
-                return x.expr.name, ir.Domain(lo, hi, 1)
+                return x.expr.name, parameters.Domain(lo, hi, 1)
     if (
         isinstance(test, ast.Compare)
         and len(test.ops) == 1
@@ -147,7 +147,9 @@ def _domain(accept: ast.expr | None, test: ast.expr, ev: Evaluator) -> tuple[str
             if len(args) in (2, 3) and all(isinstance(a, int) for a in args):
                 step = args[2] if len(args) == 3 else 1
                 if isinstance(x, IntVal) and isinstance(x.expr, Sym) and x.expr.kind == SCALAR and step > 0:
-                    return x.expr.name, ir.Domain(args[0], last_in_range(args[0], args[1], step), step)
+                    return x.expr.name, parameters.Domain(
+                        args[0], last_in_range(args[0], args[1], step), step
+                    )
         if (
             isinstance(x, IntVal)
             and isinstance(x.expr, Sym)
@@ -156,7 +158,7 @@ def _domain(accept: ast.expr | None, test: ast.expr, ev: Evaluator) -> tuple[str
             and values
             and all(isinstance(v, int) for v in values)
         ):
-            return x.expr.name, ir.Domain(values=tuple(sorted(set(values))))
+            return x.expr.name, parameters.Domain(values=tuple(sorted(set(values))))
     return None
 
 

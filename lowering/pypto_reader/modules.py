@@ -24,7 +24,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from lowering import ir
+from lowering import parameters
 from lowering.pypto_reader import read_context, std_modules
 from lowering.pypto_reader.constants import (
     ArgOption,
@@ -126,7 +126,7 @@ class ModuleInterpreter(PyInterpreter):
         if s.msg is not None:
             m = self.static(self.eval(s.msg))
             message = m if isinstance(m, str) else None
-        params.assertions.append(ir.Assertion(cond.expr, message, span_of(self.file, s)))
+        params.assertions.append(parameters.Assertion(cond.expr, message, span_of(self.file, s)))
 
     def run_module(self, module: ModuleInfo) -> None:
         """The top level of ``module``, statement by statement; a raise at top level (a

@@ -12,7 +12,7 @@ from dsl.frontend import compile_text
 from lowering.checks import run_rules
 from lowering.checks.access_instances import MAX_HITS, hits
 from lowering.checks.rule import CheckContext
-from lowering.ir import Domain
+from lowering.parameters import Domain
 from lowering.source import CompileError
 
 

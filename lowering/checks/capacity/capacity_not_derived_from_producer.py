@@ -68,7 +68,8 @@ from lowering.checks.points import own_point_first
 from lowering.checks.request_space import derived_values
 from lowering.checks.request_space_cache import space_at
 from lowering.checks.rule import CheckContext, finding
-from lowering.ir import Graph, Guard
+from lowering.ir import Graph
+from lowering.parameters import Guard
 from lowering.source import Diagnostic
 from lowering.symbolic import Bin, EvalError
 

@@ -44,7 +44,8 @@ from lowering.checks.capacity.emission import emitted_bound
 from lowering.checks.extents import vbounds, veval
 from lowering.checks.request_space import scalar_space
 from lowering.checks.validity import analyse
-from lowering.ir import Const, Graph, Scalar
+from lowering.ir import Graph
+from lowering.parameters import Const, Scalar
 from lowering.source import Diagnostic, Severity, Span
 from lowering.symbolic import PARAM, SCALAR, EvalError, Expr, Sym, binop, evaluate, free_symbols, substitute
 from lowering.symbolic import Const as C
