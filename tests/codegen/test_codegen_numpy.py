@@ -11,7 +11,8 @@ import pytest
 
 from dsl.driver.api import compile_layer
 from dsl.frontend import compile_file, compile_text
-from lowering.codegen.numpy.emit import UnsafeName, render_numpy
+from lowering.codegen.names import UnsafeName
+from lowering.codegen.numpy.emit import render_numpy
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ROOT / "tests" / "fixtures" / "run"
