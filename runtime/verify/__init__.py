@@ -8,8 +8,9 @@ the unreduced search.  See ``docs/verify.md``.
 """
 
 from runtime.verify.estimate import Estimate, estimate_naive
-from runtime.verify.explorer import KINDS, Result, Stats, Violation, explore
+from runtime.verify.explorer import explore
 from runtime.verify.space import Config
+from runtime.verify.verdict import KINDS, Result, Stats, Violation
 from runtime.verify.witness import Step, Witness, replay_witness
 
 __all__ = [

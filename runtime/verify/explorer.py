@@ -25,119 +25,33 @@ every complete schedule):
 
 After a first violation the search goes on bounded by its depth and re-expands states reached
 by shorter paths (as SPIN's ``-i``), so the counterexample reported is the shortest found.
+
+The engine answers its choice points through :mod:`runtime.verify.decider`; the verdict the
+search returns is made of the records in :mod:`runtime.verify.verdict`.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from runtime.blas import single_threaded_blas
-from runtime.decisions import Decider, Decision
-from runtime.machine import Block, Core
+from runtime.decisions import Decision
+from runtime.machine import Block
 from runtime.program import Program
 from runtime.sim_errors import SimulatorError, StepLimitExceeded
+from runtime.verify.decider import ExploreDecider
 from runtime.verify.effects import Effect
 from runtime.verify.snapshots import Snapshot
 from runtime.verify.space import Config, Space
+from runtime.verify.verdict import Result, Stats, Violation
 
-#: Violation kinds, in the order the report lists properties.
-KINDS = ("deadlock", "nondeterminism", "golden", "kernel-error", "step-limit")
 _ROOT = object()  # the pseudo-block of the first transition: submitting the rounds
 _complete = attrgetter("complete")
-
-
-class ExploreDecider(Decider):
-    """Answers dispatch choice points from a script, then with the first untried option, and
-    logs every choice point so the search can enumerate the alternatives."""
-
-    name = "verify"
-
-    def __init__(self) -> None:
-        self.space: Space | None = None
-        self.script: Sequence[int] = ()
-        self.pos = 0
-        self.log: list[tuple[str, int, int, Sequence[int]]] = []
-        self.picked: dict[Core, int] | None = None
-
-    def start(self, script: Sequence[int]) -> None:
-        self.script = script
-        self.pos = 0
-        self.log = []
-
-    def decide(self, kind: str, options: Sequence[Any]) -> int:
-        if kind == "release":
-            reps: Sequence[int] = range(len(options))
-        else:
-            reps = self.space.snapshots.representatives(list(options), self.picked)
-        i = self.script[self.pos] if self.pos < len(self.script) else reps[0]
-        self.pos += 1
-        self.log.append((kind, i, len(options), reps))
-        return i
-
-    def choose_cohort(self, options: Sequence[Any], n: int) -> list[Any]:
-        remaining = list(options)
-        picked: list[Any] = []
-        self.picked = marks = {}
-        for k in range(n):
-            o = remaining.pop(self._pick("cohort", remaining))
-            picked.append(o)
-            for c in o if isinstance(o, tuple) else (o,):
-                marks[c] = k
-        self.picked = None
-        return picked
-
-
-@dataclass
-class Violation:
-    """A property violated on a concrete schedule (``decisions`` replays it)."""
-
-    kind: str
-    message: str
-    decisions: list[Decision]
-    depth: int
-    reference: list[Decision] | None = None  # nondeterminism: the schedule with the other outputs
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class Stats:
-    transitions: int = 0  # transitions executed (explored states, counting revisits)
-    distinct: int = 0  # distinct states (fingerprints stored)
-    revisits: int = 0  # transitions into a state already expanded (cut)
-    terminals: int = 0  # complete schedules reached (distinct end states)
-    outputs: int = 0  # distinct output bit patterns
-    max_depth: int = 0
-    sleep_pruned: int = 0  # block steps not taken because asleep
-    persistent_pruned: int = 0  # block steps not taken because outside a persistent set
-    symmetry_pruned: int = 0  # dispatch options skipped as images of another under core symmetry
-    rebuilds: int = 0  # generators rebuilt from their trail
-    replayed: int = 0  # block steps replayed from the step memo instead of run
-    elapsed: float = 0.0
-
-    @property
-    def per_second(self) -> float:
-        return self.distinct / self.elapsed if self.elapsed > 0 else 0.0
-
-
-@dataclass
-class Result:
-    """Outcome of :func:`explore`: ``complete`` is True when every equivalence class of
-    schedules was explored; ``stopped`` says why not (``max-states`` | ``timeout``)."""
-
-    complete: bool
-    stopped: str
-    violation: Violation | None
-    stats: Stats
-    shortest: bool  # the search for a shorter counterexample ran to the end
-    outputs: set[tuple[bytes, ...]] = field(default_factory=set)  # distinct output bits seen
-    pending: int = 0  # block steps still to explore on the search stack when it stopped
-    deadlocks: set[tuple] = field(default_factory=set)  # exhaustive: every deadlocked state seen
 
 
 class _Frame:
