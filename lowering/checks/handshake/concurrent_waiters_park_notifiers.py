@@ -45,6 +45,8 @@ check`, docs/lint.md "Coverage": one point per setting of the parameter-only con
 when that is fewer than the admissible points); the notifiers a wait needs are gathered over
 every admissible point.
 Rounds: one round.
+Order: the graph's edges, plus in a PyPTO program the order a wait's count implies (a credit
+the wait cannot pass without comes before the waiting task's successors: docs/lint.md, "Order").
 """
 
 from __future__ import annotations

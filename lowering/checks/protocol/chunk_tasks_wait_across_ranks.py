@@ -42,6 +42,8 @@ check`, docs/lint.md "Coverage": one point per setting of the parameter-only con
 `min`/`max`, and each ranged parameter at its extremes; at most 8 per class, the finding says
 when that is fewer than the admissible points).
 Rounds: one round.
+Order: the graph's edges, plus in a PyPTO program the order a wait's count implies (a credit
+the wait cannot pass without comes before the waiting task's successors: docs/lint.md, "Order").
 """
 
 from __future__ import annotations
