@@ -151,8 +151,9 @@ def build_graphs(
             notes.not_modelled(
                 span_of(module.file, loader.budget.hit_at or entry.node),
                 f"orchestration past {loader.budget.limit} interpreted statements",
-                "the tasks after this point are missing from the graph",
+                "the tasks after this point are missing from the graph, so no signal count of the graph is checked",
             )
+            prog.incomplete = f"the reader stopped at {loader.budget.limit} interpreted statements"
         except RecursionError:
             notes.add("P004", span_of(module.file, entry.node), "the program nests too deeply to read")
         except Exception as err:  # noqa: BLE001 - the reader never crashes

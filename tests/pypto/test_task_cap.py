@@ -82,3 +82,17 @@ def test_a_wait_whose_only_notifier_was_cut_off_is_not_reported_unnotified(tmp_p
     assert findings(graph) == []
     graph.incomplete = ""
     assert findings(graph) == [("D106", "warning", 47)]
+
+
+def test_a_read_stopped_by_the_statement_budget_has_no_count_judged(monkeypatch):
+    import lowering.pypto_reader.modules as modules
+    from lowering.pypto_reader.interp_control import Budget
+
+    monkeypatch.setattr(modules, "Budget", lambda: Budget(limit=12))
+    result = read_pypto(MODEL)
+    (graph,) = result.graphs
+    assert [t.name for t in graph.tasks] == ["push[0]", "push[1]", "push[2]"]
+    assert graph.incomplete == "the reader stopped at 12 interpreted statements"
+    (note,) = [d for d in result.diagnostics if d.code == "P001"]
+    assert "orchestration past 12 interpreted statements" in note.message
+    assert findings(graph) == []
