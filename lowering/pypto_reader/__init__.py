@@ -15,11 +15,11 @@ runtime-scalar ranges of ``build_tensor_specs``), ``exprs`` (the expression eval
 composing ``exprs_static`` (a value's static value, truth and items), ``exprs_arithmetic``,
 ``exprs_comparisons``, ``exprs_displays`` (tuples, lists, sets, dicts, comprehensions,
 f-strings), ``exprs_subscripts``, ``exprs_attributes`` and ``exprs_calls``; ``interp`` (the
-Python interpreter: definitions and calls), built on ``interp_frames`` (frames, names,
-assignment targets), ``interp_statements`` (straight-line statements), ``interp_control_flow``
-(branches, loops, exceptions) and ``interp_control`` (the bounds of a read, control-flow
-signals), ``orchestration`` (the orchestration interpreter: statements, loops,
-inline calls), composing ``orchestration_calls`` (the ``pl.*`` calls: views, task-id arrays,
+Python interpreter), composing ``interp_frames`` (frames, names, assignment targets),
+``interp_statements`` (straight-line statements), ``interp_control_flow`` (branches, loops,
+exceptions), ``interp_definitions`` (functions, classes, calls of them) and ``interp_control``
+(the bounds of a read, control-flow signals), ``orchestration`` (the orchestration
+interpreter: statements, loops, inline calls), composing ``orchestration_calls`` (the ``pl.*`` calls: views, task-id arrays,
 submits), ``scopes`` (the task builder: scopes, kernel calls, deps, flags) and
 ``task_bodies`` (reading, caching and splicing task bodies); ``program`` (what one entry
 builds); a task body is read by ``kernel`` (its expressions), composing ``kernel_names`` (name

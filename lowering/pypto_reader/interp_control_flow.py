@@ -1,186 +1,184 @@
 """Branches, loops, jumps and exceptions of the static interpreter.
 
-:class:`ControlFlowRunner` gives ``if``, ``for``, ``while``, ``try`` and ``return``, ``break``,
-``continue``, ``raise``, ``assert`` Python's semantics where the condition or the iterable is
-known. Where a condition cannot be decided, both branches run and the names they bind
-differently become unknown; a branch that raises (a guard that refuses bad values) is taken not
-to run. A loop over an unknown iterable makes its names unknown, and a host-code loop past
-``loop_limit`` statements is abandoned so that it cannot eat the budget of the whole read.
+``if``, ``for``, ``while``, ``try``, ``raise`` and ``assert`` get Python's semantics where the
+condition or the iterable is known (``return``, ``break`` and ``continue`` are the signals of
+``interp_control``). Where a condition cannot be decided, both branches run and the names they
+bind differently become unknown; a branch that raises (a guard that refuses bad values) is taken
+not to run. A loop over an unknown iterable makes its names unknown, and a host-code loop past
+the interpreter's ``loop_limit`` statements is abandoned so that it cannot eat the budget of
+the whole read. The functions take the :class:`~lowering.pypto_reader.interp.PyInterpreter`
+they run on.
 """
 
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 from lowering.pypto_reader.interp_control import Break, Continue, Return
-from lowering.pypto_reader.interp_statements import StatementRunner
+from lowering.pypto_reader.interp_statements import havoc
 from lowering.pypto_reader.notes import span_of
 from lowering.pypto_reader.py_exceptions import PyRaise, exception_matches
 from lowering.pypto_reader.values import UNKNOWN, BuiltinVal, ClassVal, ObjVal, PyVal, Unknown, Val
 
+if TYPE_CHECKING:
+    from lowering.pypto_reader.interp import PyInterpreter
 
-class ControlFlowRunner(StatementRunner):
-    """Runs the statements that choose, repeat or leave a block."""
 
-    loop_limit: int | None = None  # host code sets HOST_LOOP_STEPS; orchestration loops make tasks
+def raise_statement(it: PyInterpreter, s: ast.Raise) -> None:
+    if s.exc is None:
+        raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}))
+    v = it.eval(s.exc)
+    if isinstance(v, BuiltinVal | ClassVal):
+        v = it.call_value(v, [], {}, s)
+    raise PyRaise(v)
 
-    def s_Return(self, s: ast.Return) -> None:
-        raise Return(self.eval(s.value) if s.value is not None else PyVal(None))
 
-    def s_Break(self, s: ast.Break) -> None:
-        raise Break()
+def assert_statement(it: PyInterpreter, s: ast.Assert) -> None:
+    if it.truth(it.eval(s.test)) is False:
+        raise PyRaise(ObjVal(None, {"__exception__": PyVal("AssertionError")}))
 
-    def s_Continue(self, s: ast.Continue) -> None:
-        raise Continue()
 
-    def s_Raise(self, s: ast.Raise) -> None:
-        if s.exc is None:
-            raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}))
-        v = self.eval(s.exc)
-        if isinstance(v, BuiltinVal | ClassVal):
-            v = self.call_value(v, [], {}, s)
-        raise PyRaise(v)
+def if_statement(it: PyInterpreter, s: ast.If) -> None:
+    truth = it.truth(it.eval(s.test))
+    if truth is None:
+        it.undecided_if(s)
+    else:
+        it.exec_block(s.body if truth else s.orelse)
 
-    def s_Assert(self, s: ast.Assert) -> None:
-        if self.truth(self.eval(s.test)) is False:
-            raise PyRaise(ObjVal(None, {"__exception__": PyVal("AssertionError")}))
 
-    def s_If(self, s: ast.If) -> None:
-        truth = self.truth(self.eval(s.test))
-        if truth is None:
-            self.undecided_if(s)
-        else:
-            self.exec_block(s.body if truth else s.orelse)
-
-    def undecided_if(self, s: ast.If) -> None:
-        """Both branches; names they bind differently become unknown. A branch that raises
-        (a guard that refuses bad values) is taken not to run."""
-        frame = self.frame
-        start = dict(frame.locals)
-        outcomes = []
-        for branch in (s.body, s.orelse):
-            frame.locals.clear()
-            frame.locals.update(start)
-            try:
-                self.exec_block(branch)
-                outcomes.append(("ok", dict(frame.locals)))
-            except PyRaise:
-                outcomes.append(("raise", None))
-            except Return as ret:
-                outcomes.append(("return", ret.value))
-            except (Break, Continue) as jump:
-                outcomes.append((type(jump).__name__, dict(frame.locals)))
-        kinds = [k for k, _ in outcomes]
+def undecided_if(it: PyInterpreter, s: ast.If) -> None:
+    """Both branches; names they bind differently become unknown. A branch that raises
+    (a guard that refuses bad values) is taken not to run."""
+    frame = it.frame
+    start = dict(frame.locals)
+    outcomes = []
+    for branch in (s.body, s.orelse):
         frame.locals.clear()
         frame.locals.update(start)
-        ran = [(k, v) for k, v in outcomes if k != "raise"]
-        if not ran:
-            raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}))
-        if len(ran) == 1:
-            kind, v = ran[0]
-            if kind == "return":
-                raise Return(v)  # type: ignore[arg-type]
-            frame.locals.update(v)  # type: ignore[arg-type]
-            if kind in ("Break", "Continue"):
-                raise Break() if kind == "Break" else Continue()
-            return
-        if kinds[0] == kinds[1] == "return":
-            a, b = outcomes[0][1], outcomes[1][1]
-            raise Return(
-                a if self.same(a, b) else Unknown("a value returned on a branch the reader cannot decide")
-            )  # type: ignore[arg-type]
-        if "return" in kinds:
-            raise Return(Unknown("a value returned on a branch the reader cannot decide"))
-        merged = _join(outcomes[0][1], outcomes[1][1], self.same)  # type: ignore[arg-type]
-        frame.locals.update(merged)
-        if kinds[0] == kinds[1] and kinds[0] in ("Break", "Continue"):
-            raise Break() if kinds[0] == "Break" else Continue()
-
-    def same(self, a: Val, b: Val) -> bool:
-        if a is b or a == b:
-            return True
-        sa, sb = self.static(a), self.static(b)
-        return sa is not UNKNOWN and sa == sb and type(sa) is type(sb)
-
-    def s_For(self, s: ast.For) -> None:
-        items = self.iterate(self.eval(s.iter))
-        if items is None:
-            self.undecided_loop(s)
-            return
-        self.run_loop(s, items)
-
-    def run_loop(self, s: ast.For, items: list[Val]) -> None:
-        start = self.budget.steps
-        for item in items:
-            if self.loop_too_long(s, start):
-                return
-            self.bind_target(s.target, item)
-            try:
-                self.exec_block(s.body)
-            except Break:
-                return
-            except Continue:
-                continue
-        self.exec_block(s.orelse)
-
-    def undecided_loop(self, s: ast.For | ast.While) -> None:
-        self.havoc(s)
-
-    def loop_too_long(self, s: ast.For | ast.While, start: int) -> bool:
-        """Past ``loop_limit`` statements, a host-code loop is abandoned: what it binds or fills
-        becomes unknown and reading goes on after it (a metadata table built element by element
-        is data the lint does not need, and must not eat the budget of the whole read)."""
-        if self.loop_limit is None or self.budget.steps - start <= self.loop_limit:
-            return False
-        self.notes.not_modelled(
-            span_of(self.file, s),
-            f"a host-code loop past {self.loop_limit} interpreted statements",
-            "it is abandoned there: the names it binds or fills are unknown after it",
-        )
-        self.havoc(s)
-        for name in _filled_names(s):
-            self.bind_name(name, Unknown("filled by a loop the reader abandoned"), s)
-        return True
-
-    def s_While(self, s: ast.While) -> None:
-        start = self.budget.steps
-        while True:
-            if self.loop_too_long(s, start):
-                return
-            truth = self.truth(self.eval(s.test))
-            if truth is None:
-                self.undecided_loop(s)
-                return
-            if not truth:
-                self.exec_block(s.orelse)
-                return
-            try:
-                self.exec_block(s.body)
-            except Break:
-                return
-            except Continue:
-                continue
-
-    def s_Try(self, s: ast.Try) -> None:
         try:
-            try:
-                self.exec_block(s.body)
-            except PyRaise as exc:
-                for h in s.handlers:
-                    kind = self.eval(h.type) if h.type is not None else None
-                    if exception_matches(exc.value, kind):
-                        if h.name:
-                            self.bind_name(h.name, exc.value, h)
-                        self.exec_block(h.body)
-                        break
-                else:
-                    raise
-            else:
-                self.exec_block(s.orelse)
-        finally:
-            self.exec_block(s.finalbody)
+            it.exec_block(branch)
+            outcomes.append(("ok", dict(frame.locals)))
+        except PyRaise:
+            outcomes.append(("raise", None))
+        except Return as ret:
+            outcomes.append(("return", ret.value))
+        except (Break, Continue) as jump:
+            outcomes.append((type(jump).__name__, dict(frame.locals)))
+    kinds = [k for k, _ in outcomes]
+    frame.locals.clear()
+    frame.locals.update(start)
+    ran = [(k, v) for k, v in outcomes if k != "raise"]
+    if not ran:
+        raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}))
+    if len(ran) == 1:
+        kind, v = ran[0]
+        if kind == "return":
+            raise Return(v)  # type: ignore[arg-type]
+        frame.locals.update(v)  # type: ignore[arg-type]
+        if kind in ("Break", "Continue"):
+            raise Break() if kind == "Break" else Continue()
+        return
+    if kinds[0] == kinds[1] == "return":
+        a, b = outcomes[0][1], outcomes[1][1]
+        raise Return(a if it.same(a, b) else Unknown("a value returned on a branch the reader cannot decide"))  # type: ignore[arg-type]
+    if "return" in kinds:
+        raise Return(Unknown("a value returned on a branch the reader cannot decide"))
+    merged = _join(outcomes[0][1], outcomes[1][1], it.same)  # type: ignore[arg-type]
+    frame.locals.update(merged)
+    if kinds[0] == kinds[1] and kinds[0] in ("Break", "Continue"):
+        raise Break() if kinds[0] == "Break" else Continue()
 
-    s_TryStar = s_Try
+
+def same(it: PyInterpreter, a: Val, b: Val) -> bool:
+    if a is b or a == b:
+        return True
+    sa, sb = it.static(a), it.static(b)
+    return sa is not UNKNOWN and sa == sb and type(sa) is type(sb)
+
+
+def for_statement(it: PyInterpreter, s: ast.For) -> None:
+    items = it.iterate(it.eval(s.iter))
+    if items is None:
+        undecided_loop(it, s)
+        return
+    run_loop(it, s, items)
+
+
+def run_loop(it: PyInterpreter, s: ast.For, items: list[Val]) -> None:
+    start = it.budget.steps
+    for item in items:
+        if loop_too_long(it, s, start):
+            return
+        it.bind_target(s.target, item)
+        try:
+            it.exec_block(s.body)
+        except Break:
+            return
+        except Continue:
+            continue
+    it.exec_block(s.orelse)
+
+
+def undecided_loop(it: PyInterpreter, s: ast.For | ast.While) -> None:
+    havoc(it, s)
+
+
+def loop_too_long(it: PyInterpreter, s: ast.For | ast.While, start: int) -> bool:
+    """Past ``loop_limit`` statements, a host-code loop is abandoned: what it binds or fills
+    becomes unknown and reading goes on after it (a metadata table built element by element
+    is data the lint does not need, and must not eat the budget of the whole read)."""
+    if it.loop_limit is None or it.budget.steps - start <= it.loop_limit:
+        return False
+    it.notes.not_modelled(
+        span_of(it.file, s),
+        f"a host-code loop past {it.loop_limit} interpreted statements",
+        "it is abandoned there: the names it binds or fills are unknown after it",
+    )
+    havoc(it, s)
+    for name in _filled_names(s):
+        it.bind_name(name, Unknown("filled by a loop the reader abandoned"), s)
+    return True
+
+
+def while_statement(it: PyInterpreter, s: ast.While) -> None:
+    start = it.budget.steps
+    while True:
+        if loop_too_long(it, s, start):
+            return
+        truth = it.truth(it.eval(s.test))
+        if truth is None:
+            undecided_loop(it, s)
+            return
+        if not truth:
+            it.exec_block(s.orelse)
+            return
+        try:
+            it.exec_block(s.body)
+        except Break:
+            return
+        except Continue:
+            continue
+
+
+def try_statement(it: PyInterpreter, s: ast.Try) -> None:
+    try:
+        try:
+            it.exec_block(s.body)
+        except PyRaise as exc:
+            for h in s.handlers:
+                kind = it.eval(h.type) if h.type is not None else None
+                if exception_matches(exc.value, kind):
+                    if h.name:
+                        it.bind_name(h.name, exc.value, h)
+                    it.exec_block(h.body)
+                    break
+            else:
+                raise
+        else:
+            it.exec_block(s.orelse)
+    finally:
+        it.exec_block(s.finalbody)
 
 
 def _join(a: dict[str, Val], b: dict[str, Val], same) -> dict[str, Val]:
