@@ -5,14 +5,15 @@ runtime scalar the waits are written with) every AtomicAdd notify instance adds 
 to cell ``sig[index]`` of its peer. Every rank runs the same graph, so the instances are
 enumerated over ranks x blocks x loop iterations at one parameter point, with conditions,
 peers, cells and values evaluated exactly by the one enumerator, ``lowering.checks.signals``
-(here the instances also keep the block and the op they come from).
+(``instances`` keeps the block and the op each instance comes from).
 
 For a wait ``W`` on cell ``c`` of rank ``r``:
 
 - ``prefix`` is what the notifies of one round that are not ordered after ``W`` deposit
   into ``(r, c)``: the notifies ``W`` has to observe in its round. A notify is *after* ``W``
-  when its task descends from ``W``'s task, or sits later in the same task; everything
-  else (ancestors, unordered tasks, peers' copies of both) counts.
+  when its task descends from ``W``'s task (through edges or the order a wait's count
+  implies, ``implied_order``), or sits later in the same task; everything else (ancestors,
+  unordered tasks, peers' copies of both) counts.
 - ``net`` is what all notifies of one round deposit into ``(r, c)`` (credits minus
   retires), or 0 when a ``notify sig[..] @ rank = 0`` clear resets the cell every round.
 - The counter holds ``prefix + (e - 1) * net`` when round ``e``'s notifies for ``W`` have
@@ -20,7 +21,8 @@ For a wait ``W`` on cell ``c`` of rank ``r``:
   (``net == prefix``) it is ``e * prefix``.
 
 A count that depends on data (a data-dependent condition, trip count, peer, cell or value,
-or a notifier task with a ``when`` predicate) raises :class:`Uncountable`.
+a notifier task with a ``when`` predicate, or one read once from a data-sized orchestration
+loop that does not enclose the wait) raises :class:`Uncountable`.
 """
 
 from __future__ import annotations
