@@ -219,15 +219,22 @@ def infer_edges(graph: Graph) -> tuple[list[Edge], list[Edge]]:
                 tag = task_tags[name]
                 if tag == NO_DEP or tag == OUTPUT:
                     continue
-                creator = tensor.created_by
-                if creator is not None and round_index == 0 and (creator, name) not in found:
-                    found[(creator, name)] = Edge(
-                        creator, consumer, "creator", _access_span(task, name), name, "", False
-                    )
                 where = bases.get(name)
                 if where is None:
                     where = bases[name] = base_buffer(graph, name)
                 buffer, offset = where
+                # Creator retention is on the buffer's owner: a view (a reshape of a task's
+                # runtime-allocated output) waits for the task that allocated its bytes.
+                creator = tensor.created_by if tensor.created_by is not None else tensors[buffer].created_by
+                if (
+                    creator is not None
+                    and creator != consumer
+                    and round_index == 0
+                    and (creator, name) not in found
+                ):
+                    found[(creator, name)] = Edge(
+                        creator, consumer, "creator", _access_span(task, name), name, "", False
+                    )
                 lo, hi = fp.byte_lo + offset, fp.byte_hi + offset
                 tmap = maps.get(buffer)
                 if tmap is None:
