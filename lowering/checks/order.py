@@ -89,7 +89,9 @@ def incoming(graph: Graph, ctx: CheckContext) -> dict[str, list[Edge]]:
     return cached
 
 
-def unordered(ctx: CheckContext, a: str, b: str) -> bool:
-    """Both can be in flight in one dispatch: neither is an ancestor of the other, and they are
-    not on different arms of one run-time branch (``Task.excludes``)."""
-    return a != b and not ctx.reach.ordered(a, b) and not ctx.graph.task(a).excludes(ctx.graph.task(b))
+def unordered(ctx: CheckContext, a: str, b: str, reach: Reach | None = None) -> bool:
+    """Both can be in flight in one dispatch: neither is an ancestor of the other (in ``reach``,
+    the graph's edges by default), and they are not on different arms of one run-time branch
+    (``Task.excludes``)."""
+    r = reach if reach is not None else ctx.reach
+    return a != b and not r.ordered(a, b) and not ctx.graph.task(a).excludes(ctx.graph.task(b))

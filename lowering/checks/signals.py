@@ -187,22 +187,22 @@ def _cell(index: list[Compiled], env: dict[str, int]) -> tuple[int, ...]:
         raise NotCountable(f"the cell index depends on data ({err})") from None
 
 
-_ENV_KEYS: dict[int, tuple[dict[str, int], int, tuple]] = {}  # id -> (env, size, key)
+_ENV_KEYS: dict[int, tuple[dict[str, int], dict[str, int], tuple]] = {}  # id -> (env, its copy, key)
 
 
 def env_key(env: dict[str, int]) -> tuple:
     """``env`` as a hashable key, ``tuple(sorted(env.items()))``. A point's environment holds
     every constant of the model (hundreds in a full model), and the rules look up cached
     instances tens of thousands of times with the same few dicts: the key of a dict is kept
-    with the dict itself (so its id cannot be reused) and recomputed when its size changed; a
-    point environment is read-only to the rules, as everywhere in the lint."""
+    with the dict itself (so its id cannot be reused) and a copy of it, and recomputed when the
+    dict no longer equals the copy (comparing two dicts is far cheaper than sorting one)."""
     hit = _ENV_KEYS.get(id(env))
-    if hit is not None and hit[0] is env and hit[1] == len(env):
+    if hit is not None and hit[0] is env and hit[1] == env:
         return hit[2]
     key = tuple(sorted(env.items()))
     if len(_ENV_KEYS) > 4096:
         _ENV_KEYS.clear()
-    _ENV_KEYS[id(env)] = (env, len(env), key)
+    _ENV_KEYS[id(env)] = (env, dict(env), key)
     return key
 
 

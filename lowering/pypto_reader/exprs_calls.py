@@ -15,6 +15,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from lowering.pypto_reader import builtin_calls, harness, host_tensors
+from lowering.pypto_reader.exprs_displays import display_items
 from lowering.pypto_reader.values import (
     UNKNOWN,
     BoundMethod,
@@ -74,15 +75,9 @@ def call_expression(ev: Evaluator, node: ast.Call) -> Val:
 
 def eval_args(ev: Evaluator, node: ast.Call) -> tuple[list[Val], dict[str, Val]] | None:
     """Positional and keyword arguments of a call (``*xs`` and ``**kw`` expanded)."""
-    args: list[Val] = []
-    for a in node.args:
-        if isinstance(a, ast.Starred):
-            items = ev.iterate(ev.eval(a.value))
-            if items is None:
-                return None
-            args.extend(items)
-        else:
-            args.append(ev.eval(a))
+    args = display_items(ev, node.args)  # positional arguments expand `*xs` as a display does
+    if args is None:
+        return None
     kwargs: dict[str, Val] = {}
     for kw in node.keywords:
         if kw.arg is None:

@@ -27,16 +27,16 @@ if TYPE_CHECKING:
 
 def raise_statement(it: PyInterpreter, s: ast.Raise) -> None:
     if s.exc is None:
-        raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}))
+        raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}), span_of(it.file, s))
     v = it.eval(s.exc)
     if isinstance(v, BuiltinVal | ClassVal):
         v = it.call_value(v, [], {}, s)
-    raise PyRaise(v)
+    raise PyRaise(v, span_of(it.file, s))
 
 
 def assert_statement(it: PyInterpreter, s: ast.Assert) -> None:
     if it.truth(it.eval(s.test)) is False:
-        raise PyRaise(ObjVal(None, {"__exception__": PyVal("AssertionError")}))
+        raise PyRaise(ObjVal(None, {"__exception__": PyVal("AssertionError")}), span_of(it.file, s))
 
 
 def if_statement(it: PyInterpreter, s: ast.If) -> None:
@@ -100,7 +100,7 @@ def same(it: PyInterpreter, a: Val, b: Val) -> bool:
 def for_statement(it: PyInterpreter, s: ast.For) -> None:
     items = it.iterate(it.eval(s.iter))
     if items is None:
-        undecided_loop(it, s)
+        havoc(it, s)
         return
     run_loop(it, s, items)
 
@@ -118,10 +118,6 @@ def run_loop(it: PyInterpreter, s: ast.For, items: list[Val]) -> None:
         except Continue:
             continue
     it.exec_block(s.orelse)
-
-
-def undecided_loop(it: PyInterpreter, s: ast.For | ast.While) -> None:
-    havoc(it, s)
 
 
 def loop_too_long(it: PyInterpreter, s: ast.For | ast.While, start: int) -> bool:
@@ -148,7 +144,7 @@ def while_statement(it: PyInterpreter, s: ast.While) -> None:
             return
         truth = it.truth(it.eval(s.test))
         if truth is None:
-            undecided_loop(it, s)
+            havoc(it, s)
             return
         if not truth:
             it.exec_block(s.orelse)

@@ -38,11 +38,11 @@ from lowering.checks.protocol.instances import (
     SetWrite,
     Unchecked,
     Uncountable,
+    adds_around,
     deposits,
     epoch_name,
     evaluate_or_raise,
     expr_text,
-    op_instances,
     set_writes,
     threshold,
     wait_cells,
@@ -78,24 +78,16 @@ def observed(
     these have to be countable. Raises Uncountable when one of them is not."""
     cells = {(rank, cell) for rank, cell, _s, _b in wait_cells(graph, task, wait, env)}
     out: list[Deposit] = []
-    for notifier, op in notifiers(graph, wait.signal):
-        if op.op != "add":
-            continue
-        after = relation(ctx, notifier.name, op.order, task.name, wait.order) == "after"
-        try:
-            instances = op_instances(graph, notifier, op, env)
-        except Uncountable:
-            if after:
-                continue  # counted from data, but it lands only after the wait passed
-            raise
-        for d in instances:
-            if (d.dst, d.cell) in cells and (not after or (d.src != d.dst and d.value < 0)):
-                _countable_for(graph, task, d)
-                out.append(d)
+    for d, after in adds_around(graph, task, wait, env, _after(ctx, task, wait)):
+        if (d.dst, d.cell) in cells and (not after or (d.src != d.dst and d.value < 0)):
+            _countable_for(graph, task, d)
+            out.append(d)
     return out
 
 
-# ------------------------------------------------------------------ ordering
+def _after(ctx: CheckContext, task: Task, wait: SignalOp):
+    """Whether a notify (its task, its op order) is ordered after ``wait``."""
+    return lambda name, order: relation(ctx, name, order, task.name, wait.order) == "after"
 
 
 # ------------------------------------------------------------------ the per-cell account

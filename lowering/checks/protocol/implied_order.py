@@ -34,16 +34,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 
-from lowering.checks.index import notifiers
-from lowering.checks.order import DescendantSet, successors
+from lowering.checks.order import DescendantSet, successors, unordered
 from lowering.checks.points import admissible_envs
 from lowering.checks.protocol.instances import (
     DataThreshold,
     Deposit,
     Unchecked,
     Uncountable,
+    adds_around,
     epoch_name,
-    op_instances,
     set_writes,
     threshold,
     wait_cells,
@@ -81,7 +80,7 @@ def progress_descendants(graph: Graph, ctx: CheckContext) -> Mapping[str, Set[st
 
 def can_overlap(graph: Graph, ctx: CheckContext, a: str, b: str) -> bool:
     """Both can be in flight in one dispatch (``order.unordered``, in :func:`progress` order)."""
-    return a != b and not progress(graph, ctx).ordered(a, b) and not graph.task(a).excludes(graph.task(b))
+    return unordered(ctx, a, b, progress(graph, ctx))
 
 
 def relation(ctx: CheckContext, a_task: str, a_order: int, b_task: str, b_order: int) -> str:
@@ -162,22 +161,18 @@ def _credits(
     anc = ctx.ancestors  # the graph's own order: implied edges are drawn from it
     landed: list[Deposit] = []
     into: list[Deposit] = []
-    for notifier, op in notifiers(graph, wait.signal):
-        if op.op != "add":
+
+    def is_after(name: str, order: int) -> bool:
+        return _relation(anc, name, order, task.name, wait.order) == "after"
+
+    for d, after in adds_around(graph, task, wait, env, is_after):
+        if d.dst != 0 or d.cell not in cells:
             continue
-        after = _relation(anc, notifier.name, op.order, task.name, wait.order) == "after"
-        try:
-            ops = [d for d in op_instances(graph, notifier, op, env) if d.dst == 0 and d.cell in cells]
-        except Uncountable:
-            if after:
-                continue
-            raise
-        for d in ops:
-            if d.src != d.dst or (d.value <= 0 and not after):
-                raise _NotOwnCell
-            into.append(d)
-            if d.value > 0 and not after:
-                landed.append(d)
+        if d.src != d.dst or (d.value <= 0 and not after):
+            raise _NotOwnCell
+        into.append(d)
+        if d.value > 0 and not after:
+            landed.append(d)
     return landed, into
 
 

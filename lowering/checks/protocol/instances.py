@@ -10,7 +10,7 @@ data raises :class:`Uncountable`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from lowering.checks.fasteval import Compiled, compiled
@@ -144,6 +144,27 @@ def op_instances(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) ->
     except Uncountable as err:
         raise type(err)(err.reason, task.name, op.span) from None
     return out
+
+
+def adds_around(
+    graph: Graph, task: Task, wait: SignalOp, env: dict[str, int], is_after: Callable[[str, int], bool]
+) -> Iterator[tuple[Deposit, bool]]:
+    """Every AtomicAdd instance on ``wait``'s signal, with whether its notify is ordered after the
+    wait (``is_after(task, op order)``). An op whose instances depend on data is skipped when it
+    is after the wait -- what lands only once the wait passed cannot change what it sees -- and
+    raises Uncountable otherwise."""
+    for notifier, op in notifiers(graph, wait.signal):
+        if op.op != "add":
+            continue
+        after = is_after(notifier.name, op.order)
+        try:
+            instances = op_instances(graph, notifier, op, env)
+        except Uncountable:
+            if after:
+                continue
+            raise
+        for d in instances:
+            yield d, after
 
 
 def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) -> list[SetWrite]:
