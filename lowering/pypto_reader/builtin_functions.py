@@ -23,7 +23,7 @@ from lowering.pypto_reader.builtin_calls import (
     iterable_items,
     static_arg,
 )
-from lowering.pypto_reader.py_exceptions import EXCEPTION_CLASSES
+from lowering.pypto_reader.py_exceptions import EXCEPTION_CLASSES, raised
 from lowering.pypto_reader.values import (
     UNKNOWN,
     BoundMethod,
@@ -76,6 +76,8 @@ def _range(ev, args, kwargs, node):
     bounds = [static_arg(ev, a) for a in args]
     if not all(isinstance(b, int) for b in bounds):
         raise StaticError("range() of non-integers")
+    if len(bounds) == 3 and bounds[2] == 0:
+        raise raised("ValueError")  # range() arg 3 must not be zero, as Python says
     r = range(*bounds)  # type: ignore[arg-type]
     return RangeVal(r.start, r.stop, r.step)
 

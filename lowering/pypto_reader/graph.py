@@ -35,6 +35,7 @@ from lowering.pypto_reader.modules import Loader, ModuleInfo, ModuleInterpreter
 from lowering.pypto_reader.notes import Notes, span_of
 from lowering.pypto_reader.orchestration import OrchestrationReader
 from lowering.pypto_reader.program import Program
+from lowering.pypto_reader.py_exceptions import PyRaise, exception_name
 from lowering.pypto_reader.signal_clears import zero_writes_as_clears
 from lowering.pypto_reader.values import ClassVal, FuncVal, IntVal
 from lowering.symbolic import Const, EvalError, Expr, Sym, evaluate
@@ -154,6 +155,14 @@ def build_graphs(
                 "the tasks after this point are missing from the graph, so no signal count of the graph is checked",
             )
             prog.incomplete = f"the reader stopped at {loader.budget.limit} interpreted statements"
+        except PyRaise as exc:
+            notes.not_modelled(
+                exc.span or span_of(module.file, entry.node),
+                f"the orchestration raises {exception_name(exc.value) or 'an exception'} with the values the "
+                "reader assumes (no argv, empty environment, the harness's request)",
+                "the tasks after it are missing from the graph, so no signal count of the graph is checked",
+            )
+            prog.incomplete = "the orchestration raised"
         except RecursionError:
             notes.add("P004", span_of(module.file, entry.node), "the program nests too deeply to read")
         except Exception as err:  # noqa: BLE001 - the reader never crashes

@@ -27,6 +27,7 @@ from lowering.pypto_reader.modules import Loader, ModuleInfo
 from lowering.pypto_reader.notes import line_span, span_of
 from lowering.pypto_reader.orchestration_calls import OrchestrationCalls
 from lowering.pypto_reader.program import Program
+from lowering.pypto_reader.py_exceptions import raised
 from lowering.pypto_reader.scopes import TaskBuilder
 from lowering.pypto_reader.task_bodies import TaskBodies
 from lowering.pypto_reader.tensors import TensorInfo
@@ -336,6 +337,8 @@ class OrchestrationReader(PyInterpreter):
             bounds = [self.static(a) for a in evaluated[0]]
             if not bounds or not all(isinstance(b, int) for b in bounds) or len(bounds) > 3:
                 return None
+            if len(bounds) == 3 and bounds[2] == 0:
+                raise raised("ValueError", span_of(self.file, it))  # Python's range() refuses step 0
             # lazily: a loop longer than the task cap stops at the cap (and says so), and the
             # interpreter's statement budget bounds one that submits nothing
             return range(*bounds)  # type: ignore[arg-type]

@@ -11,15 +11,22 @@ from __future__ import annotations
 
 from lowering.pypto_reader.builtin_calls import Fn
 from lowering.pypto_reader.values import BuiltinVal, ClassVal, ObjVal, PyVal, SeqVal, Val
+from lowering.source import Span
 
 
 class PyRaise(Exception):  # noqa: N818 - it is Python's ``raise``, not an error of the reader
     """A Python exception raised by the code being read (``raise``, ``sys.exit``, a failed
     ``assert``): it unwinds the interpreted frames to a matching ``except``."""
 
-    def __init__(self, value: Val):
+    def __init__(self, value: Val, span: Span | None = None):
         super().__init__(exception_name(value) or "exception")
         self.value = value
+        self.span = span  # the statement that raised, where the reader knows it
+
+
+def raised(name: str, span: Span | None = None) -> PyRaise:
+    """The builtin exception ``name`` as the code being read raises it (``range(0, n, 0)``)."""
+    return PyRaise(ObjVal(None, {"__exception__": PyVal(name)}), span)
 
 
 # Exceptions: calling one makes an exception object; ``raise`` and ``except`` match them by
