@@ -73,6 +73,7 @@ from lowering.checks.access_instances import (
     widened_hits,
 )
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.translation import shift_key
 from lowering.ir import Access, Graph, Task
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import free_symbols
@@ -115,6 +116,7 @@ def _constant_stores(task) -> dict[tuple, object]:
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    shifted: dict[tuple, bool] = {}  # shift_key -> whether blocks may meet, constants aside
     verdicts: dict[tuple, list[tuple[int, int, tuple, bool]]] = {}
     for task in graph.tasks:
         if task.blocks < 2:
@@ -124,6 +126,15 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             for a in task.accesses
             if a.mode != "anchor" and not a.opaque and local_tensor(graph.tensors[a.tensor])
         ]
+        # Tasks of one kernel at other offsets (the experts of a layer) share a verdict; only
+        # one with overlapping blocks is judged for itself, with its stored constants.
+        moved = shift_key(graph, task, accs)
+        if moved is not None:
+            moved = (task.blocks, tuple(b.order for b in task.barriers), moved)
+            if moved not in shifted:
+                shifted[moved] = next(_overlaps(graph, task, accs, {}), None) is not None
+            if not shifted[moved]:
+                continue
         constants = _constant_stores(task)
         key = _signature(graph, task, accs, constants)
         found = verdicts.get(key)
