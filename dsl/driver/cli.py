@@ -27,9 +27,9 @@ from dsl.driver.cli_verify import cmd_verify
 from dsl.driver.codes import lookup, registry
 from dsl.driver.golden import GoldenError
 from dsl.driver.options import integer
+from dsl.driver.render import SourceCache, render
 from dsl.driver.report import FORMATS, format_findings, one_per_site
 from dsl.driver.session import Session, UsageError, lint_config, lint_file, write_error
-from dsl.render import SourceCache, render
 from dsl.version import __version__
 from lowering.checks.rule import PRESETS
 from lowering.pypto_reader import INPUT_ERRORS as READER_INPUT_ERRORS

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from dsl.driver import fix
+from dsl.driver.render import render
 from dsl.driver.session import write_error
 from dsl.frontend import UTF8_BOM, compile_text, decode_source, read_source_bytes
-from dsl.render import render
 from lowering.checks import run_rules
 from lowering.checks.rule import CheckContext
 from runtime.files import Snapshot, WriteError, write_text

@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from dsl.driver.codes import lookup, registry
 from dsl.driver.config import FORMATS
-from dsl.render import SourceCache, render
+from dsl.driver.render import SourceCache, render
 from dsl.version import __version__
 from lowering.checks import all_rules
 from lowering.codes import Code

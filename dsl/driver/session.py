@@ -15,9 +15,9 @@ from dsl.codes import diag
 from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, lint_pypto_file
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
 from dsl.driver.coverage import lint_source
+from dsl.driver.render import SourceCache, render
 from dsl.driver.report import FORMATS
 from dsl.frontend import compile_text, read_source
-from dsl.render import SourceCache, render
 from lowering.checks import all_rules
 from lowering.checks.suppressions import apply_suppressions
 from lowering.ir import Graph

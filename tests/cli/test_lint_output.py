@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from lintcli import SARIF_SCHEMA, copy_fixture, expected_findings, pin_rules, run, workspace
 
+from dsl.driver.render import SourceCache
 from dsl.driver.report import FORMATS, format_findings, to_sarif
-from dsl.render import SourceCache
 from lowering.checks import all_rules
 from lowering.source import Diagnostic, Severity, Span
 

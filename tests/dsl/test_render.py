@@ -4,7 +4,7 @@ the hint; tabs, control characters and very long lines."""
 from __future__ import annotations
 
 from dsl.codes import diag
-from dsl.render import SourceCache, render
+from dsl.driver.render import SourceCache, render
 from lowering.source import Span
 
 
