@@ -3,7 +3,8 @@ little of it (which tensors it loads and stores, which ops it calls)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
 from lowering import body as ir_body
 from lowering.ir import Graph, Task
@@ -15,29 +16,67 @@ class BodySummary:
     loads: frozenset[str]  # tensors loaded from GM (a non-local LoadV) anywhere in the body
     stores: frozenset[str]  # tensors written by a plain store (StoreS)
     calls: frozenset[str]  # ops of every call
+    fills_neg_inf: bool = False  # some call is full(..., -inf): a tile with no finite column
+
+    def renamed(self, renames: Mapping[str, str]) -> BodySummary:
+        loads = frozenset(renames.get(n, n) for n in self.loads)
+        return replace(self, loads=loads, stores=frozenset(renames.get(n, n) for n in self.stores))
+
+    def __or__(self, other: BodySummary) -> BodySummary:
+        return BodySummary(
+            self.loads | other.loads,
+            self.stores | other.stores,
+            self.calls | other.calls,
+            self.fills_neg_inf or other.fills_neg_inf,
+        )
 
 
 def summary(graph: Graph, task: Task) -> BodySummary:
-    """The :class:`BodySummary` of ``task`` (cached on the graph)."""
+    """The :class:`BodySummary` of ``task`` (cached on the graph). A body made from a template
+    (``template``, ``renames`` and ``extra``, as the PyPTO reader's instances have) is summarised
+    from the template, once for all its instances, without making the statements."""
     cache = graph.__dict__.setdefault("_body_summaries", {})
     found = cache.get(task.name)
     if found is None or found[0] is not task.body:
-        loads: set[str] = set()
-        stores: set[str] = set()
-        calls: set[str] = set()
-        for s in ir_body.nested_stmts(task.body):
-            if isinstance(s, ir_body.StoreS):
-                stores.add(s.tensor)
-            for v in (w for top in ir_body.stmt_values(s) for w in ir_body.nested_values(top)):
-                if isinstance(v, ir_body.LoadV) and not v.local:
-                    loads.add(v.tensor)
-                elif isinstance(v, ir_body.CallV):
-                    calls.add(v.op)
-        found = cache[task.name] = (
-            task.body,
-            BodySummary(frozenset(loads), frozenset(stores), frozenset(calls)),
-        )
+        body = task.body
+        template = getattr(body, "template", None)
+        if template is None:
+            made = summarise(body)
+        else:
+            templates = graph.__dict__.setdefault("_template_summaries", {})
+            known = templates.get(id(template))
+            if known is None or known[0] is not template:  # the template is kept: its id stays its own
+                known = templates[id(template)] = (template, summarise(template))
+            made = known[1].renamed(body.renames) | summarise(body.extra)
+        found = cache[task.name] = (body, made)
     return found[1]
+
+
+def summarise(stmts) -> BodySummary:
+    """The :class:`BodySummary` of ``stmts``, from their statements."""
+    loads: set[str] = set()
+    stores: set[str] = set()
+    calls: set[str] = set()
+    neg_inf = False
+    for s in ir_body.nested_stmts(stmts):
+        if isinstance(s, ir_body.StoreS):
+            stores.add(s.tensor)
+        for v in (w for top in ir_body.stmt_values(s) for w in ir_body.nested_values(top)):
+            if isinstance(v, ir_body.LoadV) and not v.local:
+                loads.add(v.tensor)
+            elif isinstance(v, ir_body.CallV):
+                calls.add(v.op)
+                neg_inf = neg_inf or (v.op == "full" and len(v.args) == 3 and is_neg_inf(v.args[2]))
+    return BodySummary(frozenset(loads), frozenset(stores), frozenset(calls), neg_inf)
+
+
+def is_neg_inf(v: ir_body.Value) -> bool:
+    """``-inf`` as a float literal or the negation of ``inf``."""
+    if isinstance(v, ir_body.FloatV):
+        return v.value == float("-inf")
+    if isinstance(v, ir_body.CallV) and v.op == "neg" and v.args and isinstance(v.args[0], ir_body.FloatV):
+        return v.args[0].value == float("inf")
+    return False
 
 
 def ops_called(stmts) -> set[str]:

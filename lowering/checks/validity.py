@@ -78,36 +78,30 @@ def closure(graph: Graph, seeds: set[str]) -> set[str]:
     return out
 
 
-def facts_at(ctx, point: Mapping[str, int]) -> dict[str, TaskFacts]:
-    """:func:`analyse` at ``point``, with runtime scalars bounded by the accepted requests."""
-    key = ("validity", tuple(sorted(point.items())))
-    if key not in ctx.cache:
-        ctx.cache[key] = analyse(ctx.graph, point, scalar_intervals(ctx, point))
-    return ctx.cache[key]
-
-
 # What each kind of partial analysis is for: the tasks whose facts it must get right.
 _SEED_OPS = {
     "sort": frozenset({"sort32"}),  # sort chains start at a sort32 (SortEvents)
-    "valid": frozenset({*ir_body.VALID_OPS, "mask_tail"}),  # stores of marked valid extents
+    # stores with a valid extent: marked ones, and full(..., -inf) tiles (none finite)
+    "valid": frozenset({*ir_body.VALID_OPS, "mask_tail"}),
 }
 
 
+def _seeds(s, kind: str) -> bool:
+    return bool(s.calls & _SEED_OPS[kind]) or (kind == "valid" and s.fills_neg_inf)
+
+
 def facts_for(ctx, point: Mapping[str, int], kind: str) -> dict[str, TaskFacts]:
-    """:func:`facts_at`, exact for the tasks that call one of the ops of ``kind`` (``sort``:
-    their sort events; ``valid``: their stores with declared valid extents) and empty for
-    the tasks that cannot influence those; the full analysis when it is already cached."""
+    """:func:`analyse` at ``point`` (runtime scalars bounded by the accepted requests), exact for the tasks that call one of the ops of ``kind`` (``sort``:
+    their sort events; ``valid``: their stores with a valid extent, declared or a full(..., -inf)
+    tile) and empty for
+    the tasks that cannot influence those."""
     point_key = tuple(sorted(point.items()))
-    full = ctx.cache.get(("validity", point_key))
-    if full is not None:
-        return full
     key = ("validity", kind, point_key)
     if key not in ctx.cache:
         graph = ctx.graph
         only = ctx.cache.get(("validity.only", kind))
         if only is None:
-            ops = _SEED_OPS[kind]
-            seeds = {t.name for t in graph.tasks if summary(graph, t).calls & ops}
+            seeds = {t.name for t in graph.tasks if _seeds(summary(graph, t), kind)}
             only = ctx.cache[("validity.only", kind)] = closure(graph, seeds)
         ctx.cache[key] = analyse(graph, point, scalar_intervals(ctx, point), only)
     return ctx.cache[key]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from lowering import body as ir_body
-from lowering.checks.bodies import ops_called
+from lowering.checks.bodies import is_neg_inf, ops_called
 from lowering.checks.extents import named_value, narrow
 from lowering.checks.validity_facts import Abs, Chain, SortEvent, StoreFact, TaskFacts
 from lowering.ir import Condition, Graph, Loop, Task
@@ -29,14 +29,6 @@ class TensorFinite:
 
     end: int  # finite columns end at this column (upper bound over producers); -1: unknown
     origin: tuple[Expr, ...]
-
-
-def _is_neg_inf(v: ir_body.Value) -> bool:
-    if isinstance(v, ir_body.FloatV):
-        return v.value == float("-inf")
-    if isinstance(v, ir_body.CallV) and v.op == "neg" and v.args and isinstance(v.args[0], ir_body.FloatV):
-        return v.args[0].value == float("inf")
-    return False
 
 
 def _python_ints(env: dict, conds: list[Condition]) -> dict:
@@ -324,7 +316,7 @@ class Interpreter:
                 finite = binop("min", cols, base.finite)
             origin = (*base.origin, cols) if cols is not None else base.origin
             return Abs(finite=finite, rows=rows, marked=True, origin=origin)
-        if op == "full" and len(v.args) == 3 and _is_neg_inf(v.args[2]):
+        if op == "full" and len(v.args) == 3 and is_neg_inf(v.args[2]):
             return Abs(finite=Const(0))
         if op == "cast":
             return args[0] or Abs()

@@ -59,7 +59,8 @@ def instantiate(
     template = summary.body
     return replace(
         summary,
-        body=LazyBody(lambda: sub.walk(template)),  # rules that read bodies are few: walk on demand
+        # rules that read bodies are few: walk on demand
+        body=LazyBody(lambda: sub.walk(template), template, renames),
         accesses=tuple([fast.access(a) for a in summary.accesses]),
         signals=tuple([fast.signal(x) for x in summary.signals]),
         barriers=tuple([fast.barrier(b) for b in summary.barriers]),
@@ -268,13 +269,27 @@ def dependencies(summary: KernelSummary, names: set[str], roots: set[str]) -> se
 
 
 class LazyBody(Sequence):
-    """The statements of an instance, substituted from its template when first read."""
+    """The statements of an instance, substituted from its template when first read.
 
-    __slots__ = ("_make", "_items")
+    ``template`` and ``renames`` say what they will be without making them: the template's
+    statements with its tensors renamed and its captures replaced by this instance's values,
+    followed by ``extra`` (statements already made). What a summary of names needs (the
+    tensors loaded and stored, the ops called) is the template's, renamed."""
 
-    def __init__(self, make: Callable[[], tuple]):
+    __slots__ = ("_make", "_items", "template", "renames", "extra")
+
+    def __init__(
+        self,
+        make: Callable[[], tuple],
+        template: tuple | None = None,
+        renames: Mapping[str, str] | None = None,
+        extra: tuple = (),
+    ):
         self._make = make
         self._items: tuple | None = None
+        self.template = template
+        self.renames = renames or {}
+        self.extra = extra
 
     def _get(self) -> tuple:
         if self._items is None:

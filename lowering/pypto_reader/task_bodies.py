@@ -126,7 +126,15 @@ class TaskBodies:
             stores.append(ir_body.StoreS(info.name, region, e.value, "write", e.span))
             self.ev.bind_name(e.var, TensorVal(info.name), stmt)
         body = summary.body  # an instance's body is lazy: rules that read bodies are few
-        return replace(summary, accesses=tuple(accesses), body=LazyBody(lambda: (*body, *stores)))
+
+        def make() -> tuple:
+            return (*body, *stores)
+
+        if isinstance(body, LazyBody) and body.template is not None:
+            lazy = LazyBody(make, body.template, body.renames, (*body.extra, *stores))
+        else:
+            lazy = LazyBody(make)
+        return replace(summary, accesses=tuple(accesses), body=lazy)
 
     def kernel_call(self, k: KernelReader, func: FuncVal, node: ast.Call) -> Val:
         """A helper called inside a kernel body: spliced into it (its statements become the task's)."""

@@ -25,7 +25,7 @@ from lowering.checks.extents import SInterval, bind_loops, narrow, nonempty, sbo
 from lowering.checks.index import accesses_of
 from lowering.checks.request_space import ScalarSpace
 from lowering.checks.request_space_cache import space_at
-from lowering.checks.validity import facts_at
+from lowering.checks.validity import facts_for
 from lowering.checks.validity_facts import StoreFact, TaskFacts
 from lowering.ir import Access, Graph, Loop, Task
 from lowering.symbolic import Const, EvalError, Expr, Sym, binop, difference, free_symbols
@@ -71,7 +71,7 @@ def _full(v, size: int) -> np.ndarray:
 
 def emissions(graph: Graph, ctx, point: Mapping[str, int]) -> list[Emission]:
     space = space_at(ctx, point)
-    facts = facts_at(ctx, point)
+    facts = facts_for(ctx, point, "valid")  # exact for every task that stores a valid extent
     out = []
     for task in graph.tasks:
         for sf in facts[task.name].stores:

@@ -88,6 +88,7 @@ def _marks_valid(graph: Graph, task) -> bool:
 
 
 _MARKING = frozenset({*VALID_OPS, "mask_tail"})
+_VALID = frozenset(VALID_OPS)
 
 
 def _scalar_dep(e) -> bool:
@@ -110,7 +111,8 @@ def _candidates(graph: Graph, task, shapes: dict[str, bool]) -> list[tuple[Acces
     The limits of an access are ``valid_regions`` of the body, else the marked store facts
     at the point (``_limits``); only a body that marks valid extents has the latter.
     """
-    static = valid_regions(task.body)
+    # a body that calls no valid()/fillpad() moves no region through one: not walked for it
+    static = valid_regions(task.body) if summary(graph, task).calls & _VALID else {}
     marks = None
     out = []
     for acc in task.accesses:

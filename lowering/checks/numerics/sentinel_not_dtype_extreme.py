@@ -44,12 +44,12 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import fields, is_dataclass
 
 from lowering import body as ir_body
 from lowering.checks.rule import CheckContext, finding
-from lowering.ir import FLOAT_DTYPES, Graph
+from lowering.ir import FLOAT_DTYPES, Graph, Tensor
 from lowering.source import Diagnostic, Span
 from lowering.symbolic import Expr
 
@@ -104,11 +104,12 @@ def _context(node, outer: str) -> str:
     return outer
 
 
-def literals(graph: Graph, stmts) -> Iterator[tuple[ir_body.FloatV, str]]:
-    """Every float literal with a span, with the dtype it is used with (in program order)."""
+def literals(tensors: Mapping[str, Tensor], stmts) -> Iterator[tuple[ir_body.FloatV, str]]:
+    """Every float literal with a span, with the dtype it is used with (in program order), the
+    tensors stored into looked up in ``tensors``."""
     out: list[tuple[ir_body.FloatV, str]] = []
     for s in stmts:
-        _visit(graph, s, "f32", out)
+        _visit(tensors, s, "f32", out)
     return iter(out)
 
 
@@ -119,7 +120,7 @@ _NO_LITERALS = (
 )  # fmt: skip
 
 
-def _visit(graph: Graph, node, dtype: str, out: list) -> None:
+def _visit(tensors: Mapping[str, Tensor], node, dtype: str, out: list) -> None:
     """Depth-first, fields in declaration order (what a walk over every dataclass field
     visits, minus the subtrees that cannot hold a float literal)."""
     cls = type(node)
@@ -128,37 +129,37 @@ def _visit(graph: Graph, node, dtype: str, out: list) -> None:
             out.append((node, dtype))
     elif cls is tuple or cls is list:
         for x in node:
-            _visit(graph, x, dtype, out)
+            _visit(tensors, x, dtype, out)
     elif cls in _NO_LITERALS:
         return
     elif cls is ir_body.CallV:
         inner = _context(node, dtype)
         for a in node.args:
-            _visit(graph, a, inner, out)
+            _visit(tensors, a, inner, out)
         for attr in node.attrs:
-            _visit(graph, attr, inner, out)
+            _visit(tensors, attr, inner, out)
     elif cls is ir_body.BinV:
         inner = _context(node, dtype)
-        _visit(graph, node.a, inner, out)
-        _visit(graph, node.b, inner, out)
+        _visit(tensors, node.a, inner, out)
+        _visit(tensors, node.b, inner, out)
     elif cls is ir_body.StoreS or cls is ir_body.RemoteStoreS:
-        tensor = graph.tensors.get(node.tensor)
+        tensor = tensors.get(node.tensor)
         inner = (_float_dtype(tensor) or dtype) if tensor is not None else _context(node, dtype)
-        _visit(graph, node.value, inner, out)
+        _visit(tensors, node.value, inner, out)
     elif cls is ir_body.LetS or cls is ir_body.AssignS or cls is ir_body.EvalS:
-        _visit(graph, node.value, _context(node, dtype), out)
+        _visit(tensors, node.value, _context(node, dtype), out)
     elif cls is ir_body.ForS:
-        _visit(graph, node.body, _context(node, dtype), out)
+        _visit(tensors, node.body, _context(node, dtype), out)
     elif cls is ir_body.IfS:
         inner = _context(node, dtype)
-        _visit(graph, node.cond, inner, out)
-        _visit(graph, node.then, inner, out)
-        _visit(graph, node.orelse, inner, out)
+        _visit(tensors, node.cond, inner, out)
+        _visit(tensors, node.then, inner, out)
+        _visit(tensors, node.orelse, inner, out)
     else:
-        _visit_any(graph, node, dtype, out)
+        _visit_any(tensors, node, dtype, out)
 
 
-def _visit_any(graph: Graph, node, dtype: str, out: list) -> None:
+def _visit_any(tensors: Mapping[str, Tensor], node, dtype: str, out: list) -> None:
     """Any other node: every field of a dataclass (expressions and spans aside)."""
     if isinstance(node, ir_body.FloatV):
         if node.span is not None:
@@ -166,32 +167,72 @@ def _visit_any(graph: Graph, node, dtype: str, out: list) -> None:
         return
     if isinstance(node, tuple | list):
         for x in node:
-            _visit(graph, x, dtype, out)
+            _visit(tensors, x, dtype, out)
         return
     if isinstance(node, Expr | Span) or not is_dataclass(node):
         return
-    if isinstance(node, ir_body.StoreS | ir_body.RemoteStoreS) and node.tensor in graph.tensors:
-        inner = _float_dtype(graph.tensors[node.tensor]) or dtype
+    if isinstance(node, ir_body.StoreS | ir_body.RemoteStoreS) and node.tensor in tensors:
+        inner = _float_dtype(tensors[node.tensor]) or dtype
     else:
         inner = _context(node, dtype)
     for f in fields(node):
-        _visit(graph, getattr(node, f.name), inner, out)
+        _visit(tensors, getattr(node, f.name), inner, out)
+
+
+class _Renamed(Mapping):
+    """The graph's tensors under a template's names (an instance's ``renames``)."""
+
+    def __init__(self, tensors: Mapping[str, Tensor], renames: Mapping[str, str]):
+        self.tensors, self.renames = tensors, renames
+
+    def __getitem__(self, name: str) -> Tensor:
+        return self.tensors[self.renames.get(name, name)]
+
+    def __iter__(self):
+        return iter(self.tensors)
+
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+
+def _bodies(graph: Graph, task, visited: set) -> list[tuple[object, Mapping[str, Tensor]]]:
+    """The statements of ``task`` to look for literals in, each with its tensors. An instance
+    made from a template (the PyPTO reader's) is looked at through the template, once per
+    template and float dtypes of the tensors it is given: its literals and their dtypes are the
+    same for every such instance."""
+    body = task.body
+    template = getattr(body, "template", None)
+    if template is None:
+        return [(body, graph.tensors)]
+    dtypes = tuple(
+        sorted(
+            (old, new in graph.tensors, _float_dtype(graph.tensors.get(new)))
+            for old, new in body.renames.items()
+        )
+    )
+    out: list[tuple[object, Mapping[str, Tensor]]] = [(body.extra, graph.tensors)]
+    if (id(template), dtypes) not in visited:
+        visited.add((id(template), dtypes))
+        out.insert(0, (template, _Renamed(graph.tensors, body.renames)))
+    return out
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     seen: set[Span] = set()
+    visited: set = set()
     for task in graph.tasks:
-        for lit, dtype in literals(graph, task.body):
-            if lit.span in seen or not suspicious(lit.value, dtype):
-                continue
-            seen.add(lit.span)
-            side, word = ("-", "minimum") if lit.value < 0 else ("", "maximum")
-            yield finding(
-                CODE,
-                SEVERITY,
-                lit.span,
-                f"{lit.value!r} looks like a {word} sentinel but is not the {dtype} extreme "
-                f"({side}{FINFO_MAX[dtype]!r}) or {side}inf: a max/min scan seeded with it returns the "
-                f"sentinel for every row whose values all lie beyond it",
-                fix=f"use {side}inf (or the exact {side}{FINFO_MAX[dtype]!r}, finfo({dtype}).{'min' if side else 'max'})",
-            )
+        for stmts, tensors in _bodies(graph, task, visited):
+            for lit, dtype in literals(tensors, stmts):
+                if lit.span in seen or not suspicious(lit.value, dtype):
+                    continue
+                seen.add(lit.span)
+                side, word = ("-", "minimum") if lit.value < 0 else ("", "maximum")
+                yield finding(
+                    CODE,
+                    SEVERITY,
+                    lit.span,
+                    f"{lit.value!r} looks like a {word} sentinel but is not the {dtype} extreme "
+                    f"({side}{FINFO_MAX[dtype]!r}) or {side}inf: a max/min scan seeded with it returns the "
+                    f"sentinel for every row whose values all lie beyond it",
+                    fix=f"use {side}inf (or the exact {side}{FINFO_MAX[dtype]!r}, finfo({dtype}).{'min' if side else 'max'})",
+                )

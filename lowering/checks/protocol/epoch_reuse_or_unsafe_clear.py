@@ -70,7 +70,7 @@ from collections.abc import Iterator
 
 from lowering.body import StoreS, nested_stmts
 from lowering.checks import signals
-from lowering.checks.bodies import is_zero
+from lowering.checks.bodies import is_zero, summary
 from lowering.checks.index import graph_index, waits_on
 from lowering.checks.protocol import counting, implied_order, instances
 from lowering.checks.protocol.instances import Unchecked, Uncountable
@@ -275,7 +275,10 @@ def _window_clears(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     adders = [(t, op) for ops in graph_index(graph).notifies.values() for t, op in ops if op.op == "add"]
     publishing_of: dict[frozenset[str], set[str]] = {}
     reported: set = set()
+    windows = {n for n in remote_writers if getattr(graph.tensors.get(n), "kind", None) == "window"}
     for task in graph.tasks:
+        if not summary(graph, task).stores & windows:
+            continue  # stores into no window a peer writes: its statements are not walked
         for stmt in nested_stmts(task.body):
             if not isinstance(stmt, StoreS) or stmt.mode != "write" or not is_zero(stmt.value):
                 continue
