@@ -1,12 +1,15 @@
 """The device facts the lint and the simulator share: cores per rank, scheduler threads, and
-the capacity of an early-dispatch queue.
+the capacity of an early-dispatch queue. The AscendC target (``lowering.codegen.ascendc``:
+A721, the host's ``DSLC_*_CORES`` defaults) and the PyPTO reader (``available_aiv_count()``)
+take the a2a3 cores from here too.
 
 Defined once, here, because a rule that predicts a hang or an overflow is only as right as the
 numbers the simulator runs with: D110 reports more early candidates than the queue holds, O601
 and O602 compare cohorts with the cores of a preset, and the simulator must overflow and
 refuse at exactly those numbers (tests/checks/test_device_facts.py ties them). ``runtime`` is
-the bottom of the pipeline, so the lint (``lowering.checks.rule``) imports from it, never the
-other way round.
+the bottom of the pipeline, so the lint (``lowering.checks.rule``) and the target import from
+it, never the other way round; the kernel-cache key covers this file
+(``lowering.codegen.common.GENERATOR_SOURCES``).
 """
 
 from __future__ import annotations

@@ -60,7 +60,9 @@ class Validation:
 
     @property
     def passed(self) -> bool:
-        return all(c.passed for c in self.checks)
+        """Every check passed, and there is one: a validation that compared nothing has not
+        passed (``validate`` refuses a golden that returns no output at all, E109)."""
+        return bool(self.checks) and all(c.passed for c in self.checks)
 
 
 class RequestRefused(ValueError):

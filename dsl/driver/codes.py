@@ -41,10 +41,7 @@ def registry() -> dict[str, Code]:
         ("front end", list(FRONT_END_CODES.values())),
         ("lint", [_rule(r) for r in all_rules().values()]),
         ("suppressions", list(META_CODES.values())),
-        ("pypto reader", [
-            Code(c.code, c.summary, c.explanation, c.severity, "pypto reader", c.name)
-            for c in READER_CODES.values()
-        ]),
+        ("pypto reader", list(READER_CODES.values())),
         ("ascendc target", list(TARGET_CODES.values())),
     ]  # fmt: skip
     out: dict[str, Code] = {}

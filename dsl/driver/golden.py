@@ -148,7 +148,13 @@ def check_inputs(path: Path, given: list[dict], tensors: dict[str, Declared], sc
 def check_outputs(
     path: Path, expected: list[dict], outputs: list[dict], tensors: dict[str, Declared]
 ) -> None:
-    """Outputs of ``golden`` name outputs the kernels produce, with the same shapes."""
+    """Outputs of ``golden`` name outputs the kernels produce, with the same shapes, and there
+    is at least one (a golden that returns only empty dicts would check nothing)."""
+    if not any(expected):
+        known = ", ".join(sorted({n for got in outputs for n in got})) or "none"
+        raise GoldenError(
+            path, f"golden returned no outputs for any rank, so nothing would be checked (outputs: {known})"
+        )
     for rank, (want, got) in enumerate(zip(expected, outputs, strict=False)):
         for name, value in want.items():
             if name not in got:

@@ -4,9 +4,9 @@ target cannot express or got wrong, and the key of a cache of generated modules.
 Each target has a folder under ``codegen_templates/``; its environment renders without
 autoescaping (the output is code, not HTML) and fails on an undefined name. The content hash
 that keys a cache of generated modules covers the inputs and the code that generates them --
-the front end, the lowering, the targets and their templates -- so editing any of it
-invalidates what was generated before. Names are ``lowering.codegen.names``; checks of
-generated Python are ``lowering.codegen.python_text``.
+the front end, the lowering, the targets, their templates and the device facts they read --
+so editing any of it invalidates what was generated before. Names are
+``lowering.codegen.names``; checks of generated Python are ``lowering.codegen.python_text``.
 """
 
 from __future__ import annotations
@@ -47,14 +47,31 @@ def template_environment(target: str) -> jinja2.Environment:
     )
 
 
-#: What generates code: the language, the lowering, every target's driver and templates. A
-#: cache key covers all of it (``generator_hash``), so an edited compiler never serves a module
-#: the old one generated. (The runtime that runs the modules is not part of the key.)
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+#: What generates code: the language, the lowering, every target's driver and templates, and
+#: the device facts the front end and the targets read (``runtime.device``: the lint's presets,
+#: the AscendC core counts). Patterns are ``Path.glob`` patterns below each root. A cache key
+#: covers all of it (``generator_hash``), so an edited compiler never serves a module the old
+#: one wrote; tests/runtime/test_kernel_cache.py checks that every module the front end and the
+#: targets import is listed. The rest of ``runtime`` is not part of the key: a generated module
+#: imports it (``runtime.tileops``, ``runtime.program``) when it is loaded, so a cached module
+#: runs on the current runtime exactly as a freshly generated one would.
 GENERATOR_SOURCES = (
-    (Path(__file__).resolve().parents[2] / "dsl", ("*.py", "*.lark")),
-    (Path(__file__).resolve().parents[2] / "lowering", ("*.py", "*.h")),
-    (TEMPLATES, ("*",)),
+    (REPOSITORY / "dsl", ("**/*.py", "**/*.lark")),
+    (REPOSITORY / "lowering", ("**/*.py", "**/*.h")),
+    (TEMPLATES, ("**/*",)),
+    (REPOSITORY / "runtime", ("__init__.py", "device.py")),
 )
+
+
+def generator_files() -> list[tuple[Path, Path]]:
+    """(root, file) of every file of ``GENERATOR_SOURCES``, sorted, without ``__pycache__``."""
+    found = []
+    for root, patterns in GENERATOR_SOURCES:
+        files = {p for pattern in patterns for p in root.glob(pattern) if p.is_file()}
+        found.extend((root, p) for p in sorted(files) if "__pycache__" not in p.relative_to(root).parts)
+    return found
 
 
 @functools.cache
@@ -62,14 +79,10 @@ def compiler_fingerprint() -> str:
     """sha256 over the path and bytes of every file of ``GENERATOR_SOURCES`` (read once per
     process: a few hundred small files)."""
     h = hashlib.sha256()
-    for root, patterns in GENERATOR_SOURCES:
-        files = {p for pattern in patterns for p in root.rglob(pattern) if p.is_file()}
-        for path in sorted(files):
-            if "__pycache__" in path.parts:
-                continue
-            h.update(path.relative_to(root.parent).as_posix().encode("utf-8") + b"\0")
-            h.update(path.read_bytes())
-            h.update(b"\0")
+    for root, path in generator_files():
+        h.update(path.relative_to(root.parent).as_posix().encode("utf-8") + b"\0")
+        h.update(path.read_bytes())
+        h.update(b"\0")
     return h.hexdigest()
 
 

@@ -8,27 +8,18 @@ that means for the verdict; ``--strict`` turns them into errors (:func:`strict`)
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from lowering.codes import Code
 from lowering.source import Diagnostic, Severity, Span
 
+FAMILY = "pypto reader"
 
-@dataclass(frozen=True)
-class ReaderCode:
-    code: str
-    name: str
-    severity: Severity
-    summary: str
-    explanation: str
-
-
-READER_CODES: dict[str, ReaderCode] = {
+READER_CODES: dict[str, Code] = {
     c.code: c
     for c in (
-        ReaderCode(
+        Code(
             "P001",
-            "construct_not_modelled",
-            Severity.NOTE,
             "a PyPTO construct the reader does not model",
             "The reader of PyPTO files (`dslc check model.py`) met a construct whose effect on the task "
             "graph it cannot recover from the source alone: a task count that depends on runtime data, a "
@@ -37,43 +28,50 @@ READER_CODES: dict[str, ReaderCode] = {
             "whole-tensor accesses, no edge) and what that means for the verdict: findings near it may be "
             "missing or spurious. `dslc check --strict` turns these notes into errors, so that a clean "
             "verdict is a full one. See docs/pypto.md.",
+            severity=Severity.NOTE,
+            family=FAMILY,
+            name="construct_not_modelled",
         ),
-        ReaderCode(
+        Code(
             "P002",
-            "not_a_pypto_file",
-            Severity.NOTE,
             "the file is not a PyPTO program (nothing to check)",
             "A `.py` file named on the command line does not import `pypto.language`, or defines no "
             "`@pl.jit` / `@pl.jit.inline` / `@pl.program` entry, so it holds no task graph. Directories "
             "are searched for PyPTO files only, so this note appears for files named explicitly.",
+            severity=Severity.NOTE,
+            family=FAMILY,
+            name="not_a_pypto_file",
         ),
-        ReaderCode(
+        Code(
             "P003",
-            "unreadable_python",
-            Severity.ERROR,
             "the PyPTO file cannot be read (I/O, encoding or Python syntax error)",
             "The reader parses the file with Python's `ast` module (it never imports or runs it). A "
             "syntax error, a file that is not UTF-8 text, or an I/O error stops it; the diagnostic points "
             "at the offending position.",
+            severity=Severity.ERROR,
+            family=FAMILY,
+            name="unreadable_python",
         ),
-        ReaderCode(
+        Code(
             "P004",
-            "reader_internal_error",
-            Severity.ERROR,
             "the PyPTO reader failed on a construct (a dslc bug)",
             "The reader (or a lint rule on the graph it read) raised an unexpected error at this "
             "construct. The rest of the file was still read where possible. Please report it with the "
             "file; `dslc check --debug` prints the traceback.",
+            severity=Severity.ERROR,
+            family=FAMILY,
+            name="reader_internal_error",
         ),
-        ReaderCode(
+        Code(
             "P005",
-            "bad_module_constant",
-            Severity.ERROR,
             "a module constant of the PyPTO file is inconsistent (assert fails, or --set names none)",
             "Module-level constants (from the file, its `config` module, argv defaults) are the "
             "parameters of a PyPTO program. A module-level `assert` that fails at the chosen values, a "
             "`--set NAME=VALUE` that names no integer constant, or a value outside the admissible set "
             "(`assert NAME in (...)`, argparse `choices=`) is reported here.",
+            severity=Severity.ERROR,
+            family=FAMILY,
+            name="bad_module_constant",
         ),
     )
 }
@@ -128,16 +126,3 @@ class Notes:
 def strict(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """``--strict``: "not modelled" notes become errors."""
     return [replace(d, severity=Severity.ERROR) if d.code == "P001" else d for d in diagnostics]
-
-
-def describe(code: str) -> dict:
-    """Name, summary, docs, severity and family of a reader code (for ``dslc explain`` and SARIF)."""
-    c = READER_CODES[code]
-    return dict(
-        name=c.name,
-        summary=c.summary,
-        full=c.explanation,
-        docs=f"{c.code}: {c.summary}\n\n{c.explanation}",
-        severity=c.severity,
-        family="pypto reader",
-    )

@@ -49,11 +49,13 @@ from lowering.pypto_reader.values import (
 )
 from lowering.source import Span
 from lowering.symbolic import DYNAMIC, Const, EvalError, Expr, Sym, evaluate, substitute
+from runtime.device import PRESETS as DEVICES
 
 if TYPE_CHECKING:
     from lowering.pypto_reader.orchestration import OrchestrationReader
 
-PRESET_CORES = {"available_aiv_count": 48, "available_cluster_count": 24}  # a2a3
+#: What ``pl.system.available_*_count()`` is taken to be: the a2a3 preset of ``runtime.device``.
+PRESET_CORES = {"available_aiv_count": DEVICES["a2a3"].aiv, "available_cluster_count": DEVICES["a2a3"].aic}
 
 
 class TaskBuilder:

@@ -2,7 +2,8 @@
 
 Both read runtime/device.py; these tests hold them to the same numbers by behaviour, so that a
 default changed on one side only (the simulator's early queue at 32 while D110 keeps 64, a
-preset with other core counts) fails here.
+preset with other core counts) fails here. The AscendC target and the PyPTO reader take the
+a2a3 core counts from there as well, tied at the end.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from lowering.checks import run_rules
 from lowering.checks.rule import PRESETS as LINT_PRESETS
 from lowering.checks.rule import CheckContext
 from runtime.device import EARLY_QUEUE_CAPACITY
+from runtime.device import PRESETS as DEVICES
 from runtime.simulator import PRESETS as SIM_PRESETS
 from runtime.simulator import CohortTooLargeError
 
@@ -82,3 +84,52 @@ def test_o602_fires_exactly_where_the_simulator_refuses_a_cohort(tmp_path, prese
     assert _codes(COHORT, aiv + 1, preset).count("O602") == 1
     with pytest.raises(CohortTooLargeError):
         _layer(tmp_path, COHORT, aiv + 1).run(cores=preset)
+
+
+BARRIER = """layer b(N = 4) {
+  task t spmd(N) on CORE { barrier }
+}
+"""
+
+
+@pytest.mark.parametrize(("core", "shape"), [("aiv", "aiv"), ("mix", "aic")])
+def test_the_ascendc_target_holds_a_barrier_exactly_where_the_a2a3_preset_has_cores(core, shape):
+    """The AscendC target (A721, the host's DSLC_*_CORES defaults) counts the cores of the
+    simulator's a2a3 preset: a barrier over as many blocks as there are cores of the task's
+    shape (clusters, for mix) is accepted, one more is refused."""
+    from lowering.codegen.ascendc.emit import render_project
+    from lowering.source import CompileError
+
+    cores = getattr(DEVICES["a2a3"], shape)
+
+    def project(n: int) -> dict[str, str]:
+        (graph,) = compile_text(BARRIER.replace("CORE", core).replace("(N = 4)", f"(N = {n})"))
+        return render_project(graph, "h", "v")
+
+    host = next(text for name, text in project(cores).items() if name.endswith(".asc"))
+    assert f"#define DSLC_AIV_CORES {DEVICES['a2a3'].aiv}\n" in host
+    assert f"#define DSLC_AIC_CORES {DEVICES['a2a3'].aic}\n" in host
+    with pytest.raises(CompileError) as refused:
+        project(cores + 1)
+    (d,) = refused.value.diagnostics
+    assert d.code == "A721" and f"over {cores + 1} blocks, more than the {cores} " in d.message
+
+
+@pytest.mark.parametrize(
+    ("query", "shape"), [("available_aiv_count", "aiv"), ("available_cluster_count", "aic")]
+)
+def test_the_pypto_reader_takes_the_device_core_count_from_the_a2a3_preset(tmp_path, query, shape):
+    from lowering.pypto_reader import read_pypto
+
+    path = tmp_path / "model.py"
+    path.write_text(
+        "import pypto.language as pl\n\n\n@pl.jit\ndef entry(x: pl.Tensor[[8, 8], pl.FP32]):\n"
+        f'    with pl.spmd(pl.system.{query}(), name_hint="full"):\n'
+        '        pl.system.syncall(core_type="aiv_only", mode="hard")\n'
+        "    return x\n",
+        encoding="utf-8",
+    )
+    result = read_pypto(path)
+    (graph,) = result.graphs
+    assert graph.task("full").blocks == getattr(DEVICES["a2a3"], shape)
+    assert any(d.code == "P001" and query in d.message for d in result.diagnostics)

@@ -57,6 +57,21 @@ def test_code_table_lists_every_rule_and_front_end_code():
     assert sorted(documented) == expected
 
 
+def test_every_part_declares_its_codes_with_the_one_code_type():
+    """``lowering.codes.Code`` is the declaration type of every code (issue 15: the PyPTO reader
+    had a ``ReaderCode`` of its own, re-packed by the registry); the registry holds the entries
+    as declared, each family set."""
+    from dsl.driver.codes import registry
+    from lowering.codes import Code
+
+    for part in (CODES, META_CODES, READER_CODES, TARGET_CODES):
+        assert {c: type(v) for c, v in part.items() if type(v) is not Code} == {}
+    reg = registry()
+    assert all(reg[c] is READER_CODES[c] for c in READER_CODES)
+    assert {c.family for c in READER_CODES.values()} == {"pypto reader"}
+    assert all(c.family for c in reg.values())
+
+
 def test_generated_table_has_a_row_per_code():
     rows = markdown_code_table().splitlines()
     assert rows[0] == "| code | name | family | severity | summary |"

@@ -117,6 +117,10 @@ GOLDEN_MISTAKES = [
         "def golden(inputs, params):\n    return 1 / 0\n",
         ":2:5: E109 golden raised ZeroDivisionError: division by zero",
     ),
+    (  # issue 15: this compared nothing, and `dslc run` printed an empty table and exited 0
+        "def golden(inputs, params):\n    return {}\n",
+        ": E109 golden returned no outputs for any rank, so nothing would be checked (outputs: y)",
+    ),
 ]
 
 
@@ -128,6 +132,16 @@ def test_a_golden_that_fails_or_does_not_fit_is_e109_at_the_golden_file(tmp_path
     code, out, _ = run(capsys, "run", str(layer))
     assert code == 2
     assert f"{tmp_path / 'splitk_reduce_golden.py'}{message}" in out, out
+
+
+def test_a_validation_that_compared_nothing_has_not_passed():
+    """Issue 15: ``Validation.passed`` was ``all(...)``, true for a golden that checked nothing."""
+    from dsl.driver.api import OutputCheck, Validation
+
+    ok = OutputCheck("y", 0, True, 0.0, 0.0, 0.0, "")
+    assert not Validation().passed
+    assert Validation([ok]).passed
+    assert not Validation([ok, OutputCheck("y", 1, False, 1.0, 1.0, 1.0, "off")]).passed
 
 
 def test_a_missing_golden_is_e102_at_its_declaration(tmp_path, capsys):

@@ -26,11 +26,6 @@ HC_POST_REDUCED = {"T": 16, "HC_DIM": 1024}
 OUTPUTS = ("x_mixed", "post", "comb")
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("DSLC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dslc-cache"))
-
-
 @pytest.fixture(scope="module")
 def hc_pre():
     return dsl.load(MODELS / "hc_pre.dsl", **HC_PRE_REDUCED)

@@ -31,11 +31,6 @@ CSA_REDUCED = {
 REQUESTS = [(0, 128), (37, 128), (10, 101), (126, 2)]  # (start_pos, num_tokens)
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("DSLC_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "dslc-cache"))
-
-
 @pytest.fixture(scope="module")
 def indexer():
     return dsl.load(MODELS / "prefill_indexer.dsl", **INDEXER_REDUCED)

@@ -87,9 +87,9 @@ def test_the_fingerprint_covers_every_file_that_generates_code(tmp_path, monkeyp
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("one\n")
     sources = (
-        (tmp_path / "dsl", ("*.py", "*.lark")),
-        (tmp_path / "lowering", ("*.py",)),
-        (tmp_path / "templates", ("*",)),
+        (tmp_path / "dsl", ("**/*.py", "**/*.lark")),
+        (tmp_path / "lowering", ("**/*.py",)),
+        (tmp_path / "templates", ("**/*",)),
     )
     monkeypatch.setattr(common, "GENERATOR_SOURCES", sources)
 
@@ -105,6 +105,76 @@ def test_the_fingerprint_covers_every_file_that_generates_code(tmp_path, monkeyp
     seen.add(fingerprint())
     assert len(seen) == 6
     common.compiler_fingerprint.cache_clear()
+
+
+#: One file of each kind the real ``GENERATOR_SOURCES`` must cover, below the repository.
+GENERATING = (
+    "lowering/codegen/numpy/kernel.py",  # a target's code generator
+    "lowering/passes/__init__.py",  # the lowering
+    "lowering/codegen/ascendc/headers/acl/acl/acl.h",  # a header the AscendC target ships
+    "dsl/grammar.lark",  # the language
+    "dsl/frontend.py",
+    "runtime/device.py",  # the device facts the lint and the AscendC target read
+    "codegen_templates/numpy/layer.py.j2",  # templates
+    "codegen_templates/ascendc/host.asc.j2",
+)
+
+
+def test_the_real_fingerprint_follows_an_edit_to_each_kind_of_generating_file(tmp_path, monkeypatch):
+    """Issue 15: the test above swaps in its own list, so dropping ``lowering/`` from the real
+    one passed. Here the real list is kept and only moved onto a copy of the files it names."""
+    from lowering.codegen import common
+
+    for rel in GENERATING:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_bytes((ROOT / rel).read_bytes())
+    moved = tuple(
+        (tmp_path / root.relative_to(ROOT), patterns) for root, patterns in common.GENERATOR_SOURCES
+    )
+    monkeypatch.setattr(common, "GENERATOR_SOURCES", moved)
+
+    def fingerprint() -> str:
+        common.compiler_fingerprint.cache_clear()
+        return common.compiler_fingerprint()
+
+    try:
+        before = fingerprint()
+        unchanged = []
+        for rel in GENERATING:
+            with (tmp_path / rel).open("a") as f:
+                f.write("\n")
+            after = fingerprint()
+            if after == before:
+                unchanged.append(rel)
+            before = after
+        assert unchanged == [], "edits the cache key does not see"
+    finally:
+        common.compiler_fingerprint.cache_clear()
+
+
+def test_the_fingerprint_covers_every_module_the_front_end_and_the_targets_import():
+    """What ``dsl.frontend`` and the targets' ``emit`` modules import (``tests/test_architecture``'s
+    import graph, transitively) decides what a generated module says, so each is in the key."""
+    from test_architecture import import_graph
+
+    from lowering.codegen import common
+
+    graph = import_graph(ROOT)
+    todo = ["dsl.frontend", *(f"lowering.codegen.{t}.emit" for t in ("numpy", "pypto", "ascendc"))]
+    reached: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo.extend(graph[name])
+    assert {"runtime.device", "lowering.codegen.numpy.kernel", "lowering.codegen.ascendc.kernel"} <= reached
+    covered = {path.relative_to(ROOT) for _, path in common.generator_files()}
+    missing = []
+    for name in sorted(reached):
+        path = Path(*name.split("."))
+        if (path / "__init__.py") not in covered and path.with_suffix(".py") not in covered:
+            missing.append(name)
+    assert missing == [], "imported by the code generators but not in GENERATOR_SOURCES"
 
 
 def test_the_suite_runs_on_a_cache_of_its_own():

@@ -225,6 +225,10 @@ class _Odometer(Decider):
         return i
 
 
+class TooManySchedules(Exception):
+    """The program has more decision sequences than the enumeration's ``limit``."""
+
+
 @dataclass
 class Enumeration:
     """Every schedule of a program: the distinct outputs of complete ones, how many deadlock."""
@@ -246,7 +250,8 @@ def enumerate_schedules(
     rounds: int = 1,
     limit: int = 20_000,
 ) -> Enumeration:
-    """Run every decision sequence of the untimed engine (raises if more than ``limit``)."""
+    """Run every decision sequence of the untimed engine (:class:`TooManySchedules` if more
+    than ``limit``)."""
     out = Enumeration()
     kinds = [t.kind for t in program.tensors]
     prefix: list[int] = []
@@ -269,7 +274,7 @@ def enumerate_schedules(
         )
         out.schedules += 1
         if out.schedules > limit:
-            raise AssertionError(f"more than {limit} schedules")
+            raise TooManySchedules(f"more than {limit} schedules")
         try:
             if eng.run():
                 key = tuple(

@@ -78,8 +78,8 @@ def _needed(graph: Graph, ctx: CheckContext, waiter: Task) -> list[tuple[Task, i
 
 
 def _hazard(graph: Graph, ctx: CheckContext, w1: Task, w2: Task) -> list[Task]:
-    """Tasks of Need(w1) that w2 blocks: w2 itself, or tasks parkable behind w2 (unordered
-    with it, on cores it can hold: ``parkable_behind``, with the order tests on numbers)."""
+    """Tasks of Need(w1) that w2 blocks: w2 itself, or tasks parkable behind w2: unordered with
+    it (neither before the other by progress number) and on cores it can hold (``shares_cores``)."""
     r = progress(graph, ctx)
     k2 = r.number(w2.name)
     out = []

@@ -12,7 +12,7 @@ from itertools import chain
 
 from lowering.checks.points import admissible_envs, group_envs, signal_exprs
 from lowering.checks.protocol.counting import analyse_wait, reuse_wait
-from lowering.checks.protocol.implied_order import can_overlap, progress_ancestors, progress_descendants
+from lowering.checks.protocol.implied_order import progress_ancestors, progress_descendants
 from lowering.checks.protocol.instances import Unchecked, Uncountable
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable, env_key, notifiers_of, notify_counts, waited_cells
@@ -154,8 +154,3 @@ def notifies_after(task: Task, wait: SignalOp) -> bool:
 def shares_cores(a: Task, b: Task) -> bool:
     """Whether a block of ``a`` can sit in the pending slot of a core running ``b``."""
     return bool(_UNITS[a.core] & _UNITS[b.core])
-
-
-def parkable_behind(ctx: CheckContext, task: Task, spinner: Task) -> bool:
-    """``task`` can be staged into the pending slot of a core on which ``spinner`` spins."""
-    return can_overlap(ctx.graph, ctx, task.name, spinner.name) and shares_cores(task, spinner)

@@ -25,7 +25,7 @@ import jinja2
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.diagnostics import CODES, UnsupportedForAscendC, as_compile_error
 from lowering.codegen.ascendc.host import host_context
-from lowering.codegen.ascendc.kernel import Kernel, build_kernel, comment_text
+from lowering.codegen.ascendc.kernel import AIC_CORES, AIV_CORES, Kernel, build_kernel, comment_text
 from lowering.codegen.ascendc.lint import check_budgets
 from lowering.codegen.common import generator_hash, template_environment
 from lowering.ir import Graph
@@ -81,6 +81,8 @@ def render_project(graph: Graph, source_hash: str, version: str) -> dict[str, st
         "host_file": files["host"],
         "kernels": [_kernel_context(k) for k in _in_launch_order(kernels, host)],
         "host": host,
+        "aiv_cores": AIV_CORES,
+        "aic_cores": AIC_CORES,
     }
     return {
         files["kernels"]: env.get_template("kernels.h.j2").render(**context),

@@ -27,12 +27,15 @@ from lowering.codegen.ascendc.mix import split_mix
 from lowering.codegen.ascendc.tiles import Budget
 from lowering.ir import Graph, Task, Tensor
 from lowering.symbolic import Const
+from runtime.device import PRESETS as DEVICES
 
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">=", "eq": "==", "ne": "!=",
         "lt": "<", "le": "<=", "gt": ">", "ge": ">="}  # fmt: skip
 _COMMENT_SAFE = re.compile(r"[^A-Za-z0-9_.\[\]]")
-AIV_CORES = 48  # a2a3 (Atlas A2/A3): 24 clusters of 1 AIC + 2 AIV
-AIC_CORES = 24
+#: The cores of the device the target is for, a2a3 (Atlas A2/A3: 24 clusters of 1 AIC + 2 AIV),
+#: as the lint and the simulator count them (``runtime.device``).
+AIV_CORES = DEVICES["a2a3"].aiv
+AIC_CORES = DEVICES["a2a3"].aic
 _KERNEL_TYPE = {
     "aiv": "KERNEL_TYPE_AIV_ONLY",
     "aic": "KERNEL_TYPE_AIC_ONLY",
