@@ -1,4 +1,5 @@
-"""Rebuilding IR task bodies with a function applied to every value (bottom-up)."""
+"""Rebuilding IR task bodies with a function applied to every value (bottom-up) or to every
+statement that holds no statements."""
 
 from __future__ import annotations
 
@@ -53,5 +54,20 @@ def map_stmts(
             )
         elif hasattr(s, "value") and isinstance(s.value, VALUE_TYPES):
             s = dataclasses.replace(s, value=map_value(s.value, fn))
+        out.append(s)
+    return tuple(out)
+
+
+def map_leaf_stmts(stmts: tuple, fn: Callable) -> tuple:
+    """The statements with every one that holds no statements replaced by ``fn(stmt)``; loops
+    and branches are rebuilt around what it returns (their conditions and bounds unchanged)."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ir_body.ForS):
+            s = dataclasses.replace(s, body=map_leaf_stmts(s.body, fn))
+        elif isinstance(s, ir_body.IfS):
+            s = dataclasses.replace(s, then=map_leaf_stmts(s.then, fn), orelse=map_leaf_stmts(s.orelse, fn))
+        else:
+            s = fn(s)
         out.append(s)
     return tuple(out)

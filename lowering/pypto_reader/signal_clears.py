@@ -14,10 +14,9 @@ tensor stays a store.
 
 from __future__ import annotations
 
-import dataclasses
-
 from lowering import body as ir_body
 from lowering import ir
+from lowering.passes.walk import map_leaf_stmts
 from lowering.symbolic import Const, Sym
 
 RANK = Sym("rank", "rank")
@@ -37,22 +36,18 @@ def _clear_of(store: ir_body.StoreS) -> ir_body.NotifyS | None:
     )
 
 
-def _rewrite(stmts: tuple, signals: set[str], clears: dict) -> tuple:
-    out = []
-    for s in stmts:
-        if isinstance(s, ir_body.ForS):
-            s = dataclasses.replace(s, body=_rewrite(s.body, signals, clears))
-        elif isinstance(s, ir_body.IfS):
-            s = dataclasses.replace(
-                s, then=_rewrite(s.then, signals, clears), orelse=_rewrite(s.orelse, signals, clears)
-            )
-        elif isinstance(s, ir_body.StoreS) and s.tensor in signals:
-            notify = _clear_of(s)
-            if notify is not None:
-                clears[s.span] = notify
-                s = notify
-        out.append(s)
-    return tuple(out)
+def _with_clears(stmts: tuple, signals: set[str]) -> tuple[tuple, dict]:
+    """``stmts`` with their clears of ``signals`` as notifies, and those notifies by span."""
+    clears: dict = {}
+
+    def as_clear(s):
+        notify = _clear_of(s) if isinstance(s, ir_body.StoreS) and s.tensor in signals else None
+        if notify is None:
+            return s
+        clears[s.span] = notify
+        return notify
+
+    return map_leaf_stmts(stmts, as_clear), clears
 
 
 def zero_writes_as_clears(tasks: list[ir.Task], tensors: dict[str, ir.Tensor]) -> None:
@@ -63,8 +58,7 @@ def zero_writes_as_clears(tasks: list[ir.Task], tensors: dict[str, ir.Tensor]) -
     for task in tasks:
         if not any(a.tensor in signals and a.mode == "write" for a in task.accesses):
             continue
-        clears: dict = {}
-        body = _rewrite(task.body, signals, clears)
+        body, clears = _with_clears(task.body, signals)
         if not clears:
             continue
         kept, added = [], []
