@@ -4,8 +4,8 @@ models/deepseek_v4_flash/moe.dsl at EP = 16 ranks, N_LOCAL = 16 experts per rank
 tokens per rank, TOPK = 6, with the hidden sizes reduced to D = 256, I = 128 (the task graph
 and the handshakes do not depend on them), on the ``sim`` preset (8 AIC / 16 AIV per rank),
 for each signal-clearing mode, and its pre-fix form tests/fixtures/seed/moe_pre.dsl
-(seed-bugs.md §2.2) under the same runs. Per variant: seeds that completed every round,
-seeds that deadlocked (and in which round), blocks dispatched, simulated makespan, wall time
+(docs/runtime-semantics.md §15.2) under the same runs. Per variant: seeds that completed every
+round, seeds that deadlocked (and in which round), blocks dispatched, simulated makespan, wall time
 and CPU time (on a shared machine the CPU seconds are the stable figure). The post-fix runs
 are validated against the golden after their last round (memory persists across rounds).
 tests/models/test_moe_model.py runs 3 of these seeds.

@@ -226,7 +226,7 @@ class ScalarDecl(Node):
 
 @dataclass(frozen=True)
 class GoldenDecl(Node):
-    """``golden "hc_pre_golden.py"``: a NumPy reference beside the source (see docs/run.md)."""
+    """``golden "hc_pre_golden.py"``: a NumPy reference beside the source (see docs/golden.md)."""
 
     path: str
 

@@ -1,15 +1,16 @@
 """``after prev(t)``: order a task after task ``t``'s instance of the previous round.
 
 A layer runs round after round, and the runtime orders round r + 1's tasks after round r's
-only where a tensor edge does (reference §1.4: the tensor map lives across submissions): a
-round can overtake the previous one wherever nothing does. ``prev(t)`` states the order
-explicitly, and is lowered to the runtime's own means, an *ordering token* (the idiom of the
-reference's host-level ``_ord`` tensor, §1.9): a one-element ``i32`` scratch per ordered task,
-which block 0 of ``t`` increments (a read-modify-write, so ``t`` of each round also follows
-``t`` of the round before) and the waiting task reads (an anchor read). The tensor map then
-gives the edge ``t`` (round r) -> task (round r + 1). When ``t`` comes before the task in the
-layer, the read also orders the task after ``t`` of its own round (the token's latest writer).
-The token is ordinary data: every target emits it, and every rule sees its edges.
+only where a tensor edge does (docs/runtime-semantics.md §3: the tensor map lives across
+submissions): a round can overtake the previous one wherever nothing does. ``prev(t)`` states
+the order explicitly, and is lowered to the runtime's own means, an *ordering token* (the idiom
+of the runtime's host-level ``_ord`` tensor, docs/runtime-semantics.md §7.6): a one-element
+``i32`` scratch per ordered task, which block 0 of ``t`` increments (a read-modify-write, so
+``t`` of each round also follows ``t`` of the round before) and the waiting task reads (an
+anchor read). The tensor map then gives the edge ``t`` (round r) -> task (round r + 1). When
+``t`` comes before the task in the layer, the read also orders the task after ``t`` of its own
+round (the token's latest writer). The token is ordinary data: every target emits it, and every
+rule sees its edges.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Edge inference exactly as the task runtime does it (runtime-model.md §1.4).
+"""Edge inference exactly as the task runtime does it (docs/runtime-semantics.md §3).
 
 Per task, in submission order:
 
@@ -119,7 +119,7 @@ def base_buffer(graph: Graph, name: str) -> tuple[str, int]:
 
     A PyPTO ``reshape``/view names bytes of another tensor (``Tensor.view_of``); the runtime's
     tensor map keys every argument by its base address, so accesses through different views of
-    one buffer meet there (runtime-model.md §1.4). A layer written in dslc has no views.
+    one buffer meet there (docs/runtime-semantics.md §3). A layer written in dslc has no views.
     """
     tensor = graph.tensors[name]
     if tensor.view_of is None:

@@ -70,7 +70,7 @@ class Tensor:
     init_value: float | None = None
     # The task whose execution allocates this buffer (a PyPTO tile that outlives its ``pl.at``
     # scope becomes a runtime-allocated output of that task); its users wait for the creator
-    # (runtime-model.md §1.4, creator retention). None: allocated before the layer runs.
+    # (docs/runtime-semantics.md §3, creator retention). None: allocated before the layer runs.
     created_by: str | None = None
 
     @property
@@ -317,8 +317,8 @@ class Graph:
     aliases: tuple[Alias, ...] = ()  # tensors a call binds under several names (rule R502)
     # What the runtime scalar of a wait threshold counts. A dslc layer passes the round number
     # (``rounds``: docs/lint.md). A PyPTO program passes a 1-based *call id* that restarts at
-    # every dispatch of the program (``calls``, runtime-model.md §1.9 "Epochs"): on a cell the
-    # program clears every dispatch, the first call's wait is judged at epoch 1 only.
+    # every dispatch of the program (``calls``, docs/runtime-semantics.md §7.3): on a cell
+    # the program clears every dispatch, the first call's wait is judged at epoch 1 only.
     epoch_counts: str = "rounds"
     # Why tasks the program submits are missing from this graph (the PyPTO reader stops at a task
     # cap), or "" when it is whole. Rules that count notifies do not judge an incomplete graph: a

@@ -1,6 +1,6 @@
-"""Comparators for kernel outputs against goldens (seed-bugs.md §7.2, deepseek-v4-layers.md §2.5).
+"""Comparators for kernel outputs against goldens (docs/runtime-semantics.md §20.2).
 
-Written from the reference's description of pypto-lib's `golden/validation.py`:
+Written from that description of pypto-lib's `golden/validation.py` (upstream):
 
 - `allclose`: every element within atol + rtol*|expected| (torch.allclose; NaN fails).
 - `ratio_allclose`: the same per-point test, but up to round(max_error_ratio * numel) points
@@ -10,7 +10,7 @@ Written from the reference's description of pypto-lib's `golden/validation.py`:
   cann-recipes-infer `data_compare`), bad-point fraction <= pct_thd, worst bad < max_diff_hd.
 - `topk_pair_compare`: index mismatches are forgiven where the *actual* paired scores stay
   non-increasing around the position (tie swaps). It never looks at expected scores, so a
-  well-sorted but wrong selection passes (the blind spot of seed-bugs.md §7.3).
+  well-sorted but wrong selection passes (the blind spot of docs/runtime-semantics.md §20.3).
 - `topk_selection_compare`: `topk_pair_compare` plus the fix: the multiset of selected scores
   must equal the golden's, and selections must not repeat an index.
 - `topk_prefix_contract`: the indexer's contract on its own output (v distinct values in
@@ -244,7 +244,7 @@ def topk_selection_compare(
     atol: float = 0.0,
     rtol: float = 0.0,
 ) -> Comparison:
-    """`topk_pair_compare` plus a check of *what* was selected (the §7.3 fix).
+    """`topk_pair_compare` plus a check of *what* was selected (docs/runtime-semantics.md §20.3).
 
     Per row, on `scores` (usually the kernel's own score output): the actual selection must
     not repeat an index, must select as many entries (non -1) as the golden, and its sorted
@@ -297,7 +297,7 @@ def topk_selection_compare(
 def topk_prefix_contract(
     actual_idx: np.ndarray, visible: np.ndarray, num_active: int | None = None, topk_cap: int | None = None
 ) -> Comparison:
-    """The indexer's output contract (deepseek-v4-layers.md §6.7, part 1).
+    """The indexer's output contract (docs/runtime-semantics.md §20.2, the prefix contract).
 
     Row t < num_active: its first v = min(visible[t], topk_cap) entries are v distinct values
     in [0, visible[t]) and the rest is -1. Rows t >= num_active are all -1.

@@ -12,7 +12,7 @@ It then builds a wait-for graph over blocks and unplaced tasks - spinner -> noti
 block -> the running block of its core, gated block -> its unfinished producers, barrier block ->
 blocks that have not arrived, unplaced task -> the blocks holding the cores of its shape - and
 reports the first cycle it finds (e.g. ``wait[0]@rank0 -> push[0]@rank1 -> wait[0]@rank1 ->
-push[0]@rank0``), which is the cross-rank handshake deadlock of seed-bugs §2.4.
+push[0]@rank0``), which is the cross-rank handshake deadlock of docs/runtime-semantics.md §15.4.
 """
 
 from __future__ import annotations

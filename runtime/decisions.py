@@ -152,9 +152,9 @@ class Decider:
     """Answers every choice point through :meth:`decide`; drives the untimed engine.
 
     Subclasses implement ``decide(kind, options) -> index``; it is called only when there are
-    two or more options.  The engine offers the racy superset of placements (reference §1.6:
-    the idle check across scheduler threads is an advisory snapshot), so every placement a
-    seeded policy can make is among the options.
+    two or more options.  The engine offers the racy superset of placements
+    (docs/runtime-semantics.md §5: the idle check across scheduler threads is an unsynchronised
+    snapshot), so every placement a seeded policy can make is among the options.
     """
 
     name = "decider"

@@ -37,7 +37,7 @@ PRESETS: dict[str, Device] = {
 DEFAULT_SCHED_THREADS = 3
 
 #: Unstaged early-dispatch candidate blocks one queue (per core shape, and one for sync_start
-#: grids) holds in simpler before #1812 (seed-bugs.md §8.1 #899, rule R12).
+#: grids) holds in simpler before #1812 (docs/runtime-semantics.md §21.1 #899, rule R12).
 EARLY_QUEUE_CAPACITY_BEFORE_1812 = 64
 
 #: The capacity the lint and the simulator assume by default: the runtime pypto-lib requires

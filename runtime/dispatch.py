@@ -1,4 +1,4 @@
-"""Dispatch: where ready blocks go (reference runtime-model.md §1.6, §1.7).
+"""Dispatch: where ready blocks go (docs/runtime-semantics.md §5, §6).
 
 One pass per rank whose state changed, in the runtime's priority order:
 

@@ -1,4 +1,4 @@
-"""Task instances and their life cycle (reference runtime-model.md §1.6, §1.7).
+"""Task instances and their life cycle (docs/runtime-semantics.md §5, §6).
 
 :class:`TaskLifecycle` owns the task instances of every round and hosted rank, wired to their
 producers, and moves each through its states: waiting on producers, early candidate (every

@@ -3,9 +3,10 @@
 These are plain ``__slots__`` records manipulated by ``runtime.scheduler.Engine``; they hold
 no logic beyond naming themselves, so the dispatch rules live in one place.
 
-Core numbering follows reference §1.6: cluster ``ci`` is ``{AIC ci, AIV 2ci, AIV 2ci+1}``, and
-clusters are owned round-robin by scheduler threads (``ci % n_threads``).  Names are per kind
-(``AIC3``, ``AIV7``) because that is how a swimlane shows them.
+Core numbering follows docs/runtime-semantics.md §1: cluster ``ci`` is
+``{AIC ci, AIV 2ci, AIV 2ci+1}``, and clusters are owned round-robin by scheduler threads
+(``ci % n_threads``).  Names are per kind (``AIC3``, ``AIV7``) because that is how a swimlane
+shows them.
 """
 
 from __future__ import annotations

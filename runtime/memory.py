@@ -10,7 +10,7 @@ that cell.
 Blocking operations are not calls but values a kernel *yields*: ``yield ctx.wait(...)`` and
 ``yield ctx.barrier()``.  That keeps kernels ordinary generator functions and lets the engine
 decide when a block resumes, while the block keeps holding its core in between (TWAIT and a hard
-syncall both spin on the core, reference §1.9/§1.10).
+syncall both spin on the core, docs/runtime-semantics.md §7.2, §8).
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ seeded by the caller, so a (program, policy, seed) triple always yields the same
 * ``random``: a uniform choice among legal placements, released consumers in random order, and
   random order among blocks whose code runs at the same instant (so FP atomics land in
   different orders on different seeds).
-* ``adversarial``: hunts for the D1/D2 deadlocks of reference §1.10.  It
+* ``adversarial``: hunts for the D1/D2 deadlocks of docs/runtime-semantics.md §9.  It
 
   - also allows the *racy* placements of the multi-threaded scheduler: a scheduler thread
     whose own clusters have no idle core of a shape runs its PENDING stage even while another
     thread has an idle core (the ``has_idle_in_other_threads`` check is an advisory snapshot,
-    reference §1.6);
+    docs/runtime-semantics.md §5);
   - scores each legal placement and, most of the time, picks uniformly among the worst ones:
     a notifier block parked in the pending slot of a core whose running block is spinning,
     gated, at a barrier, or belongs to a waiting task is worst; a waiter grabbing an idle core

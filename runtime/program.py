@@ -6,7 +6,7 @@ module builds one :class:`Program` (a frozen, hashable-by-identity description) 
 name, a resource shape, a grid size, a Python kernel and the indices of its producers.
 
 Why indices and not names for edges: the runtime sees one TaskId per submit and consumers name
-producers by id (reference §1.3, §1.8); indices into ``Program.tasks`` are that id, and
+producers by id (docs/runtime-semantics.md §2); indices into ``Program.tasks`` are that id, and
 requiring ``dep < own index`` is exactly the runtime's rule that a task can only wait on tasks
 submitted before it.
 """

@@ -3,7 +3,8 @@
 A lowered reduction adds the per-split partials in ascending split order with the same
 tile op the kernels use: ``((p0 + p1) + p2) + ...`` in the partials' dtype. A golden that
 computes its partials the kernel's way and folds them with :func:`ascending_sum` therefore
-equals the kernel exactly (seed-bugs.md §4.3: the golden must mirror the kernel's tree).
+equals the kernel exactly (docs/runtime-semantics.md §17.3: the golden must mirror the kernel's
+tree).
 """
 
 from __future__ import annotations

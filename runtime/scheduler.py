@@ -1,4 +1,4 @@
-"""The discrete-event engine: dispatch rules of reference §1.6/§1.7 and block execution.
+"""The discrete-event engine: dispatch rules (docs/runtime-semantics.md §5, §6), block execution.
 
 Time.  Time is an integer count of abstract units.  Nothing happens between events; the only
 event is "step block B at time t".  A block that gets all its cores (and is not gated) *starts*
@@ -27,9 +27,10 @@ of its core finishes.  A MIX block takes one whole cluster and starts once it ho
 running slots.  A gated block holds its slot until the doorbell (its task's last producer
 completes).  A consumer becomes ready at the time its last producer completes.
 
-Early candidates (§1.7): every direct producer complete or (flagged ``early_resolve`` and fully
-published, i.e. all its blocks placed); no predicate; at most ``early_capacity`` unstaged
-candidate blocks per shape queue - a candidate that does not fit waits for normal readiness.
+Early candidates (docs/runtime-semantics.md §6): every direct producer complete or (flagged
+``early_resolve`` and fully published, i.e. all its blocks placed); no predicate; at most
+``early_capacity`` unstaged candidate blocks per shape queue - a candidate that does not fit
+waits for normal readiness.
 
 Choice points (``runtime.decisions``).  Which core a block takes, which cores a cohort takes and
 in which order released consumers enter their queues are asked of ``self.policy``; which block

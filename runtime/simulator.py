@@ -1,7 +1,7 @@
 """Entry point of the NPU task-runtime simulator: ``simulate(program, inputs, ...)``.
 
-The simulator reproduces the scheduler of the Ascend task runtime (reference
-``runtime-model.md`` §1.3-§1.10), not an idealised one: per core a running and a pending slot,
+The simulator reproduces the scheduler of the Ascend task runtime
+(docs/runtime-semantics.md §2-§9), not an idealised one: per core a running and a pending slot,
 MIX/AIC/AIV ready queues, early dispatch of consumers of ``early_resolve`` producers holding
 their slots until the doorbell, SPMD waves, all-or-nothing ``sync_start`` cohorts, hard
 barriers, several ranks with symmetric windows and int32 signal cells, atomics applied in

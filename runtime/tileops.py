@@ -1,8 +1,7 @@
 """NumPy implementations of the tile ops that generated kernels call.
 
-The semantics follow the NPU as the references describe it (runtime-model.md §2.5,
-pypto-surface.md §8-§9, deepseek-v4-layers.md §2), because the simulator is only useful if a
-kernel computes here what it computes on the device:
+The semantics follow the NPU as docs/runtime-semantics.md §11 describes it, because the
+simulator is only useful if a kernel computes here what it computes on the device:
 
 - **No implicit promotion.** Array operands of one op must share a dtype, or the op raises
   TypeError; the result has that dtype. A Python int/float operand is the op's *scalar form*

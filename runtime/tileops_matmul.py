@@ -1,11 +1,11 @@
 """The cube's matmul for the NumPy tile ops: `matmul` and `matmul_acc`.
 
-The accumulation follows the NPU (runtime-model.md §2.5, pypto-surface.md §8): float inputs
+The accumulation follows the NPU (docs/runtime-semantics.md §11.1): float inputs
 accumulate in fp32, int8 inputs exactly in int32. The fp32 summation order of the default path
-is BLAS's (the reference treats it as unspecified); `k_group=4` instead emulates the A2/A3 cube
+is BLAS's (upstream goldens treat it as unspecified); `k_group=4` instead emulates the A2/A3 cube
 order bit for bit: products in groups of 4 consecutive k, each group summed in float64, one
-fp32 rounding per group. Operand dtypes must match (no implicit promotion), as for every tile
-op.
+fp32 rounding per group, as upstream's hc_pre golden does (docs/runtime-semantics.md §17.3).
+Operand dtypes must match (no implicit promotion), as for every tile op.
 
 Its own module because the cube is a unit of its own -- operand checks, the bit-exact fold,
 the exact int8 product and the store rounding serve only these two ops, and the hot path of

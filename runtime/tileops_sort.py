@@ -1,6 +1,6 @@
 """`sort32`, `mrgsort`, lane gathers and top-k extraction, with the ISA's semantics.
 
-The reference (seed-bugs.md §5.2, pypto-surface.md §8) fixes the layout and the limits:
+The ISA (docs/runtime-semantics.md §11.2-§11.3) fixes the layout and the limits:
 
 - A sorted row is **interleaved (value, index) records**: even columns hold the fp32 value,
   odd columns hold the uint32 index payload. We store the payload **as its raw bits** in the
@@ -22,7 +22,7 @@ list, then to the earlier position.
 
 Ties: equal values keep their input order, in `sort32` and (lower list first) in `mrgsort`.
 With the usual ramp payload (`arange`) that is "lower index first". The hardware's tie order
-is not documented in the reference; this is our decision. -0.0 and +0.0 compare equal. NaN
+is not documented upstream; this is our decision. -0.0 and +0.0 compare equal. NaN
 ordering is unspecified (do not sort NaN).
 """
 

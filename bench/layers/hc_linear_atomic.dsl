@@ -1,4 +1,4 @@
-# hc_pre linear, pre-fix (seed-bugs.md §4.1 "Separate"): zero seed + FP32 atomic split-K.
+# hc_pre linear, pre-fix (docs/runtime-semantics.md §17.1 "Separate"): zero seed + FP32 atomic split-K.
 layer hc_linear_atomic(T = 512, HC_DIM = 16384, MIX = 32, SPLITS = 4, K_CHUNK = 256) {
   input  x: f32[T, HC_DIM]
   input  w: f32[MIX, HC_DIM]

@@ -4,7 +4,7 @@ Each module rewrites one construct into plain language, so every later stage (ch
 edges, code generators, the PyPTO emitter) sees only the lowered graph:
 
 - ``reduce_sum``: split-K accumulation -> disjoint per-split partials + an ascending reduce
-  (no zero seed, no atomics: seed-bugs.md §4).
+  (no zero seed, no atomics: docs/runtime-semantics.md §17).
 """
 
 from __future__ import annotations

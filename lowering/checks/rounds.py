@@ -7,7 +7,7 @@ from X to some A, an edge the tensor map carries into the next round from A to s
 (``Graph.cross_round_edges``: B of round r + 1 reads or rewrites what A of round r wrote), and
 in-round edges of round r + 1 from B to Y. Rounds further apart compose such chains. Nothing
 else orders rounds, so everything else can be in flight together, as far back as the task
-ring holds rounds (``RING_TASK_WINDOW`` task slots, reference §1.5).
+ring holds rounds (``RING_TASK_WINDOW`` task slots, docs/runtime-semantics.md §4).
 
 :func:`ordered_before` answers, for a task Y, which tasks of each earlier round are certainly
 done before Y starts; ``after prev(t)`` (``dsl.elaborate_rounds``) is how a layer orders what
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from lowering.checks.rule import CheckContext
 from lowering.ir import Graph
 
-RING_TASK_WINDOW = 16384  # task slots of the runtime's ring (pypto-lib CI; reference §1.5)
+RING_TASK_WINDOW = 16384  # task slots of the runtime's ring (pypto-lib CI; runtime-semantics.md §4)
 MAX_ROUNDS_APART = 16  # rounds apart followed at most (the sets repeat much sooner in practice)
 
 
@@ -44,9 +44,9 @@ class EarlierRounds:
 
 def rounds_overlap(graph: Graph) -> bool:
     """Whether round r + 1 can start before round r is done. A PyPTO program (read from ``.py``)
-    runs one round per dispatch, and a chip worker runs one dispatch at a time (reference §1.9,
-    "Host-level ordering token"): its rounds never overlap. A DSL layer's rounds are submitted
-    into one ring, back to back."""
+    runs one round per dispatch, and a chip worker runs one dispatch at a time
+    (docs/runtime-semantics.md §7.6): its rounds never overlap. A DSL layer's rounds are
+    submitted into one ring, back to back."""
     return not graph.file.endswith(".py")
 
 

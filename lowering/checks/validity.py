@@ -5,7 +5,7 @@ For every tile value it tracks how many leading columns can be *finite* (valid),
 tensors, from what earlier tasks stored (a load of ``score_wide[t, 0:2048]`` holds at most as
 many finite columns as the producers wrote). ``sort32`` starts a *chain* (runs of 32 records);
 each ``mrgsort(s, block_len)`` merges four lists of ``block_len`` columns (two per record,
-seed-bugs.md §5.2); ``topk_pairs(s, k)`` and slices of a sorted tile are *readouts*.
+docs/runtime-semantics.md §11.2); ``topk_pairs(s, k)`` and slices of a sorted tile are *readouts*.
 
 The facts are numbers at one parameter point (block and loop indices and runtime scalars are
 bounded by intervals); the sort rules re-run this at every admissible point. Stores also

@@ -1,8 +1,8 @@
 """Host-side request guards: ``build_tensor_specs`` refusing requests, and runtime-scalar ranges.
 
 pypto-lib model files check a request before compiling and running it, in the host code that
-builds the tensor specs (seed-bugs.md §6): ``if not 1 <= num_tokens <= T: raise ...``. The
-reader takes, from the function named ``build_tensor_specs``,
+builds the tensor specs (docs/runtime-semantics.md §13.3, §19): ``if not 1 <= num_tokens <= T:
+raise ...``. The reader takes, from the function named ``build_tensor_specs``,
 
 - a check of one runtime scalar against constant bounds (``lo <= x <= hi``, ``x in (...)``) as
   that scalar's admissible range (the DSL's ``scalar x: i32 in lo..hi``);

@@ -2,7 +2,7 @@
 
 PyPTO runs an orchestration-level ``pl.read(t, ...)`` as ``get_tensor_data``: the orchestrator
 waits until the tasks that write ``t`` complete; a ``pl.write`` (``set_tensor_data``) waits
-for its writers *and* readers (pypto-surface.md, "pl.read / pl.write"). Nothing is submitted
+for its writers *and* readers (docs/runtime-semantics.md §4). Nothing is submitted
 while it waits, so every task submitted after such a call starts after those tasks: a
 ``host`` edge from each of them to every later task (its span is the host call). It orders
 races and handshakes; the speculation rules leave it out (``checks.order.predecessors``):

@@ -264,7 +264,8 @@ class OrchestrationReader(PyInterpreter):
         if isinstance(base, TaskArrayVal):
             self.calls.array_store(base, target.slice, value)
         elif isinstance(base, TensorVal):
-            # `t[a:b, :] = v` is sugar for `t = pl.assemble(t, v, [a, 0])` (pypto-surface.md)
+            # `t[a:b, :] = v` is sugar for `t = pl.assemble(t, v, [a, 0])`
+            # (docs/runtime-semantics.md §13.2)
             view = self.calls.subscript(base, target)  # `base` itself when it cannot evaluate it
             self.calls.fuse_buffer(None if view is base else view, value, target)
 

@@ -251,10 +251,11 @@ class OrchestrationCalls:
         """Place the fresh ``pl.create_tensor`` buffer ``source`` at ``view``, a window of a tensor.
 
         ``pl.assemble(target, buf, offsets)`` in orchestration, and its subscript sugar
-        ``target[a:b, :] = buf``: PyPTO's FuseCreateAssembleToSlice pass (runtime-model.md §3)
-        allocates such a buffer as the slice of ``target`` at the offsets, so the tasks that wrote
-        ``buf`` wrote those bytes of ``target``, and its readers depend on them. The buffer becomes
-        a view of the target. Any other source is a P001 note: the copy is in no task.
+        ``target[a:b, :] = buf``: PyPTO's FuseCreateAssembleToSlice pass
+        (docs/runtime-semantics.md §12.1) allocates such a buffer as the slice of ``target`` at the
+        offsets, so the tasks that wrote ``buf`` wrote those bytes of ``target``, and its readers
+        depend on them. The buffer becomes a view of the target. Any other source is a P001 note:
+        the copy is in no task.
         """
         info = self.ev.prog.tensors.get(source.root) if isinstance(source, TensorVal) else None
         root = self.ev.prog.tensors.get(view.root) if isinstance(view, TensorVal) else None

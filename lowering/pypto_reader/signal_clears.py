@@ -3,7 +3,7 @@
 PyPTO has no "clear" op: a program resets its own signal cells by storing zero into the window
 that backs them, e.g. a task ordered after the round's last wait that runs
 ``pl.write(arrived, [src, 0], pl.cast(0, pl.INT32))`` for every source (the "program-end clear"
-of runtime-model §1.9, *Persistent windows*: with ``reset_persistent_windows=False`` the
+of docs/runtime-semantics.md §7.4: with ``reset_persistent_windows=False`` the
 program manages its windows itself). A cell lives in this rank's window, so the store is the
 DSL's ``notify sig[i] @ rank = 0``: this module turns every such store -- of a literal zero, to
 a tensor the program uses as a signal -- into that notify, so the protocol rules judge the

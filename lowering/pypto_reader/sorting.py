@@ -8,8 +8,9 @@ stays a ``min``), so the sort rule (S301) sees the chain and the bound of finite
 exactly as in a DSL layer, at every admissible parameter value.
 
 Format 2, ``pl.mrgsort(a, b[, c[, d]])``, merges 2 to 4 separately sorted operands (slices of
-whole runs) into one sorted list (``mrgsort_merge``). A readout is the PyPTO idiom ``pairs = s[:, 0 : 2 * K]`` on a sorted row (seed-bugs.md §5):
-it becomes ``topk_pairs(s, K)``.
+whole runs) into one sorted list (``mrgsort_merge``). A readout is the PyPTO idiom
+``pairs = s[:, 0 : 2 * K]`` on a sorted row (docs/runtime-semantics.md §11.3): it becomes
+``topk_pairs(s, K)``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-# hc_post, the hyper-connection post-mix of DeepSeek-V4-Flash (deepseek-v4-layers.md §4): the
+# hc_post, the hyper-connection post-mix of DeepSeek-V4-Flash (upstream hc_post.py): the
 # sublayer output x (bf16) goes back into the 4 fp32 residual streams,
 #
 #   y[t, o, :] = post[t, o] * x[t] + sum_i comb[t, 4i + o] * residual[t, i, :]

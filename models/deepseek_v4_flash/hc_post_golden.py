@@ -1,7 +1,7 @@
 """Golden adapter of ``hc_post.dsl`` over ``models.deepseek_v4_flash.golden.hc_post``.
 
 The layer keeps the streams flat (residual and y [T, 4, D] -> [T, HC_DIM]); the comparator
-is the reference's plain allclose(rtol = atol = 1e-3) (deepseek-v4-layers.md §4).
+is the reference's plain allclose(rtol = atol = 1e-3) (upstream `hc_post.py`).
 """
 
 from __future__ import annotations

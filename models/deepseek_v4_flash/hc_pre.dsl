@@ -1,6 +1,6 @@
-# hc_pre, the hyper-connection pre-mix of DeepSeek-V4-Flash (deepseek-v4-layers.md §3), in the
+# hc_pre, the hyper-connection pre-mix of DeepSeek-V4-Flash (upstream hc_pre.py), in the
 # "separate" implementation, the upstream default, after the pypto-lib #982 fix
-# (seed-bugs.md §4.1). The two reductions are ordered:
+# (docs/runtime-semantics.md §17.1). The two reductions are ordered:
 #
 #   - RMS: sum of x^2 over HC_DIM in RMS_K_CHUNK chunks, one partial per chunk, folded in
 #     ascending chunk order (golden `rms_splits=1`: one accumulator over the chunks);

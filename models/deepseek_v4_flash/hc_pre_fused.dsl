@@ -1,5 +1,5 @@
-# hc_pre, the "syncall" (fused) implementation after pypto-lib #982 (seed-bugs.md §4.1, the
-# post-fix table; math in deepseek-v4-layers.md §3). One sync_start grid of NUM_CORES MIX
+# hc_pre, the "syncall" (fused) implementation after pypto-lib #982 (docs/runtime-semantics.md
+# §17.1, after the fix; math in upstream hc_pre.py). One sync_start grid of NUM_CORES MIX
 # blocks, one per cluster of the device (a2a3: 24), with two hard barriers:
 #
 #   A  cube: lin_n = (T/16) * LINEAR_OK split-K tasks, each an ascending chain of cube

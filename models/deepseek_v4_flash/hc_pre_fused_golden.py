@@ -1,8 +1,8 @@
 """Golden adapter of ``hc_pre_fused.dsl``: ``hc_pre_golden`` with the fused kernel's RMS tree.
 
 The fused kernel sums the squares in RMS_OK partials of consecutive chunks and folds them
-in ascending order (seed-bugs.md §4.3: the reviewer's remark), so the golden is evaluated
-with ``rms_splits=RMS_OK``; everything else is the separate kernel's.
+in ascending order (docs/runtime-semantics.md §17.3: the reviewer's remark), so the golden is
+evaluated with ``rms_splits=RMS_OK``; everything else is the separate kernel's.
 """
 
 from __future__ import annotations

@@ -3,14 +3,15 @@
 A thin layer over the independent golden ``models.deepseek_v4_flash.golden.hc_pre``: it
 builds the golden's configuration from the layer's parameters, reshapes the tensors to the
 layer's 2-D layout (x [T, 4, D] -> [T, HC_DIM], hc_scale [3] -> [1, 3], hc_base [24] -> [1, 24])
-and picks the golden's reduction tree to match the kernel's (rule R5, seed-bugs.md §4.3):
+and picks the golden's reduction tree to match the kernel's (rule R5,
+docs/runtime-semantics.md §17.3):
 
 - linear: LINEAR_OK ascending splits, each an A2/A3 cube chain (k_group = 4);
 - RMS: one partial per RMS_K_CHUNK chunk folded ascending (``rms_splits=1``, the "separate"
   kernel); the fused kernel's adapter (``hc_pre_fused_golden``) passes ``rms_splits=RMS_OK``;
 - Sinkhorn column sums paired (r0 + r1) + (r2 + r3), as the kernel adds them.
 
-The comparators and tolerances are the reference's (deepseek-v4-layers.md §3.3).
+The comparators and tolerances are the reference's (docs/runtime-semantics.md §20.2).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-# DeepSeek-V4-Flash MoE layer, decode (deepseek-v4-layers.md §5; the post-fix graph of
-# pypto-lib 5791a8ee, seed-bugs.md §2.3 and §3.3), one rank of the EP all-to-all:
+# DeepSeek-V4-Flash MoE layer, decode (upstream moe.py; the post-fix graph of pypto-lib
+# 5791a8ee, docs/runtime-semantics.md §15.3 and §16.3), one rank of the EP all-to-all:
 #
 #   x_mixed --gate--> x_norm_i8, x_norm_scale, indices, weights   (deferred RMSNorm, W8A8 INT8)
 #           --shared expert----------------------------------> sh
@@ -27,11 +27,11 @@
 # dispatches). Peers are not ordered that way: a fast peer can be one forward ahead.
 #   RETIRE = 1 (default): the forward ends with clear_signals, which returns every cell to zero
 #     by a commutative atomic subtraction of exactly the credits this forward's waits observed
-#     (seed-bugs.md §8.1 R9). A zero-write would not be safe: a peer already in the next
-#     forward may have credited our cell before our clear runs, and a zero-write would erase
-#     it (its wait then hangs); the subtraction keeps it. With the counters back at zero after
-#     every forward, a wait expects the credits of one forward, 1 per peer (an `epoch`
-#     multiple would hang from round 2 on).
+#     (docs/runtime-semantics.md §21.1 R9). A zero-write would not be safe: a peer already in
+#     the next forward may have credited our cell before our clear runs, and a zero-write
+#     would erase it (its wait then hangs); the subtraction keeps it. With the counters back at
+#     zero after every forward, a wait expects the credits of one forward, 1 per peer (an
+#     `epoch` multiple would hang from round 2 on).
 #   RETIRE = 0: nothing is cleared inside the run: the counters are monotonic across rounds
 #     and the waits are epoch-scaled (`>= epoch`), as upstream's moe_epoch; the host clears
 #     the windows between programs (every simulate() starts from zero).
@@ -236,7 +236,7 @@ layer moe_shared_expert(T = 128, D = 4096, I = 2048) {
 
 # ------------------------------------------------------------------------------ dispatch
 
-# Receive windows on every rank, laid out [expert, source, slot] (deepseek-v4-layers.md §5.5):
+# Receive windows on every rank, laid out [expert, source, slot] (upstream moe.dispatch):
 #   lane row = le * RECV_MAX + src * MAX_PER_SRC + slot, MAX_PER_SRC = T, RECV_MAX = EP * T;
 #   recv_aux col 0 = x scale, col 1 = routing weight; recv_route col 0 = r_route = t * TOPK + k;
 #   recv_meta[src, le] = the number of rows src sends to local expert le.

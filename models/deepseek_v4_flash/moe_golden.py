@@ -1,8 +1,8 @@
-"""Golden contract of `moe.dsl`: a thin adapter over `golden/moe.py` (deepseek-v4-layers.md §5).
+"""Golden contract of `moe.dsl`: a thin adapter over `golden/moe.py` (upstream `moe.py`).
 
 The layer starts at hc_pre's output x_mixed and ends at ffn_out (hc_post's input), so the
 reference is `golden.moe.moe_ffn_golden`, the part of `moe_golden` between hc_pre and hc_post.
-Inputs are the §5.7 fixture of `golden.moe.make_inputs` (distinct experts per token, plain
+Inputs come from `golden.moe.make_inputs`, upstream's fixture (distinct experts per token, plain
 random INT8 weights with the reference's stds), with x_mixed = hc_pre(x_hc) per rank as in
 the MoE test; this module only renames and reshapes between the golden's stacked
 `[EP, ...]` arrays and the layer's per-rank tensors.

@@ -1,8 +1,8 @@
-# DeepSeek-V4-Flash prefill CSA sparse attention (deepseek-v4-layers.md §7.1-§7.4; dspark after
+# DeepSeek-V4-Flash prefill CSA sparse attention (upstream prefill_sparse_attn.py; dspark after
 # pypto-lib #982): the sparse row packing and the attention with sinks, for one chunk of T
 # tokens at positions start_pos .. start_pos + T - 1 (the first num_tokens active).
 #
-# Sparse rows of token t (§7.2, the kernel's fixed packing):
+# Sparse rows of token t (the kernel's fixed packing):
 #   block 0             the WIN sliding-window rows (swa_indices, physical ori-KV rows, oldest
 #                       first, -1 padded);
 #   blocks 1 .. N - 1   the indexer's selected compressed slots (its top-k, descending score,
@@ -12,9 +12,9 @@
 # CMP_COLS = INDEXER_TOPK_CAP rounded up to whole attention tiles, and PREFILL_SPARSE_PAD =
 # WIN + CMP_COLS (384 at T = 512, as dspark; 640 at T = 1024). Rule C401 proves, for every
 # admissible T and request, that no emitted slot is dropped -- no host guard on the packed
-# row count is needed (seed-bugs.md §6).
+# row count is needed (docs/runtime-semantics.md §19).
 #
-# Attention per token and head (§7.3): s = q K^T * HD^-0.5 (-inf bias on invalid rows),
+# Attention per token and head: s = q K^T * HD^-0.5 (-inf bias on invalid rows),
 # p = exp(s - rowmax), o = bf16(p) @ V per 128-row block, merged online; blocks without a valid
 # row are skipped; the sink adds exp(sink[h] - M) to the denominator. Then inverse RoPE on the
 # last 64 dims (bf16), the grouped wo_a projection, per-(token, group) INT8, and the INT8 wo_b

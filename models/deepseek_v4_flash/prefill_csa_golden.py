@@ -7,9 +7,9 @@ and takes ``start_pos`` and ``num_tokens`` as runtime scalars.
 The golden computes the attention on its compacted row lists (valid window rows, then valid
 compressed rows, cut into tiles of WIN), the kernel on its fixed blocks (block 0 the window,
 blocks 1.. the compressed slots, invalid rows masked); the two differ only by the per-tile
-bf16 rounding of P (deepseek-v4-layers.md §7.2), which the reference comparator absorbs:
-``attn_out`` ratio_allclose(atol=1e-4, rtol=1/128) over the active rows, and the rows past
-num_tokens exactly zero (``zero_tail``).
+bf16 rounding of P (models/deepseek_v4_flash/README.md, 'Prefill CSA'), which the reference
+comparator absorbs: ``attn_out`` ratio_allclose(atol=1e-4, rtol=1/128) over the active rows, and the
+rows past num_tokens exactly zero (``zero_tail``).
 
 The golden's configuration is the layer's: its packed capacity PREFILL_SPARSE_PAD is derived
 from what the indexer emits (WIN + INDEXER_TOPK_CAP rounded up to whole tiles, 384 at the
@@ -67,7 +67,8 @@ def make_inputs(
     num_tokens: int | None = None,
     cmp_indices: np.ndarray | None = None,
 ) -> dict:
-    """The §7.4 standalone fixture (cmp_indices[t] = arange(cc_t), then -1) in the layer's layout.
+    """Upstream's standalone test fixture (cmp_indices[t] = arange(cc_t), then -1) in the layer's
+    layout.
 
     Pass the indexer's top-k (``topk_full``) as ``cmp_indices`` to chain the two layers.
     """

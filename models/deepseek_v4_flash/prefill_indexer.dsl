@@ -1,23 +1,23 @@
-# The DeepSeek-V4-Flash prefill indexer (deepseek-v4-layers.md §6; dspark, after pypto-lib #982)
+# The DeepSeek-V4-Flash prefill indexer (upstream prefill_indexer.py; dspark, after pypto-lib #982)
 # for one chunk of T tokens at positions start_pos .. start_pos + T - 1 (the first num_tokens
 # active):
 #
-#   1. compressed index keys (§6.2): every 4 positions become one INT8 key of the paged
+#   1. compressed index keys: every 4 positions become one INT8 key of the paged
 #      index-KV cache: softmax pooling over 8 slots (the previous 4 positions, read from the
 #      compress state before the chunk, and the current 4), RMSNorm, RoPE at pos - 3,
 #      Hadamard, bf16, INT8 quant-on-write; then the compress state takes the chunk's rows;
-#   2. the query path (§6.3-§6.4): INT8 q projection, RoPE, Hadamard, per-head INT8, and the
+#   2. the query path: INT8 q projection, RoPE, Hadamard, per-head INT8, and the
 #      head weights x @ weights_proj * (H * HD)^-0.5;
-#   3. the ReLU-weighted INT8 score (§6.5): score[t, c] = sum_h relu(q_i8 . kv_i8 * scales) *
+#   3. the ReLU-weighted INT8 score: score[t, c] = sum_h relu(q_i8 . kv_i8 * scales) *
 #      weight[t, h] for the compressed columns c < visible[t] = min((pos + 1) // 4,
 #      INDEXER_SCORE_CAP) -- the causal bound: a token at pos = 4c + 3 sees its own slot c --
 #      and FP32_NEG_INF past it; INDEXER_SCORE_CAP = 2 * T / COMPRESS_RATIO (this chunk plus
 #      one chunk of history);
-#   4. the top-k (§6.6): the min(INDEXER_TOPK_CAP, visible) best columns in descending order,
+#   4. the top-k: the min(INDEXER_TOPK_CAP, visible) best columns in descending order,
 #      padded with -1. `topk(row, k, valid = visible)` is lowered to sort32 plus exactly the
 #      merge stages the largest admissible `visible` needs: T ranges over 128..8192, so the
 #      score row is SORT_LEN = 2 * 8192 / 4 = 4096 wide and the chain is sized for 4096
-#      candidates at every T (the seed bug of seed-bugs.md §5 cannot be written).
+#      candidates at every T (seed bug 4, docs/runtime-semantics.md §18, cannot be written).
 #
 # Configurations (models/deepseek_v4_flash/README.md):
 #   real (default)  T=512, D=4096, H=64, HD=128, Q_LORA=1024, IDX_TOPK=512, MAX_POS=16384

@@ -4,16 +4,16 @@ The layer keeps every tensor 2-D (the paged caches and the compress state flatte
 1-D tables and scales as [1, N] rows, slot mappings as int32) and takes ``start_pos`` and
 ``num_tokens`` as runtime scalars; the golden is called on its own layout.
 
-Comparators (deepseek-v4-layers.md §6.7, seed-bugs.md §7.3):
+Comparators (upstream `prefill_indexer.py`'s test; docs/runtime-semantics.md §20.2-§20.3):
 
 - ``score``: ratio_allclose(atol=1e-4, rtol=1/128) over the active rows (``valid_rows`` =
   num_tokens, no zero tail: inactive rows hold -inf);
 - ``topk_idxs``: the indexer's prefix contract (v = min(visible, TOPK_CAP) distinct columns
   in [0, visible), then -1; inactive rows all -1) **and** ``topk_selection_compare`` on the
   kernel's own scores: the reference's tie-swap check plus the multiset of selected scores
-  against the golden's top-k (the comparator blind spot of §7.3 closed). The score multisets
-  are compared within the score tolerance, since the kernel's and the golden's scores can
-  order a near-tie differently;
+  against the golden's top-k (the comparator blind spot of docs/runtime-semantics.md §20.3
+  closed). The score multisets are compared within the score tolerance, since the kernel's
+  and the golden's scores can order a near-tie differently;
 - ``idx_kv_cache``: atol 1 (one INT8 LSB), 1 % of points; ``idx_kv_scale``: 1e-4, 1/128, 1 %;
 - ``inner_compress_state``: ratio_allclose(1e-3, 1e-3), as CSA's compress states.
 """
@@ -52,7 +52,7 @@ def _row(a: np.ndarray, dtype=None) -> np.ndarray:
 def make_inputs(
     params: Mapping[str, int], seed: int, ranks: int = 1, start_pos: int = 0, num_tokens: int | None = None
 ) -> dict:
-    """The §6.7 fixture at the layer's sizes (reduced: plain random INT8 wq_b), in the layer's layout."""
+    """Upstream's test fixture at the layer's sizes (reduced: plain random INT8 wq_b), in the layer's layout."""
     cfg = config(params, start_pos, num_tokens)
     raw = _golden.make_inputs(cfg, seed)
     hd = cfg.head_dim

@@ -4,7 +4,7 @@ A *state* is the engine at a choice point where some block must be picked to ste
 *transition* steps one runnable block and settles, answering every dispatch choice point on
 the way (which core, which cohort slots, which release order).  The search enumerates, per
 state, the runnable blocks and, per block, every answer vector of its settle - so every
-schedule of the runtime model (runtime-model.md §1.3-§1.9: placement, pending slots, early
+schedule of the runtime model (docs/runtime-semantics.md §2-§7: placement, pending slots, early
 dispatch, cohorts, barriers, interleavings across cores and ranks, completion order) is a path.
 
 Reductions, each sound for the properties checked (reachable deadlocks and the outputs of

@@ -155,7 +155,8 @@ def test_d116_message():
     assert d.hint == "replace the chunk tasks by one `spmd(4) sync_start` grid (block = chunk)"
 
 
-# ---------------------------------------------------------------- seed fixtures (seed-bugs.md §8.1)
+# ---------------------------------------------------------------- seed fixtures
+# (docs/runtime-semantics.md §21.1)
 
 
 def test_seed_epoch_restart_960():

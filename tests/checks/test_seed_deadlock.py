@@ -1,5 +1,5 @@
-"""Seed bugs 1 and 2 of seed-bugs.md (§2 dispatch, §3 combine): the pre-fix layers are flagged
-at the intended lines by the intended rules, and the post-fix layers are clean under every
+"""Seed bugs 1 and 2 (docs/runtime-semantics.md §15 dispatch, §16 combine): the pre-fix layers are
+flagged at the intended lines by the intended rules, and the post-fix layers are clean under every
 rule, as ``dslc check`` runs them (suppressions applied)."""
 
 from lintutil import FIXTURES, lint, lint_suppressed, triples

@@ -1,5 +1,6 @@
-"""Seed bugs of the sort and capacity families (seed-bugs.md §5, §6, §8.4): pre flagged with the
-exact finding, post clean under every rule; and the merge-stage arithmetic the rules rely on."""
+"""Seed bugs of the sort and capacity families (docs/runtime-semantics.md §18, §19, §21.4): pre
+flagged with the exact finding, post clean under every rule; and the merge-stage arithmetic the
+rules rely on."""
 
 import numpy as np
 import pytest
@@ -63,9 +64,9 @@ def test_run_length_after_stages():
 
 @pytest.mark.parametrize("cap", [256, 512, 768, 1024, 2048])
 def test_two_stages_cover_cap_only_up_to_512(cap):
-    """The reference's simulation (§5.3): two stages are right for cap 256 and 512 and wrong for
-    768, 1024 and 2048; checked here on the ISA emulation of sort32/mrgsort, and the rule's
-    arithmetic must agree."""
+    """The simulation of docs/runtime-semantics.md §18.2: two stages are right for cap 256 and 512
+    and wrong for 768, 1024 and 2048; checked here on the ISA emulation of sort32/mrgsort, and the
+    rule's arithmetic must agree."""
     rng = np.random.default_rng(cap)
     width, k = 2048, min(512, cap)
     two_stages_ok = stages_for(cap) <= 2
@@ -80,8 +81,9 @@ def test_two_stages_cover_cap_only_up_to_512(cap):
 
 
 def test_indexer_without_the_cap_assert_hits_the_second_latent_bug():
-    """§5.3: without `INDEXER_SCORE_CAP <= SORT_LEN`, T > 4096 writes past the 2048-column row;
-    that region is compile-time, so the front end rejects it (E305) at the first such T."""
+    """docs/runtime-semantics.md §18.2: without `INDEXER_SCORE_CAP <= SORT_LEN`, T > 4096 writes
+    past the 2048-column row; that region is compile-time, so the front end rejects it (E305) at
+    the first such T."""
     from dsl.frontend import compile_text
     from lowering.source import CompileError
 

@@ -283,7 +283,7 @@ CASES = [
         why="the sentinel is wrong only for data below it",
     ),
     Case("rules/N204/good.dsl", "complete"),
-    # seeds (seed-bugs.md)
+    # seeds (docs/runtime-semantics.md §14)
     Case("seed/dispatch_pre.dsl", "deadlock", MOE, scalars={"moe_epoch": 1}),
     Case("seed/dispatch_post.dsl", "complete", MOE, scalars={"moe_epoch": 1}),
     Case("seed/combine_pre.dsl", "deadlock", MOE, scalars={"moe_epoch": 1}, inputs=combine_routing),

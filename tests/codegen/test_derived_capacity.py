@@ -1,6 +1,6 @@
 """Derived capacities (tracker #5 item 3): ``emitted(T)`` and ``derived(expr)`` on the sparse
-CSA example of seed-bugs.md §6 (mtp constants: PAD = WIN + IDX_TOPK = 640, INDEXER_SCORE_CAP =
-2048, WIN = 128, start_pos in 0..8191, num_tokens in 1..128).
+CSA example of docs/runtime-semantics.md §19 (mtp constants: PAD = WIN + IDX_TOPK = 640,
+INDEXER_SCORE_CAP = 2048, WIN = 128, start_pos in 0..8191, num_tokens in 1..128).
 
 Every request (start_pos, num_tokens) of the admissible range is enumerated -- 1,048,576 of
 them -- and the generated host guard (``check_request`` in the NumPy module) is compared with
@@ -161,7 +161,7 @@ def test_generated_guard_accepts_exactly_the_requests_that_fit_mtp(brute):
     assert brute["seq_len"][accepted].max() == 8192
     assert not accepted[brute["seq_len"] == 8193].any()
     assert accepted[(brute["seq_len"] >= 2052) & (brute["seq_len"] <= 8192)].all()
-    # the post-fix guard of seed-bugs.md §6 accepts exactly the same requests
+    # the post-fix guard of docs/runtime-semantics.md §19 accepts exactly the same requests
     np.testing.assert_array_equal(accepted_by(POST), accepted)
 
 

@@ -1,4 +1,4 @@
-"""Edge inference as the task runtime does it (runtime-model.md §1.4), rule by rule:
+"""Edge inference as the task runtime does it (docs/runtime-semantics.md §3), rule by rule:
 RAW on overlapping byte ranges, WAW only for InOut writers, never WAR, the Out -> InOut
 promotions (R-seq, R-prior, R-enclosing), manual_dep tensors and manual tasks, byte-range
 overlap (column bands overlap, row bands do not), coverage, and cross-round edges.

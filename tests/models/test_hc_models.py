@@ -83,7 +83,7 @@ def _bits(result, names) -> dict[str, bytes]:
 
 
 def test_atomic_split_k_differs_across_schedules_and_the_model_does_not(hc_pre, hc_pre_fused):
-    """seed-bugs.md §4: FP32 atomics sum in completion order; the ordered reduce does not."""
+    """docs/runtime-semantics.md §17: FP32 atomics sum in completion order; the ordered reduce does not."""
     atomic = dsl.load(SEED_FIXTURES / "hc_pre_pre.dsl", T=128, HC_DIM=1024, K_CHUNK=64, RMS_K_CHUNK=32)
     rng = np.random.default_rng(0)
     x = (rng.standard_normal((128, 1024)) * 0.05).astype(np.float32)

@@ -105,7 +105,7 @@ def test_csa_is_the_fifo_result_bit_for_bit_under_every_policy(
 
 
 def test_indexer_topk_selects_the_goldens_scores_not_just_a_sorted_prefix(indexer):
-    """topk_selection_compare: a well-sorted wrong selection fails (seed-bugs.md §7.3)."""
+    """topk_selection_compare: a well-sorted wrong selection fails (docs/runtime-semantics.md §20.3)."""
     inputs = prefill_indexer_golden.make_inputs(indexer.params, 2, start_pos=37)
     result = indexer.run(inputs)
     out = result.outputs[0]

@@ -6,7 +6,8 @@
 - At EP16 (16 experts per rank, T = 128, top-6; hidden sizes reduced) it runs 40 rounds under
   the adversarial policy without deadlocking and still matches the golden afterwards. The
   full 20 seeds x 40 rounds is bench/bench_moe_rounds.py; 3 seeds run here.
-- Its pre-fix form (tests/fixtures/seed/moe_pre.dsl, seed-bugs.md §2.2) deadlocks in the same
+- Its pre-fix form (tests/fixtures/seed/moe_pre.dsl, docs/runtime-semantics.md §15.2) deadlocks in
+  the same
   run, and the report names the spinning dispatch.wait and a parked dispatch.push block.
 """
 

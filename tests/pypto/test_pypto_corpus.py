@@ -1,8 +1,8 @@
 """The reader on real pypto-lib code (issue 10): skipped when the corpus is not there.
 
 ``DSLC_CORPUS`` names the pypto-lib snapshot (``.ci/run`` points it at ``../shared``). The
-files are the ones that hold the FP32 split-K atomics seed-bugs.md §4.6 lists; every one of
-those sites must be an N201, and no file may end in a reader failure (P004, which carries the
+files are the ones that hold the FP32 split-K atomics docs/runtime-semantics.md §17.6 lists; every
+one of those sites must be an N201, and no file may end in a reader failure (P004, which carries the
 traceback) -- nor, on the two smaller files, any rule.
 The whole tree is measured by ``bench/bench_corpus.py``, not here (it takes minutes).
 """
@@ -26,7 +26,7 @@ MODELS = CORPUS / "models"
 
 pytestmark = pytest.mark.skipif(not MODELS.is_dir(), reason="the pypto-lib corpus is not available")
 
-# file -> number of distinct N201 sites (seed-bugs.md §4.6)
+# file -> number of distinct N201 sites (docs/runtime-semantics.md §17.6)
 SPLIT_K_SITES = {
     "deepseek_v4_flash_mtp/qkv_proj_rope.py": 2,
     "deepseek_v4_flash_mtp/hc_head.py": 1,

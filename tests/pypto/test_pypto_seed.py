@@ -1,5 +1,5 @@
-"""The seed bugs of seed-bugs.md §2-§6 as PyPTO model files: every pre-fix file is flagged by
-the intended rule at the intended line, every post-fix file is clean (and read without a
+"""The seed bugs of docs/runtime-semantics.md §15-§19 as PyPTO model files: every pre-fix file is
+flagged by the intended rule at the intended line, every post-fix file is clean (and read without a
 "not modelled" note)."""
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ SEED = PYPTO_FIXTURES / "seed"
 # file -> every finding (code, line, column) of the pre-fix form, sorted: the rule of the seed
 # bug (named in the comment) and whatever else the same code trips
 PRE = {
-    "dispatch_pre.py": [("D101", 86, 5), ("D102", 97, 5), ("D105", 78, 17), ("D109", 86, 5), ("D110", 97, 5)],  # §2: D101, D102
-    "combine_pre.py": [("D101", 61, 5), ("D102", 61, 5), ("D105", 49, 17)],  # §3: D101, D105
-    "hc_pre_pre.py": [("N201", 49, 21)],  # §4: N201, FP32 atomic split-K
-    "indexer_topk_pre.py": [("S301", 54, 24)],  # §5: S301, two merge stages for up to 4096 candidates
-    "csa_guard_pre.py": [("C401", 63, 5)],  # §6: C401, guard on the raw candidate count
+    "dispatch_pre.py": [("D101", 86, 5), ("D102", 97, 5), ("D105", 78, 17), ("D109", 86, 5), ("D110", 97, 5)],  # bug 1: D101, D102
+    "combine_pre.py": [("D101", 61, 5), ("D102", 61, 5), ("D105", 49, 17)],  # bug 2: D101, D105
+    "hc_pre_pre.py": [("N201", 49, 21)],  # bug 3: N201, FP32 atomic split-K
+    "indexer_topk_pre.py": [("S301", 54, 24)],  # bug 4: S301, two merge stages for up to 4096 candidates
+    "csa_guard_pre.py": [("C401", 63, 5)],  # bug 5: C401, guard on the raw candidate count
 }  # fmt: skip
 POST = ["dispatch_post.py", "combine_post.py", "hc_pre_post.py", "indexer_topk_post.py", "csa_guard_post.py"]
 

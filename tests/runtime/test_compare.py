@@ -1,4 +1,4 @@
-"""Tests for runtime.compare, including the top-k blind spot of seed-bugs.md §7.3."""
+"""Tests for runtime.compare, including the top-k blind spot of docs/runtime-semantics.md §20.3."""
 
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ def two_stage_topk(row: np.ndarray, k: int) -> np.ndarray:
 
 @pytest.mark.parametrize("cap", [1024, 2048])
 def test_pair_compare_misses_a_wrong_selection_that_selection_compare_catches(cap: int) -> None:
-    """seed-bugs.md §7.3: the pre-fix top-k is well sorted and valid, but wrong."""
+    """docs/runtime-semantics.md §20.3: the pre-fix top-k is well sorted and valid, but wrong."""
     scores = seed_bug_row(cap)
     k = 512
     expected = np.argsort(-scores[0], kind="stable")[:k][None, :].astype(np.int32)

@@ -1,4 +1,4 @@
-"""Scheduling semantics of the runtime simulator (reference runtime-model.md §1.3-§1.7).
+"""Scheduling semantics of the runtime simulator (docs/runtime-semantics.md §2-§6).
 
 Programs are built by hand with tiny kernels; assertions are on exact times, slots and bits.
 """

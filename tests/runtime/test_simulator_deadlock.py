@@ -1,4 +1,4 @@
-"""Deadlocks the simulator must reproduce and explain (runtime-model.md §1.10, seed-bugs.md §2).
+"""Deadlocks the simulator must reproduce and explain (docs/runtime-semantics.md §9, §15).
 
 Also the watchdogs: a kernel that never returns is stopped with SimulationTimeout.
 """
@@ -34,7 +34,7 @@ def wait(ctx):
 
 
 def handshake(edge: bool) -> Program:
-    """seed-bugs §2.6: gate -> push (spmd 2), gate -> wait; the fix adds push -> wait."""
+    """docs/runtime-semantics.md §15.6: gate -> push (spmd 2), gate -> wait; the fix adds push -> wait."""
     return Program(
         "handshake",
         (TensorSpec("arrived", (2,), "int32", "signal"),),
@@ -111,7 +111,7 @@ N_LOCAL = 16
 
 
 def moe_dispatch(edge: bool) -> Program:
-    """The dspark dispatch of seed-bugs §2.2 at EP=nranks on the 8-cluster sim device."""
+    """The dspark dispatch of docs/runtime-semantics.md §15.2 at EP=nranks on the 8-cluster sim device."""
 
     def push_rows(ctx):
         for dst in range(ctx.nranks):
@@ -156,7 +156,7 @@ def test_ep4_dispatch_deadlocks_on_the_sim_device_only_without_the_edge():
 
 
 def test_gated_consumers_of_a_spinning_waiter_starve_the_notifier():
-    """runtime-model §1.10 D2: W is flagged, so C is staged gated on every free AIV slot while W
+    """docs/runtime-semantics.md §9 D2: W is flagged, so C is staged gated on every free AIV slot while W
     spins; the notifier N becomes ready later and finds no slot on either rank."""
 
     def w(ctx):
@@ -217,7 +217,7 @@ def test_barrier_grid_that_fits_completes_with_and_without_sync_start():
 
 
 def test_eq_wait_overshot_by_two_notifies_hangs():
-    """runtime-model §1.9: with Eq a fast peer can overshoot the value the waiter polls for."""
+    """docs/runtime-semantics.md §7.2: with Eq a fast peer can overshoot the value the waiter polls for."""
 
     def notify_twice(ctx):
         ctx.notify("sig", 0, 0, 1)

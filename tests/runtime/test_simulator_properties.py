@@ -2,7 +2,8 @@
 
 Without spinning waits or barriers the runtime's guards must make every graph finish: a gated
 consumer is staged only once its flagged producers have every block in a slot, so the producers
-always run (reference §1.7).  On top of that, every schedule must respect the slot rules.
+always run (docs/runtime-semantics.md §6).  On top of that, every schedule must respect the slot
+rules.
 """
 
 from __future__ import annotations

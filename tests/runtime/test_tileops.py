@@ -405,7 +405,7 @@ def topk_chain(scores: np.ndarray, stages: tuple[int, ...], k: int) -> np.ndarra
     ("cap", "two_stages_correct"), [(256, True), (512, True), (768, False), (1024, False), (2048, False)]
 )
 def test_topk_merge_stages_vs_candidate_cap_seed_bug(cap: int, two_stages_correct: bool) -> None:
-    """seed-bugs.md §5.3: sort32 + mrgsort(64, 256) sorts runs of 512 records only."""
+    """docs/runtime-semantics.md §18.2: sort32 + mrgsort(64, 256) sorts runs of 512 records only."""
     rng = np.random.default_rng(cap)
     row = np.full((1, 2048), T.FP32_NEG_INF, np.float32)  # 4096 columns of pairs
     row[0, :cap] = rng.standard_normal(cap).astype(np.float32)

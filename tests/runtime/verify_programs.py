@@ -78,7 +78,8 @@ def set_flag_two(ctx):
 
 
 def handshake(edge: bool) -> Program:
-    """seed-bugs §2.6 at one push block: gate -> push, gate -> wait (the fix adds push -> wait)."""
+    """docs/runtime-semantics.md §15.6 at one push block: gate -> push, gate -> wait (the fix adds
+    push -> wait)."""
     return Program(
         "handshake1",
         (TensorSpec("arrived", (2,), "int32", "signal"), TensorSpec("flag", (1,), "int32", "scratch")),

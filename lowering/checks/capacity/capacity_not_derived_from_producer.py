@@ -6,7 +6,7 @@ A producer declares what it emits per row by storing a tile marked ``valid(x, n)
 ``fillpad(x, n, pad)`` (PyPTO's ``set_validshape``): ``cmp_indices[t, :] =
 valid(sel, min(visible, INDEXER_TOPK_CAP))``. Over every request the host admits (runtime
 scalars with ranges, ``scalar start_pos: i32 in 0..8192``, filtered by the layer's
-``guard``s), the rule compares that emitted extent with (seed-bugs.md §6.5, rule R7):
+``guard``s), the rule compares that emitted extent with (docs/runtime-semantics.md §19.5, rule R7):
 
 - **capacities** (error): the stored region, or a consumer's packed prefix
   ``cmp_indices[t, 0:PREFILL_SPARSE_PAD - WIN]``, narrower than what can be emitted for

@@ -1,7 +1,7 @@
 """Pass ``derive_capacities``: ``emitted(T)`` and ``derived(expr)`` (docs/language_sort_capacity.md).
 
 The language lets a host guard and a capacity be *derived from the producers* instead of
-restating a bound by hand (seed-bugs.md §6, the sparse CSA packed rows):
+restating a bound by hand (docs/runtime-semantics.md §19, the sparse CSA packed rows):
 
 ``emitted(T)``
     A host value per request: the most valid columns per row that the producers of tensor

@@ -5,15 +5,16 @@
 The on-chip footprint of a task at its peak: every tile it holds at once, times the dtype
 size, times the buffer copies of the enclosing ``pipeline(..., stages=N)`` loops (nested
 pipelines multiply: two ``stages=2`` loops keep 4 copies), per memory, compared with the
-capacity of that memory on the device (seed-bugs.md §8.4, rule R20: ``211fed5a`` #621, two
-nested ``pl.pipeline(stage=2)`` overflowed Mat with 786432 > 524288 bytes).
+capacity of that memory on the device (docs/runtime-semantics.md §21.4, rule R20:
+``211fed5a`` #621, two nested ``pl.pipeline(stage=2)`` overflowed Mat with 786432 > 524288
+bytes).
 
 Tiles are placed as the cube and vector units need them: matmul operands in **Mat** (L1),
 accumulators (matmul results and the first operand of ``matmul_acc``) in **Acc** (L0C),
 everything else in **Vec** (UB). A tile lives from its ``let`` to the last statement of
 its block that uses it (reads, reassigns or stores into it), as the PyPTO ``MemoryReuse``
-pass gives a dead tile's bytes to the next one (runtime-model.md §3.2); a tile used before
-its ``let`` in the block (carried round a loop) or anywhere outside the block lives to the
+pass gives a dead tile's bytes to the next one (docs/runtime-semantics.md §12.1); a tile used
+before its ``let`` in the block (carried round a loop) or anywhere outside the block lives to the
 block's end. Operands loaded inside an expression live for the statement; a plain
 tensor-to-tensor copy is a DMA and holds no tile. The peak is taken over the statements of
 each block. Sizes are bounded at every admissible parameter value.
@@ -22,12 +23,13 @@ Capacities per AI core (a2a3, Ascend 910B), in bytes:
 
 | memory | bytes | source |
 |---|---|---|
-| Vec (UB, AIV) | 196608 (192 KiB) | the task brief for this rule; not in the references |
-| Mat (L1, AIC) | 524288 (512 KiB) | seed-bugs.md §8.4: "Mat 786432 > 524288" (#621) |
-| Acc (L0C, AIC) | 131072 (128 KiB) | public Ascend 910B core specs; not in the references |
+| Vec (UB, AIV) | 196608 (192 KiB) | the task brief for this rule |
+| Mat (L1, AIC) | 524288 (512 KiB) | docs/runtime-semantics.md §21.4: 786432 > 524288 bytes of Mat
+(#621) |
+| Acc (L0C, AIC) | 131072 (128 KiB) | public Ascend 910B core specs |
 
-L0A/L0B (64 KiB each) are not checked: the compiler splits matmul operands into them. The
-references give no numbers for A5; the same table is used for every preset.
+L0A/L0B (64 KiB each) are not checked: the compiler splits matmul operands into them. These
+sources give no numbers for A5; the same table is used for every preset.
 
 ## Why it breaks on the device
 

@@ -8,8 +8,8 @@ as ``kv[start_pos + i, :]``. The region is bounded over every request the host a
 scalar ranges, filtered by the layer's ``guard``s), every block and loop iteration, and the
 enclosing ``if``s (``if t0 + 16 <= t_dim``); a region moved through ``valid(x[...], rows,
 cols)`` / ``fillpad(...)`` (a load or store with a valid shape) only transfers its valid
-part. Rule R19 of seed-bugs.md §8.4 (``d9b5fef9``: hc_head read ``x_flat[t0 : t0 + 16]``
-while t_dim was 8, because t_linear rounds up to 16).
+part. Rule R19 of docs/runtime-semantics.md §21.4 (``d9b5fef9``: hc_head read
+``x_flat[t0 : t0 + 16]`` while t_dim was 8, because t_linear rounds up to 16).
 
 **Boundary with E305.** The front end rejects (E305) any region that can exceed an extent
 known at compile time, for any admissible parameter value; it never looks at runtime

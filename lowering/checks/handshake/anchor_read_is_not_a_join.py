@@ -6,9 +6,9 @@ A waiter whose ordering to the tasks that notify its signal goes through an anch
 (``read(t[0, 0])`` as a statement) of a tensor written by only some of those notifier
 instances: typically a task array ``for e in parallel(N) { task push[e] ... }`` where the
 anchor reads the region of ``push[0]``. The anchor orders the waiter after the instances
-that produced the bytes it reads; the other instances stay unordered (seed-bugs.md §8.1,
-rule R10). D101 reports each unordered notifier; this rule points at the anchor that was
-meant to be the join.
+that produced the bytes it reads; the other instances stay unordered
+(docs/runtime-semantics.md §21.1, rule R10). D101 reports each unordered notifier; this rule points
+at the anchor that was meant to be the join.
 
 ## Why it breaks on the device
 

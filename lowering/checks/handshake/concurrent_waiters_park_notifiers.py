@@ -7,8 +7,8 @@ and are unordered (neither is an ancestor of the other), where Need(W1) -- the n
 W1's cells depend on, their ancestors, and the needs of the waits among them, under rank
 symmetry -- contains W2, or a task that can be staged into the pending slot of a core on
 which W2 spins (a task of a shape W2's cores run that is unordered with W2). This is the
-strengthening of R1 in seed-bugs.md §2.5: each waiter may be correctly ordered after its
-own notifiers (D101 is silent), and the pair can still deadlock. Pairs of instances of one
+strengthening of R1 in docs/runtime-semantics.md §15.5: each waiter may be correctly ordered after
+its own notifiers (D101 is silent), and the pair can still deadlock. Pairs of instances of one
 task array (per-chunk waiters) are D116's finding, not this rule's.
 
 ## Why it breaks on the device

@@ -1,7 +1,7 @@
 """Shared handshake analysis: which tasks a blocking wait needs, and who can park whom.
 
-Need(W) (seed-bugs.md §2.5, R1) is the set of tasks whose execution is necessary for the
-wait condition of W: the notifiers that can feed W's cells in the same epoch, under rank
+Need(W) (docs/runtime-semantics.md §15.5, R1) is the set of tasks whose execution is necessary for
+the wait condition of W: the notifiers that can feed W's cells in the same epoch, under rank
 symmetry (a peer's notifier is the local task of the same name), plus, transitively, their
 ancestors and the needs of the waits those tasks contain. Not a rule module (no ``CODE``).
 """

@@ -5,8 +5,8 @@
 A task that spins in ``wait sig[i] >= e`` while some task that notifies ``sig`` is not one
 of its ancestors in the local graph (explicit ``after`` or an inferred edge). Every rank
 runs the same graph, so the notifier a peer is waiting for is, on that peer, the task of the
-same name: its ordering is checked here, on the local graph (seed-bugs.md §2.5, rule R1).
-Only credits are needed: a notify that adds a negative value -- the retire of consumed
+same name: its ordering is checked here, on the local graph (docs/runtime-semantics.md §15.5, rule
+R1). Only credits are needed: a notify that adds a negative value -- the retire of consumed
 credits on one's own rank after the wait, ``notify got[q] @ rank += -N`` -- or a zero-write
 clear takes a cell down, and no wait needs it to run. A task that notifies before it waits is exempt when no block of it can be parked behind a
 spinning sibling: a single block, or a ``sync_start`` grid (the runtime places every block

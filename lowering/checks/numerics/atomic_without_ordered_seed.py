@@ -8,7 +8,7 @@ add on it: a write in a task that is a transitive predecessor of the atomic task
 the atomic task itself, a write earlier in the same block or separated from the add by a
 `barrier` (the fused `sync_start` form). This applies to the atomics kept on purpose:
 integer counters, and float accumulations whose N201 finding was suppressed with a reason
-(seed-bugs.md §4.4, R4b). `inout` tensors are exempt (the adds accumulate onto the
+(docs/runtime-semantics.md §17.4, R4b). `inout` tensors are exempt (the adds accumulate onto the
 caller's values by design), and so are windows (the runtime zeroes them; clearing is R9) and
 buffers a PyPTO `pl.create_tensor(..., init_value=0)` zeroes when it creates them (the
 runtime fills them before any task that uses them; that the fill runs on the AICPU, on the

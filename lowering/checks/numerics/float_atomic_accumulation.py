@@ -7,7 +7,7 @@
 execution is one (rank, task, block, loop iteration). Two of them are ordered when they
 are the same block of the same task (program order), when a `barrier` separates them, or
 when one task is a transitive predecessor of the other. Integer atomics are exempt (exact
-and associative), and so are signal counters (seed-bugs.md §4.4, R4).
+and associative), and so are signal counters (docs/runtime-semantics.md §17.4, R4).
 
 Executions whose target depends on data (a scatter through `read(...)`) are taken to hit
 the whole extent of that dimension, and the message says "up to".

@@ -48,8 +48,8 @@ ULP, which the tolerances absorb, so the comparison cannot tell a correct kernel
 with a small bug; and where the result feeds a top-k, an argmax or a BF16 rounding, a tie
 flips and the golden fails (or passes) for the wrong reason. In pypto-lib #982 the fused
 `hc_pre` sums the RMS in 16 partials of 2 chunks, while the golden kept one accumulator
-over all 32 chunks (seed-bugs.md §4.3, the reviewer's remark); #847/#897 (int32 accumulate
-order) and #844/#896 (a rounding mode that flipped a top-k) are the same class.
+over all 32 chunks (docs/runtime-semantics.md §17.3, the reviewer's remark); #847/#897 (int32
+accumulate order) and #844/#896 (a rounding mode that flipped a top-k) are the same class.
 
 ## Example
 

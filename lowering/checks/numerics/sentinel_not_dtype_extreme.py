@@ -8,7 +8,7 @@ the dtype it is used with, is neither infinite nor exactly the largest finite va
 that dtype (`-3.402823e38` instead of `-3.4028234663852886e38`, `-1e30`, `-65504` in an
 `f32` computation). The dtype is the one of the surrounding operation (the tensor stored
 to, the tile it is compared or combined with, the dtype of `full`), `f32` by default
-(seed-bugs.md §8.2 R15).
+(docs/runtime-semantics.md §21.2 R15).
 
 ## Why it breaks on the device
 

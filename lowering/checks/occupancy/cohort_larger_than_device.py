@@ -4,7 +4,7 @@
 
 A ``sync_start`` task whose grid, at some admissible parameter point, is larger than the
 number of cores of its shape on the device preset (a2a3: 24 AIC, 48 AIV, 24 MIX clusters;
-``--preset`` picks another device). (runtime-model.md §1.10, D4.)
+``--preset`` picks another device). (docs/runtime-semantics.md §9, D4.)
 
 ## Why it breaks on the device
 

@@ -6,7 +6,7 @@ A task containing a hard ``barrier`` (the FFTS syncall; ``barrier soft`` is exem
 not ``sync_start``, or whose grid is not exactly the number of cores of its shape on the
 device preset (a2a3: 24 AIC, 48 AIV; for ``mix`` the 24 clusters) at some admissible
 parameter point. A ``sync_start`` grid larger than the device is O602's finding.
-(runtime-model.md §1.10, D3; pypto's ``HardSyncallOccupancyValid`` verifier.)
+(docs/runtime-semantics.md §9, D3; pypto's ``HardSyncallOccupancyValid`` verifier.)
 
 ## Why it breaks on the device
 

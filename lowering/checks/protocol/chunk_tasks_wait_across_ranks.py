@@ -5,7 +5,7 @@
 A task array -- ``task x[c]`` declared in a layer-level ``for c in parallel(...)`` (or
 ``range``) -- whose elements block in a ``wait`` on cells fed by the peer's copy of the
 *same chunk* (a notifier ``y[c]`` with the same index, possibly ``x[c]`` itself), while
-nothing orders the waiting elements among themselves (seed-bugs.md §8.1, rule R14).
+nothing orders the waiting elements among themselves (docs/runtime-semantics.md §21.1, rule R14).
 Arrays chained by edges run in the same order on every rank and are not reported.
 
 ## Why it breaks on the device

@@ -171,7 +171,7 @@ def epoch_base(graph: Graph, ctx: CheckContext, epoch: str | None) -> int:
     """The value a PyPTO program passes for its epoch scalar at the first call: 1, or 0.
 
     In a PyPTO graph the epoch is a scalar argument the caller chooses (``Graph.epoch_counts ==
-    "calls"``); runtime-model §1.9 describes 1-based protocol epochs (``moe_epoch *
+    "calls"``); docs/runtime-semantics.md §7.3 describes 1-based protocol epochs (``moe_epoch *
     N_LOCAL``), but a program may count its calls from 0 and wait for ``epoch + 1``. The base
     is the program's: 0 when every wait written with the scalar (reuse waits aside) is right
     counted from 0 and some is wrong counted from 1; otherwise 1. All waits of the scalar are

@@ -7,7 +7,7 @@ signal: the read sits after a ``wait`` in the same task, or in a task that desce
 task with such a wait. For every ``remote_store`` into a window that such a read consumes
 (stores whose peer is provably ``rank`` are local and ordered by tensor edges instead),
 one of the notifies its guarding waits count must be issued after the store is complete.
-dslc accepts two ways (seed-bugs.md §8.1, rule R11):
+dslc accepts two ways (docs/runtime-semantics.md §21.1, rule R11):
 
 - **a grid join**: the storing task is an ancestor of the notifying task -- the runtime
   retires a task only after its writes are done;

@@ -2,8 +2,8 @@
 
 ## What it catches
 
-Two ways a signal (or a window) is reused across rounds unsafely (seed-bugs.md §8.1, rule R9,
-`7a57215c` #960 and `b1daab68` #975):
+Two ways a signal (or a window) is reused across rounds unsafely (docs/runtime-semantics.md §21.1,
+rule R9, `7a57215c` #960 and `b1daab68` #975):
 
 1. **Epoch reuse.** A wait whose threshold does not grow with the epoch (it is a constant,
    or written with a per-dispatch counter that restarts) on a cell that nothing returns to

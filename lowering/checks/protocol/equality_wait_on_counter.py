@@ -13,8 +13,8 @@ alone.
 Counters only grow. Nothing stops a fast peer from sending its next-round notify before
 this rank's wait has read the cell, and a counter past the value never comes back to it:
 ``==`` then never holds, the wait spins forever while holding its core, and the layer
-hangs. pypto's own rule for TWAIT is ``Ge``, never ``Eq``, on counters (seed-bugs.md §8.1,
-runtime-model.md §1.9).
+hangs. pypto's own rule for TWAIT is ``Ge``, never ``Eq``, on counters
+(docs/runtime-semantics.md §7.2, §21.1).
 
 ## Example
 

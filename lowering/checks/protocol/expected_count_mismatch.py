@@ -3,8 +3,8 @@
 ## What it catches
 
 A ``wait sig[i] >= expected`` whose threshold, as a function of the runtime epoch, differs
-from what the notifiers actually deposit into that cell (seed-bugs.md §3.5, rule R3). dslc
-counts the deposits exactly -- grid sizes x loop trip counts x conditions x values, for the
+from what the notifiers actually deposit into that cell (docs/runtime-semantics.md §16.5, rule R3).
+dslc counts the deposits exactly -- grid sizes x loop trip counts x conditions x values, for the
 source-side counterpart of every rank -- at every admissible parameter value, and evaluates
 the threshold at epoch 1 and epoch 2 (slope and offset). For the usual monotonic counter
 the threshold must be ``epoch * n`` where ``n`` is the per-epoch count. Two refinements:
@@ -15,7 +15,7 @@ the threshold must be ``epoch * n`` where ``n`` is the per-epoch count. Two refi
   the cell after retires);
 - a cell cleared every round (``notify sig[i] @ rank = 0``) must be waited with the
   per-round count, not an epoch multiple. In a graph read from PyPTO the threshold's scalar
-  is a call id that restarts at every dispatch (runtime-model §1.9, *Epochs*), so on a cell
+  is a call id that restarts at every dispatch (docs/runtime-semantics.md §7.3), so on a cell
   the program clears (a zero ``pl.write``) only the first call's threshold is judged;
 - a *reuse wait* -- the wait before a peer's window is overwritten, ``wait consumed[p] >=
   epoch - 1`` followed by a ``remote_store`` to ``p`` in the same task (or in the direct

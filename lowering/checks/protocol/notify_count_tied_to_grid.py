@@ -4,12 +4,12 @@
 
 A task whose blocks each notify the same (source, cell): more than one notify per
 (source rank, destination rank, cell) and epoch, coming from more than one block of the
-grid, so the threshold has to be ``epoch * <grid size>`` (seed-bugs.md §3.5, rule R3 lint).
-It is reported when some task waiting on those cells is *not* already ordered after the
+grid, so the threshold has to be ``epoch * <grid size>`` (docs/runtime-semantics.md §16.5, rule R3
+lint). It is reported when some task waiting on those cells is *not* already ordered after the
 notifying grid -- the combine form of #820, where the fix is to join the grid and notify
 once per peer after it. A waiter that already runs after the grid is the form upstream kept
-for ``dispatch_push`` after #893/#982 (seed-bugs.md §2.3); the count is exact there (D103
-checks it) and this note stays quiet. Checked at the default parameter point.
+for ``dispatch_push`` after #893/#982 (docs/runtime-semantics.md §15.3); the count is exact there
+(D103 checks it) and this note stays quiet. Checked at the default parameter point.
 
 ## Why it breaks on the device
 

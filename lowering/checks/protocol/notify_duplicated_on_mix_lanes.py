@@ -12,7 +12,7 @@ count a notify once per block, as written; this rule is what flags the duplicate
 
 Outside a per-lane region, a mixed kernel emits every scalar side effect on both its AIC
 and its AIV lane, and TNOTIFY needs no particular core: each block deposits twice
-(runtime-model.md §1.9). A wait for ``epoch * n`` then releases after half of the blocks
+(docs/runtime-semantics.md §7.1). A wait for ``epoch * n`` then releases after half of the blocks
 have notified -- before the data the other half publishes has arrived. Nothing in pypto
 diagnoses it (D7 "a double notify from lane duplication").
 

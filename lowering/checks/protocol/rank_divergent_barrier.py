@@ -3,7 +3,8 @@
 ## What it catches
 
 Synchronisation whose execution count differs between the participants that must all
-take part (seed-bugs.md §8.1, rule R13), counted exactly at every admissible parameter point:
+take part (docs/runtime-semantics.md §21.1, rule R13), counted exactly at every admissible parameter
+point:
 
 - a ``wait``: some ranks wait for nothing in the whole round while others wait --
   ``if rank == 0 { wait ... }`` with no wait on the other ranks. Ranks need not run the same

@@ -13,7 +13,7 @@ TNOTIFY with Set is a plain store into the peer's cell; AtomicAdd is a read-modi
 Their order across ranks is not defined: a Set that lands after some adds erases their
 credits (the wait hangs), one that lands before them is counted on top of (the wait
 releases early). pypto's protocol rule is never to mix the two on the same cells
-(seed-bugs.md §8.1, runtime-model.md §1.9, D7).
+(docs/runtime-semantics.md §7.2, §9 D7, §21.1).
 
 ## Example
 

@@ -10,8 +10,8 @@ overlap and at least one access writes. Two sources of such names:
   name they were written with (``c.src``, ``c.dst``); a conflict between two of them is this
   rule's, not R501's;
 - **views of one buffer in a graph read from PyPTO** (``reshape``/``view``, recorded in the IR as
-  ``Tensor.view_of`` and ``view_offset``), a known trap (pypto-lib "traps" list; seed-bugs.md
-  §8.3 R16).
+  ``Tensor.view_of`` and ``view_offset``), a known trap (pypto-lib "traps" list;
+  docs/runtime-semantics.md §21.3 R16).
 
 The language has no view declaration, on purpose: a reshape is written as index arithmetic
 on one name (``kv[t * H + h, :]``), which every rule and edge sees as that one buffer, so the

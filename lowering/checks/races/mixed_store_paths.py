@@ -5,8 +5,8 @@
 A task body that writes a tensor both through tile stores (`t[a:b, :] = tile`, `+=`,
 `+= ... atomic`) and through scalar element writes (`t[i, j] = value`, every subscript an
 index). The two go through different store paths on the device (MTE3 tile stores vs the
-scalar unit's stores), with no ordering and no coherence between them (seed-bugs.md §8.3,
-R17; pypto-lib #754, #971). The check is per tensor, as pypto's store-path validation is:
+scalar unit's stores), with no ordering and no coherence between them (docs/runtime-semantics.md
+§21.3, R17; pypto-lib #754, #971). The check is per tensor, as pypto's store-path validation is:
 disjoint regions can still share a cache line.
 
 ## Why it breaks on the device

@@ -2,8 +2,9 @@
 
 ## What it catches
 
-Edges the runtime did not add because of how an argument registered (runtime-model.md
-§1.4), where a later reader depends on them (seed-bugs.md §8.3 R16, §8.1 R8):
+Edges the runtime did not add because of how an argument registered
+(docs/runtime-semantics.md §3), where a later reader depends on them
+(docs/runtime-semantics.md §21.3 R16, §21.1 R8):
 
 - **A pure `Out` write over an earlier write that is read back.** A write-only argument is
   OUTPUT_EXISTING unless the compiler promotes it to InOut (R-seq: under a `range` layer

@@ -4,7 +4,7 @@
 
 A pair of tasks whose accesses to a tensor share an element, at least one of them a write
 (or an atomic add), where neither task is a transitive predecessor of the other through
-`after` edges and the edges the runtime infers (runtime-model.md §1.4). The finding names
+`after` edges and the edges the runtime infers (docs/runtime-semantics.md §3). The finding names
 why the runtime adds no edge:
 
 - **write after read (WAR)**, above all: a task reads a region, a later task overwrites it.

@@ -10,7 +10,8 @@ parameter value:
 - the row's columns are not a multiple of ``4 * block_len`` (each repeat merges 4 lists), or
   the repeats exceed 255;
 - ``block_len`` is not the previous run length in columns: after sort32 the runs are 64
-  columns, after mrgsort(64) 256, after mrgsort(256) 1024, ... (seed-bugs.md §5.2, R6 (a)).
+  columns, after mrgsort(64) 256, after mrgsort(256) 1024, ... (docs/runtime-semantics.md §11.2, R6
+  (a)).
 
 ## Why it breaks on the device
 

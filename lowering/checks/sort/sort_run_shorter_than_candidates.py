@@ -4,7 +4,7 @@
 
 A top-k built from ``sort32`` and ``mrgsort`` stages over one row of W records (2W columns),
 read out with ``topk_pairs(s, k)`` or a slice ``s[:, 0:P]``, where for some admissible
-parameter value (seed-bugs.md §5.4, rule R6):
+parameter value (docs/runtime-semantics.md §18.3, rule R6):
 
 - (b) the sorted run after the chain, R = 32·4^m records for m merge stages, is shorter than
   the number of candidates that can be finite in the row;

@@ -1,6 +1,6 @@
 """Shared speculation analysis: what early dispatch can stage while a task is incomplete.
 
-The runtime (runtime-model.md §1.7) makes a consumer an early candidate when every direct
+The runtime (docs/runtime-semantics.md §6) makes a consumer an early candidate when every direct
 producer is flagged ``early_resolve`` (and fully published) or already complete, and the
 consumer has no predicate. Statically, a producer outside the descendants of W may already
 be complete while W runs; a producer that is W or one of its descendants is incomplete, so

@@ -6,7 +6,7 @@ A task flagged ``early_resolve`` whose direct consumers that become early candid
 other incomplete direct producer flagged, no predicate) add up, per core shape, to more
 blocks than the runtime's per-shape early-dispatch queue holds (``--early-queue``,
 ``early-queue`` in ``[tool.dslc]``; sync_start consumers share one queue). Grids are evaluated
-at every admissible parameter point (seed-bugs.md §8.1, rule R12).
+at every admissible parameter point (docs/runtime-semantics.md §21.1, rule R12).
 
 The capacity is a property of the runtime version. simpler before #1812 held 64 per shape;
 pypto-lib requires the runtime after #1812, whose capacity the references do not give, and

@@ -4,8 +4,8 @@
 
 For every task W that spins in a blocking ``wait``, the cone of W: the tasks early dispatch
 can pre-stage while W is incomplete -- consumers reachable from W along paths on which
-every incomplete direct producer is flagged ``early_resolve`` (seed-bugs.md §2.5, R2). The
-cone is compared, at every admissible parameter point, with the cores of the device preset
+every incomplete direct producer is flagged ``early_resolve`` (docs/runtime-semantics.md §15.5, R2).
+The cone is compared, at every admissible parameter point, with the cores of the device preset
 (a2a3: 24 AIC, 48 AIV; a MIX block takes a cluster, 1 AIC + 2 AIV), and it must not contain
 another task that spins on a signal. The finding sits on the ``early_resolve`` flag whose
 removal keeps the largest cone that fits: often a flag deep in the cone (the gather in

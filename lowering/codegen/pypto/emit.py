@@ -1,7 +1,7 @@
 """IR -> one PyPTO model file per layer (``codegen_templates/pypto``).
 
-The module follows pypto-lib's layout (pypto-surface.md §2): module constants (the layer's
-parameters and constants, with ``assert NAME in (...)`` for admissible values and the
+The module follows pypto-lib's layout (docs/runtime-semantics.md §13.1): module constants (the
+layer's parameters and constants, with ``assert NAME in (...)`` for admissible values and the
 layer's asserts), a ``@pl.jit.inline`` function holding the tasks, a ``@pl.jit`` entry
 ``<layer>_test`` whose parameters carry ``pl.Out``/``pl.InOut``, a ``@pl.jit.host`` driver
 for layers over several ranks (windows allocated, one chip program per rank), the tensor

@@ -1,4 +1,8 @@
-"""Independent NumPy goldens for the DeepSeek-V4-Flash layers (deepseek-v4-layers.md).
+"""Independent NumPy goldens for the DeepSeek-V4-Flash layers.
+
+*The reference* is the layer as pypto-lib defines it at `5791a8ee`: its file under
+`models/deepseek_v4_flash_dspark/` and the torch `golden_*` function in it, which each module
+names; what each layer computes is stated in models/deepseek_v4_flash/README.md.
 
 One module per layer: `hc_pre`, `hc_post`, `moe`, `prefill_indexer`, `prefill_csa`. Each
 exposes `CONFIG` (the reference's sizes), `REDUCED` (small sizes, structural constants kept),

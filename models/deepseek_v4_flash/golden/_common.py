@@ -1,11 +1,11 @@
-"""Numerics shared by the DeepSeek-V4-Flash goldens (deepseek-v4-layers.md §2).
+"""Numerics shared by the DeepSeek-V4-Flash goldens (upstream `utils.py`).
 
 The goldens deliberately do **not** use `runtime.tileops` for rounding or quantisation: a
 golden that shares the implementation it checks cannot catch that implementation's bugs.
 `bf16` here rounds by scaling in float64 (`np.rint` on the significand), not by the bit trick
 `runtime.tileops.to_bf16` uses; a test checks the two agree on every class of input.
 
-Conventions: "fp32 matmul" means a float32 GEMM of unspecified order (§ Conventions); the
+Conventions: "fp32 matmul" means a float32 GEMM of unspecified order (upstream's convention); the
 goldens compute it in float64 and round once to fp32, the most accurate choice, which also
 makes a row's result independent of the batch it is computed in. INT32 GEMMs are computed
 exactly in float64 (the sums stay far below 2^53).
@@ -72,7 +72,7 @@ def rsqrt(x: np.ndarray) -> np.ndarray:
 
 
 def int8_quant(v: np.ndarray, axis: int = -1, clamp: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Symmetric INT8 quantisation along `axis` (§2.1).
+    """Symmetric INT8 quantisation along `axis` (upstream `utils.int8_quant_per_row`).
 
     amax = max(max|v|, 1e-4); sq = 127/amax; q = round-half-even(v*sq) (the fp16 hop of the
     reference never changes |q| <= 127); returns (q int8, dequant scale 1/sq fp32, keepdims).
@@ -98,7 +98,8 @@ def rmsnorm(x: np.ndarray, weight: np.ndarray | None, eps: float = 1e-6) -> np.n
 def random_int8_weight(
     rng: np.random.Generator, shape: tuple[int, ...], std: float, channel_axis: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Plain random INT8 weights with positive per-output-channel scales (§2.2, reduced form).
+    """Plain random INT8 weights with positive per-output-channel scales
+    (upstream's INT8 weights, reduced form).
 
     int8 values ~ N(0, 42^2) clipped to +-127 (amax near 3 sigma); scales std/42 with a 10%
     log-normal spread, so the dequantised weight has roughly the requested std.
@@ -108,7 +109,7 @@ def random_int8_weight(
     return w, scale.astype(np.float32)
 
 
-# ------------------------------------------------------------------------- RoPE (§2.3)
+# ----------------------------------------------------------------- RoPE (upstream `utils.py`)
 
 ROPE_DIM = 64
 
@@ -173,7 +174,7 @@ def rope_rotate(v: np.ndarray, cos: np.ndarray, sin: np.ndarray, inverse: bool =
 
 
 def hadamard(n: int) -> np.ndarray:
-    """Sylvester Hadamard matrix [n, n] times n^-0.5, rounded to bf16 (§2.4)."""
+    """Sylvester Hadamard matrix [n, n] times n^-0.5, rounded to bf16 (the indexer's)."""
     h = np.ones((1, 1), dtype=np.float64)
     while h.shape[0] < n:
         h = np.block([[h, h], [h, -h]])
@@ -182,7 +183,7 @@ def hadamard(n: int) -> np.ndarray:
     return bf16(f32(h * n**-0.5))
 
 
-# ----------------------------------------------------------------- prefill chunks (§6, §7)
+# ----------------------------------------------- prefill chunks (indexer, sparse attention)
 
 
 class PrefillChunk:

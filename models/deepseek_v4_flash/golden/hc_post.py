@@ -1,4 +1,4 @@
-"""Golden for hc_post, the hyper-connection post-mix (deepseek-v4-layers.md §4).
+"""Golden for hc_post, the hyper-connection post-mix (upstream `hc_post.py`).
 
 y[t, o] = post[t, o] * x[t] + sum_i comb[t, 4i + o] * residual[t, i], all fp32, accumulated in
 the reference's order: start from post * x, then add i = 0, 1, 2, 3. The stream stays fp32.
@@ -35,7 +35,7 @@ TOLERANCES = {"y": Tolerance("allclose", {"rtol": 1e-3, "atol": 1e-3})}
 
 
 def make_inputs(cfg: HcPostConfig = CONFIG, seed: int = 0) -> dict[str, np.ndarray]:
-    """The §4 fixture: x = bf16(N*0.05), residual = N*0.05, post = 2 sigmoid(N), comb rows sum to 1."""
+    """Upstream's test fixture: x = bf16(N*0.05), residual = N*0.05, post = 2 sigmoid(N), comb rows sum to 1."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     t, h, d = cfg.T, cfg.hc_mult, cfg.D

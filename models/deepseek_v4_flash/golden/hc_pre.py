@@ -1,7 +1,7 @@
-"""Golden for hc_pre, the hyper-connection pre-mix (deepseek-v4-layers.md §3).
+"""Golden for hc_pre, the hyper-connection pre-mix (upstream `hc_pre.py`).
 
 The reduction trees are explicit parameters, because a golden must mirror the kernel's tree
-(rule R5, seed-bugs.md §4.3-§4.4) and the kernels come in two forms:
+(rule R5, docs/runtime-semantics.md §17.3-§17.4) and the kernels come in two forms:
 
 - **Linear (split-K).** K = HC_DIM is cut into `splits` ascending splits. Inside a split the
   A2/A3 cube is emulated: groups of `k_group` consecutive k are summed in float64 (products of
@@ -10,9 +10,10 @@ The reduction trees are explicit parameters, because a golden must mirror the ke
   order: ((0 + p0) + p1) + p2) + p3. This is what the fixed kernel's reduce computes; the
   pre-fix FP32 atomics summed in completion order instead.
 - **RMS.** The squares (fp32) are summed per `rms_chunk` columns in float64 and rounded to
-  fp32 once per chunk (§10.7). The chunk sums are folded in ascending order: with
-  `rms_splits=1` into one accumulator (the "separate" kernel and upstream golden), with 16
-  into 16 partials of consecutive chunks that are then folded ascending (the fused kernel).
+  fp32 once per chunk (NumPy cannot reproduce torch's fp32 order inside a chunk). The chunk
+  sums are folded in ascending order: with `rms_splits=1` into one accumulator (the "separate"
+  kernel and upstream golden), with 16 into 16 partials of consecutive chunks that are then
+  folded ascending (the fused kernel).
 - **Sinkhorn** column sums are sequential ((r0+r1)+r2)+r3 by default, or paired
   (r0+r1)+(r2+r3) as in the kernel (`colsum="paired"`).
 """
@@ -59,7 +60,7 @@ class HcPreConfig:
         return (2 + self.hc_mult) * self.hc_mult
 
     def validate(self) -> None:
-        """The kernel's shape asserts (§3.3), plus what the trees need."""
+        """The kernel's shape asserts (upstream's test), plus what the trees need."""
         if self.hc_mult != 4:
             raise ValueError("hc_pre is hard-wired to hc_mult = 4")
         if self.T % 8:
@@ -83,7 +84,8 @@ TOLERANCES = {
 
 
 def make_inputs(cfg: HcPreConfig = CONFIG, seed: int = 0) -> dict[str, np.ndarray]:
-    """The §3.3 fixture: x = N*0.05 [T,4,D], hc_fn = N*0.0509 [24, HC_DIM], layer-8 scale/base.
+    """The upstream test's fixture: x = N*0.05 [T,4,D], hc_fn = N*0.0509 [24, HC_DIM], layer-8
+    scale/base.
 
     At reduced HC_DIM the hc_fn std grows by sqrt(16384/HC_DIM), so the mixes (and so post and
     comb) keep the magnitudes of the full layer.
@@ -183,7 +185,7 @@ def hc_pre_golden(
     hc_eps: float = 1e-6,
     colsum: str = "sequential",
 ) -> HcPreOut:
-    """hc_pre on x [T, 4, D] (§3.2), with the reduction tree given by the keyword arguments."""
+    """hc_pre on x [T, 4, D] in upstream's order, with the reduction tree given by the keyword arguments."""
     t, h, d = x.shape
     if h != 4:
         raise ValueError("hc_pre is hard-wired to hc_mult = 4")

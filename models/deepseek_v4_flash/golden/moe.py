@@ -1,4 +1,4 @@
-"""Golden for the decode MoE layer across EP ranks (deepseek-v4-layers.md §5).
+"""Golden for the decode MoE layer across EP ranks (upstream `moe.py`).
 
 Per rank: hc_pre -> gate (hash or biased-score top-6, W8A8 INT8 of x) -> shared expert ->
 dispatch of every active route (t, k) to the rank owning its expert -> routed experts ->
@@ -81,7 +81,7 @@ class MoeConfig:
         return hc_pre_mod.HcPreConfig(T=self.T, D=self.D, rms_chunk=self.rms_chunk)
 
     def validate(self) -> None:
-        """The sub-kernels' shape asserts (§9) and the dispatch bound."""
+        """The sub-kernels' shape asserts (as upstream's files) and the dispatch bound."""
         e = self.n_experts
         if e % 16 or e > 256:
             raise ValueError(f"gate: E % 16 == 0 and E <= 256 violated (E={e})")
@@ -121,7 +121,8 @@ TOLERANCES = {
 
 
 def make_inputs(cfg: MoeConfig = CONFIG, seed: int = 0) -> dict[str, np.ndarray | int]:
-    """The §5.7 fixture with a leading rank axis; plain random INT8 weights (see `_common`).
+    """The fixture of upstream `moe.py`'s test with a leading rank axis; plain random INT8 weights
+    (see `_common`).
 
     The weight stds (and hc_ffn_fn's) are the reference's, scaled by sqrt(full fan-in /
     fan-in) so reduced sizes keep the activation magnitudes of the full layer.
@@ -162,7 +163,7 @@ def make_inputs(cfg: MoeConfig = CONFIG, seed: int = 0) -> dict[str, np.ndarray 
 
 @dataclass(frozen=True)
 class DispatchOut:
-    """One destination rank's receive side (§5.5)."""
+    """One destination rank's receive side (upstream `moe.dispatch`)."""
 
     recv_meta: np.ndarray  # [EP(src), NL] int32 counts from each source per local expert
     window_x: np.ndarray  # [NL*RECV_MAX, D] int8, row le*RECV_MAX + src*MAX_PER_SRC + slot

@@ -1,4 +1,5 @@
-"""Goldens for the MoE gate and the W8A8 experts (deepseek-v4-layers.md §5.2-§5.4).
+"""Goldens for the MoE gate and the W8A8 experts
+(upstream `gate.py`, `expert_shared.py`, `expert_routed.py`).
 
 Used by `moe.py`; kept apart only to keep modules short.
 """
@@ -44,7 +45,8 @@ def gate_golden(
     routed_scaling: float = 1.5,
     eps: float = 1e-6,
 ) -> GateOut:
-    """Deferred-RMSNorm gate, INT8 of x, sqrtsoftplus scores and top-k routing (§5.2).
+    """Deferred-RMSNorm gate, INT8 of x, sqrtsoftplus scores and top-k routing
+    (upstream `golden_gate_core`).
 
     Hash layers (layer_id < num_hash_layers) route by tid2eid[input_ids]; the others take the
     first `topk` of a stable descending argsort of the biased scores (ties to the lower
@@ -90,7 +92,8 @@ def swiglu_expert(
     swiglu_limit: float = 10.0,
     row_weight: np.ndarray | None = None,
 ) -> np.ndarray:
-    """One W8A8 SwiGLU expert on rows x_i8 [R, D] with dequant scales [R] or [R, 1] (§5.3-§5.4).
+    """One W8A8 SwiGLU expert on rows x_i8 [R, D] with dequant scales [R] or [R, 1]
+    (upstream `golden_expert_shared` / `_routed`).
 
     Each weight is (int8 [out, in], per-out-channel scale). gate <= limit (one-sided), up in
     [-limit, limit], h = silu(gate) * up, requantised per row to INT8; for a routed expert the
@@ -121,7 +124,7 @@ def routed_expert_golden(
     w2: tuple[np.ndarray, np.ndarray],
     swiglu_limit: float = 10.0,
 ) -> np.ndarray:
-    """recv_y [NL, RM, D] bf16 for one rank's compact receive buffers (§5.4).
+    """recv_y [NL, RM, D] bf16 for one rank's compact receive buffers (upstream `expert_routed.py`).
 
     w1/w3/w2 are (int8 [NL, out, in], scale [NL, out]). Rows c >= count[e] stay 0.
     """

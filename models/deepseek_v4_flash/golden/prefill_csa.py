@@ -1,6 +1,7 @@
-"""Golden for prefill CSA sparse attention: row packing and attention with sinks (§7.1-§7.4).
+"""Golden for prefill CSA sparse attention: row packing and attention with sinks
+(upstream `prefill_sparse_attn.py`).
 
-Each token t attends to two kinds of sparse rows (deepseek-v4-layers.md §7.2):
+Each token t attends to two kinds of sparse rows (upstream's packing):
 - **window rows**: the positions [pos - w + 1, pos], w = min(WIN, pos + 1), oldest first, as
   physical rows of the original KV cache (the token itself included);
 - **compressed rows**: the indexer's top-k slots (descending score, -1 padded), mapped through
@@ -101,7 +102,7 @@ class CsaConfig(PrefillChunk):
         return self.win + min(mvc, self.idx_topk)
 
     def validate(self) -> None:
-        """Module asserts and the §7.5 guards, derived from the formulas."""
+        """Module asserts and the guards of upstream `prefill_csa.py`, derived from the formulas."""
         n, sp = self.n_active, self.start_pos
         if self.win != self.attn_tile:
             raise ValueError("the kernel asserts WIN == PREFILL_ATTN_TILE")
@@ -227,7 +228,7 @@ def attend(q: np.ndarray, kv: np.ndarray, sink: np.ndarray, tile: int, scale: fl
 def output_projection(
     o: np.ndarray, wo_a: np.ndarray, wo_b: np.ndarray, wo_b_scale: np.ndarray
 ) -> np.ndarray:
-    """Grouped wo_a, per-(t, group) INT8, INT8 wo_b summed over groups ascending, bf16 (§7.3 3-5)."""
+    """Grouped wo_a, per-(t, group) INT8, INT8 wo_b summed over groups ascending, bf16 (upstream steps 3-5)."""
     t = o.shape[0]
     g, o_lora, group_in = wo_a.shape
     og = f32(o).reshape(t, g, group_in)
@@ -262,7 +263,8 @@ def sparse_attn_golden(inputs: dict, cfg: CsaConfig = CONFIG) -> dict[str, np.nd
 
 
 def make_inputs(cfg: CsaConfig = CONFIG, seed: int = 0, cmp_indices: np.ndarray | None = None) -> dict:
-    """The §7.4 standalone fixture (ratio 4): cmp_indices[t] = arange(cc_t) then -1 unless given.
+    """The fixture of upstream `prefill_sparse_attn.py`'s test (ratio 4): cmp_indices[t] =
+    arange(cc_t) then -1 unless given.
 
     Pass an indexer golden's `topk_full` as `cmp_indices` to chain the two layers.
     """

@@ -1,15 +1,16 @@
-"""Golden for the prefill indexer (deepseek-v4-layers.md §6).
+"""Golden for the prefill indexer (upstream `prefill_indexer.py`).
 
 Three parts, in the reference's order:
 
-1. The inner compressor (§6.2) turns every 4 positions into one compressed index key: softmax
-   pooling over an 8-slot window (the previous 4 positions and the current 4, read from the
-   compress state for positions before this chunk), RMSNorm, RoPE at cmp_pos = pos - 3,
-   Hadamard, bf16, then INT8 quant-on-write into the paged index-KV cache.
-2. The query path (§6.3-§6.4): INT8 q projection, RoPE, Hadamard, per-head INT8, head weights.
-3. The score (§6.5): score[t, c] = sum_h relu(q_i8 . kv_i8 * scales) * weight[t, h] for the
+1. The inner compressor (upstream `prefill_indexer_compressor.py`) turns every 4 positions
+   into one compressed index key: softmax pooling over an 8-slot window (the previous 4
+   positions and the current 4, read from the compress state for positions before this
+   chunk), RMSNorm, RoPE at cmp_pos = pos - 3, Hadamard, bf16, then INT8 quant-on-write into
+   the paged index-KV cache.
+2. The query path: INT8 q projection, RoPE, Hadamard, per-head INT8, head weights.
+3. The score: score[t, c] = sum_h relu(q_i8 . kv_i8 * scales) * weight[t, h] for the
    compressed columns c < visible[t] = min((pos + 1) // 4, INDEXER_SCORE_CAP), FP32_NEG_INF
-   elsewhere; and the top-k (§6.6): the min(TOPK_CAP, visible) best columns, descending,
+   elsewhere; and the top-k: the min(TOPK_CAP, visible) best columns, descending,
    padded with -1. Ties go to the lower column (the reference leaves tie order open).
 
 INDEXER_SCORE_CAP = 2 * T / COMPRESS_RATIO: the current chunk plus one chunk of history.
@@ -91,7 +92,7 @@ class IndexerConfig(PrefillChunk):
         return self.head_dim**-0.5 * self.n_heads**-0.5
 
     def validate(self) -> None:
-        """The §6.7 guards, derived from the formulas rather than the numbers."""
+        """The upstream test's guards, derived from the formulas rather than the numbers."""
         n, sp, r = self.n_active, self.start_pos, self.compress_ratio
         if r != 4 or self.coff != 2:
             raise ValueError("the indexer exists only on ratio-4 layers with overlap 2")
@@ -116,7 +117,7 @@ TOLERANCES = {
     "topk_idxs": Tolerance(
         "topk_selection_compare",
         note="reference: topk_prefix_contract + topk_pair_compare on the kernel's scores; "
-        "topk_selection_compare adds the selected-multiset check of seed-bugs.md §7.3",
+        "topk_selection_compare adds the selected-multiset check (docs/runtime-semantics.md §20.3)",
     ),
     "idx_kv_cache": Tolerance("ratio_allclose", {"atol": 1, "rtol": 0, "max_error_ratio": 0.01}),
     "idx_kv_scale": Tolerance("ratio_allclose", {"atol": 1e-4, "rtol": 1 / 128, "max_error_ratio": 0.01}),
@@ -144,7 +145,7 @@ def page_table(logical_blocks: int, pages: int, stride: int = 17, offset: int = 
 
 
 def make_inputs(cfg: IndexerConfig = CONFIG, seed: int = 0) -> dict[str, np.ndarray | int]:
-    """The §6.7 fixture (plain random INT8 wq_b; weights' std scaled by sqrt(full/actual fan-in))."""
+    """Upstream's test fixture (plain random INT8 wq_b; weights' std scaled by sqrt(full/actual fan-in))."""
     cfg.validate()
     rng = np.random.default_rng(seed)
     t, d, h, hd, sp, n = cfg.T, cfg.D, cfg.n_heads, cfg.head_dim, cfg.start_pos, cfg.n_active
@@ -201,7 +202,10 @@ def make_inputs(cfg: IndexerConfig = CONFIG, seed: int = 0) -> dict[str, np.ndar
 
 
 def compress_golden(inputs: dict, cfg: IndexerConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Inner compressor (§6.2): returns updated (idx_kv_cache, idx_kv_scale, compress_state) copies."""
+    """Inner compressor (upstream `golden_prefill_indexer_compressor`).
+
+    Returns updated (idx_kv_cache, idx_kv_scale, compress_state) copies.
+    """
     hd, r, sp, page = cfg.head_dim, cfg.compress_ratio, cfg.start_pos, cfg.state_page
     x = f32(inputs["x"])
     kv_proj = mm(x, f32(inputs["inner_wkv"]).T)
@@ -263,7 +267,7 @@ def compress_golden(inputs: dict, cfg: IndexerConfig) -> tuple[np.ndarray, np.nd
 
 
 def query_golden(inputs: dict, cfg: IndexerConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Query path and head weights (§6.3-§6.4): (q_i8 [T,H,hd], q_scale [T,H,1], weights [T,H])."""
+    """Query path and head weights: (q_i8 [T,H,hd], q_scale [T,H,1], weights [T,H])."""
     t, h, hd = cfg.T, cfg.n_heads, cfg.head_dim
     q = (f32(imm(inputs["qr"], inputs["wq_b"])) * f32(inputs["qr_scale"])).astype(np.float32)
     q = (q * f32(inputs["wq_b_scale"])[None, :]).astype(np.float32).reshape(t, h, hd)
