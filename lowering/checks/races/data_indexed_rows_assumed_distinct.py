@@ -54,6 +54,7 @@ from lowering.checks.access_instances import distinct, first_overlap, hits, loca
 from lowering.checks.races.data_rows import data_symbols
 from lowering.checks.races.data_rows import sources as task_sources
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.translation import shift_key
 from lowering.ir import Access, Graph, Task
 from lowering.source import Diagnostic
 
@@ -65,6 +66,7 @@ SUMMARY = "blocks of one spmd grid write rows read from a tensor; the lint assum
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
+    meets: dict[tuple, bool] = {}  # a write at other constant offsets meets across blocks alike
     for task in graph.tasks:
         if task.blocks < 2:
             continue
@@ -76,13 +78,20 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             names = data_symbols(w)
             if not names:
                 continue
-            # data-indexed dimensions span the whole extent here: an overlap across blocks
-            # means only the table's values keep the blocks apart
-            found = distinct(hits(graph, task, w), key=lambda h: (h.block, h.phase))
-            pair = first_overlap(
-                found, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
-            )
-            if pair is None:
+            moved = shift_key(graph, task, [w])
+            key = None if moved is None else (task.blocks, tuple(b.order for b in task.barriers), moved)
+            meet = meets.get(key) if key is not None else None
+            if meet is None:
+                # data-indexed dimensions span the whole extent here: an overlap across blocks
+                # means only the table's values keep the blocks apart
+                found = distinct(hits(graph, task, w), key=lambda h: (h.block, h.phase))
+                pair = first_overlap(
+                    found, accept=lambda a, b: a.block != b.block and a.phase == b.phase and a.rank == b.rank
+                )
+                meet = pair is not None
+                if key is not None:
+                    meets[key] = meet
+            if not meet:
                 continue
             if sources is None:
                 sources = task_sources(task)
