@@ -196,34 +196,34 @@ class StridedOps:
         self.scalar_barrier()  # the scalar unit reads the indices the pipes wrote
         j, row = self.fresh("j"), self.fresh("row")
         self.emit(f"for (int32_t {j} = 0; {j} < {rows}; ++{j}) {{")
-        self.depth += 1
+        self.text.depth += 1
         self.emit(f"const int64_t {row} = static_cast<int64_t>({idx.base}.GetValue({idx.index('0', j)}));")
         if from_gm:
             self.emit(f"if ({row} >= 0) {{")
-            self.depth += 1
+            self.text.depth += 1
             self.gather_row_dma(src_v, dst, j, row, cols, rstep)
-            self.depth -= 1
+            self.text.depth -= 1
             self.emit("}")
         else:
             self.emit(f"if ({row} >= 0) {{")
-            self.depth += 1
+            self.text.depth += 1
             self.copy(dst.view(j, 0, 1, cols), src.view(row, 0, 1, cols))
-            self.depth -= 1
+            self.text.depth -= 1
             self.emit("} else {")
-            self.depth += 1
+            self.text.depth += 1
             self.zero_row(dst, j)
-            self.depth -= 1
+            self.text.depth -= 1
             self.emit("}")
-        self.depth -= 1
+        self.text.depth -= 1
         self.emit("}")
         if from_gm:
             self.emit(f"inQueue.EnQue({dst.base});")
             self.emit(f"{dst.base} = inQueue.DeQue<{cxx_type(dtype)}>();")
             self.emit(f"for (int32_t {j} = 0; {j} < {rows}; ++{j}) {{")
             self.emit(f"    if ({idx.base}.GetValue({idx.index('0', j)}) < 0) {{")
-            self.depth += 2
+            self.text.depth += 2
             self.zero_row(dst, j)
-            self.depth -= 2
+            self.text.depth -= 2
             self.emit("    }")
             self.emit("}")
             self.free_later("inQueue", dst, scope_end=False)

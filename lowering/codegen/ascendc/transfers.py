@@ -173,7 +173,7 @@ class TransferMixin:
             r0, n = self.fresh("r"), self.fresh("rows")
             total = self.int(rows_expr)
             self.emit(f"for (int64_t {r0} = 0; {r0} < {total}; {r0} += {chunk}) {{")
-            self.depth += 1
+            self.text.depth += 1
             self.emit(f"const int64_t {n} = dslc::Min({chunk}, {total} - {r0});")
         count = f"static_cast<uint16_t>({n})"
         dst_at = _at(gm, self.int(dst_offset), f"{r0} * {dst_width}" if loop else "0")
@@ -212,5 +212,5 @@ class TransferMixin:
         self.emit(f"{queue}.FreeTensor({tile.base});")
         (self.inq if queue == "inQueue" else self.outq).give()
         if loop:
-            self.depth -= 1
+            self.text.depth -= 1
             self.emit("}")
