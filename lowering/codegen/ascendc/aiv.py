@@ -21,8 +21,9 @@ from lowering.codegen.ascendc.comm import CommMixin
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.masks import MaskOps, is_bool
+from lowering.codegen.ascendc.placement import UbPlacement
 from lowering.codegen.ascendc.strided import StridedOps
-from lowering.codegen.ascendc.tiles import UB_BYTES, Arena, Budget, QueueUse, Tile, padded, tile_bytes
+from lowering.codegen.ascendc.tiles import Budget, Tile, padded
 from lowering.codegen.ascendc.transfers import TransferMixin
 from lowering.codegen.ascendc.vecops import VectorOps
 from lowering.codegen.ascendc.writer import BodyWriter
@@ -37,92 +38,17 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
 
     def __init__(self, graph: Graph, task: Task, env: dict[str, int]):
         super().__init__(graph, task, env)
-        self.calc = Arena()
-        self.inq = QueueUse()
-        self.outq = QueueUse()
-        self.pending: list[tuple[str, QueueUse]] = []  # FreeTensor lines of the current statement
-        self.temps: dict[str, int] = {}  # calc temporaries not consumed yet: var -> offset
+        self.ub = UbPlacement(self.text, lambda: self.span)
 
     # ---------------------------------------------------------------- placement
     def arena_mark(self) -> int:
-        return self.calc.mark()
+        return self.ub.calc.mark()
 
     def arena_release(self, mark: int) -> None:
-        self.calc.release(mark)
-
-    def calc_tile(self, rows: int, cols: int, dtype: str, what: str, temp: bool = True) -> Tile:
-        """A tile of the calc buffer; a temporary is freed by ``consume`` (a let slot by its block)."""
-        stride = padded(cols, dtype)
-        if tile_bytes(rows, cols, dtype) > UB_BYTES:  # before emitting code proportional to its size
-            raise refuse(
-                "A711",
-                f"a [{rows}, {cols}] {dtype} tile needs {tile_bytes(rows, cols, dtype)} B, more than the "
-                f"{UB_BYTES} B of UB on an A2/A3 core",
-                self.span,
-            )
-        offset = self.calc.alloc(tile_bytes(rows, cols, dtype), what)
-        var = self.fresh("ub")
-        ctype = cxx_type(dtype)
-        self.emit(
-            f"AscendC::LocalTensor<{ctype}> {var} = calcBuf.GetWithOffset<{ctype}>({rows * stride}, {offset});"
-        )
-        if temp:
-            self.temps[var] = offset
-        return Tile(var, dtype, rows, cols, stride)
-
-    def consume(self, *tiles: Tile | None, keep: Tile | None = None) -> None:
-        """The op just emitted was the last reader of these operands: free their buffers now
-        (calc ranges for reuse; queue tiles with FreeTensor), except ``keep``, its result."""
-        for t in tiles:
-            if t is None or (keep is not None and t.base == keep.base):
-                continue
-            if t.base in self.temps:
-                self.calc.free(self.temps.pop(t.base))
-                continue
-            for i, (line, use) in enumerate(self.pending):
-                if line.endswith(f"({t.base});"):
-                    self.emit(line)
-                    use.give()
-                    del self.pending[i]
-                    break
-
-    def temp_like(self, t: Tile, dtype: str | None = None, cols: int | None = None) -> Tile:
-        return self.calc_tile(t.rows, t.cols if cols is None else cols, dtype or t.dtype, "temporary")
-
-    def queue_tile(self, queue: str, rows: int, cols: int, dtype: str) -> Tile:
-        use = self.inq if queue == "inQueue" else self.outq
-        use.take(tile_bytes(rows, cols, dtype))
-        var = self.fresh("in" if queue == "inQueue" else "out")
-        self.emit(
-            f"AscendC::LocalTensor<{cxx_type(dtype)}> {var} = {queue}.AllocTensor<{cxx_type(dtype)}>();"
-        )
-        return Tile(var, dtype, rows, cols, padded(cols, dtype))
-
-    def free_later(self, queue: str, tile: Tile, scope_end: bool) -> None:
-        """FreeTensor at the end of the statement (an operand) or of the block (a let)."""
-        line = f"{queue}.FreeTensor({tile.base});"
-        use = self.inq if queue == "inQueue" else self.outq
-        if scope_end:
-            self.scopes[-1].cleanup.append((line, use.give))
-        else:
-            self.pending.append((line, use))
-
-    def flush(self, start: int) -> None:
-        """Free the queue tiles the statement took since ``start`` (newest first)."""
-        for line, use in reversed(self.pending[start:]):
-            self.emit(line)
-            use.give()
-        del self.pending[start:]
+        self.ub.calc.release(mark)
 
     def budget(self) -> Budget:
-        return Budget(
-            calc=self.calc.peak + (self.overread if self.calc.peak else 0),
-            in_bytes=self.inq.largest,
-            in_count=self.inq.peak,
-            out_bytes=self.outq.largest,
-            out_count=self.outq.peak,
-            peaks={"calc": self.calc.at_peak},
-        )
+        return self.ub.budget()
 
     # ---------------------------------------------------------------- shapes
     def shape(self, t: ir_body.Type) -> tuple[int, int]:
@@ -162,7 +88,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
 
     # ---------------------------------------------------------------- statements
     def tile_statement(self, s: ir_body.Stmt) -> None:
-        mark, pending = self.calc.mark(), len(self.pending)
+        mark, pending = self.ub.calc.mark(), self.ub.statement_mark()
         if isinstance(s, ir_body.LetS):
             self.tile_let(s)
         elif isinstance(s, ir_body.AssignS):
@@ -181,9 +107,9 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             self.emit("// anchor read of a region: ordered by the launch order, no data use")
         else:
             raise refuse("A701", f"{type(s).__name__} on the vector core", s.span)
-        self.flush(pending)
+        self.ub.flush(pending)
         if not isinstance(s, ir_body.LetS):
-            self.calc.release(mark)
+            self.ub.calc.release(mark)
 
     def assign_target(self, s: ir_body.AssignS) -> Tile:
         target = self.lookup(s.name)
@@ -198,7 +124,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             if mutable:
                 raise refuse("A701", f"reassigning the bool tile {s.name}", s.span, hint="bind a new name")
             mask = self.value(v, None)
-            self.temps.pop(mask.base, None)
+            self.ub.keep(mask)
             self.bind(s.name, mask)
             return
         rows, cols = self.shape(v.type)
@@ -215,15 +141,15 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             and self.const_int(v.region[-1].step) != 1
         ):
             packed = self.operand(v)  # GatherMask already wrote a tile of its own: keep it
-            self.temps.pop(packed.base, None)
+            self.ub.keep(packed)
             self.bind(s.name, packed)
             return
-        slot = self.calc_tile(rows, cols, v.type.dtype, s.name, temp=False)
+        slot = self.ub.calc_tile(rows, cols, v.type.dtype, s.name, temp=False)
         self.bind(s.name, slot)
-        mark, pending = self.calc.mark(), len(self.pending)
+        mark, pending = self.ub.calc.mark(), self.ub.statement_mark()
         self.value_into(v, slot)
-        self.flush(pending)
-        self.calc.release(mark)
+        self.ub.flush(pending)
+        self.ub.calc.release(mark)
 
     def is_stable_view(self, v: ir_body.Value) -> bool:
         """A local, or a view of one, that no later statement overwrites: bind, do not copy."""
@@ -272,7 +198,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             )
         if not out.same_place(dst):
             self.copy(dst, out)
-            self.consume(out, keep=dst)
+            self.ub.consume(out, keep=dst)
 
     def operand(self, v: ir_body.Value) -> Tile:
         return self.value(v, None)
@@ -311,7 +237,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             clash = [t for t in operands if t.base == hint.base]
             if all(positionwise and t.same_place(hint) and t.dtype == hint.dtype for t in clash):
                 return hint
-        return self.calc_tile(rows, cols, dtype, "temporary")
+        return self.ub.calc_tile(rows, cols, dtype, "temporary")
 
     # ---------------------------------------------------------------- copies
     def copy(self, dst: Tile, src: Tile) -> None:
@@ -377,7 +303,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
         return Tile(var, dtype, t.rows, t.cols * ratio, t.stride * ratio)
 
     def unaligned_copy(self, view: Tile) -> Tile:
-        out = self.calc_tile(view.rows, view.cols, view.dtype, "aligned copy of a view")
+        out = self.ub.calc_tile(view.rows, view.cols, view.dtype, "aligned copy of a view")
         self.scalar_copy(out, view)
         return out
 

@@ -61,7 +61,7 @@ class CommMixin:
             raise refuse("A702", f"signal {s.signal} must be i32", s.span)
         gm = self.peer_tensor(s.signal, s.peer)
         at = self.cell(s.signal, s.index)
-        out = self.queue_tile("outQueue", 1, 8, "i32")
+        out = self.ub.queue_tile("outQueue", 1, 8, "i32")
         self.emit("AscendC::PipeBarrier<PIPE_MTE3>();  // every earlier store has landed")
         self.emit(f"AscendC::Duplicate({out.base}, static_cast<int32_t>({self.int(s.value)}), 8);")
         self.emit(f"outQueue.EnQue({out.base});")
@@ -74,7 +74,7 @@ class CommMixin:
         if s.op == "add":
             self.emit("AscendC::SetAtomicNone();")
         self.emit(f"outQueue.FreeTensor({out.base});")
-        self.outq.give()
+        self.ub.outq.give()
 
     def wait(self, s: ir_body.WaitS) -> None:
         if self.graph.tensors[s.signal].kind != "signal":

@@ -15,7 +15,7 @@ compared with a scalar through f32: the cast is monotone and exact on [-2^24, 2^
 for a constant ``|s| < 2^24`` the comparison of the cast is the comparison of the integers
 for every i32 value; other i32 orderings are refused (A702). The compare unit works in
 whole 256-byte repeats: the count is rounded up to a repeat, so it reads up to one repeat
-past the tile (the calc buffer holds ``OVERREAD_BYTES`` of slack for it) and the padding
+past the tile (the calc buffer holds ``placement.OVERREAD_BYTES`` of slack for it) and the padding
 lanes' bits are garbage that no op reads.
 
 ``x // 2^k`` and ``x % 2^k`` on i32 / i16 tiles are ``ShiftRight`` (arithmetic: floor
@@ -37,8 +37,6 @@ from lowering.ir import DTYPE_BYTES
 COMPARES = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
 _FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}  # s op x == x FLIP s
 EXACT_F32_INT = 1 << 24  # |i| below this: an int32 -> f32 cast is exact, and so is its order
-#: Bytes the compare unit and GatherMask may read past a tile (one 256-byte repeat).
-OVERREAD_BYTES = 256
 #: Select's data dtypes (it moves bits): the dtype a tile of each dtype is selected as.
 _SELECT_AS = {"f32": "f32", "i32": "f32", "u32": "f32", "f16": "f16", "bf16": "f16", "i16": "f16"}
 
@@ -58,13 +56,11 @@ def tile_valued(v: ir_body.Value) -> bool:
 class MaskOps:
     """Expects the placement, copy and value methods of ``VectorWriter``."""
 
-    overread = 0  # set per writer when an op reads past its operands
-
     # ---------------------------------------------------------------- masks
     def mask_tile(self, rows: int, cols: int, stride: int, lanes: int) -> Tile:
         """A mask of ``rows * stride`` lanes rounded up to ``lanes`` (one compare repeat)."""
         nbits = round_up(rows * stride, lanes)
-        slot = self.calc_tile(1, nbits // 8, "u8", "mask")
+        slot = self.ub.calc_tile(1, nbits // 8, "u8", "mask")
         return Tile(slot.base, "bool", rows, cols, stride)
 
     def mask_bits(self, m: Tile) -> int:
@@ -75,12 +71,9 @@ class MaskOps:
         packed copy (a view with a row step, or a view starting inside a row)."""
         if t.dense and t.aligned:
             return t
-        out = self.temp_like(t)
+        out = self.ub.temp_like(t)
         self.copy(out, t)
         return out
-
-    def note_overread(self) -> None:
-        self.overread = OVERREAD_BYTES
 
     # ---------------------------------------------------------------- comparisons
     def compare(self, v: ir_body.BinV, hint: Tile | None) -> Tile:
@@ -107,18 +100,18 @@ class MaskOps:
             )
         a2, b2 = self.dense_operand(a), self.dense_operand(b)
         if a2.stride != b2.stride:
-            b2 = self.temp_like(a2)
+            b2 = self.ub.temp_like(a2)
             self.copy(b2, b)
         lanes = 256 // DTYPE_BYTES[dtype]
         mask = self.mask_tile(a.rows, a.cols, a2.stride, lanes)
         complement = op == "ne" and dtype == "i32"  # int32 knows EQ only: NE is its complement
         mode = "EQ" if complement else COMPARES[op]
         count = round_up(a.rows * a2.stride, lanes)
-        self.note_overread()
+        self.ub.note_overread()
         self.emit(
             f"AscendC::Compare({mask.ref()}, {a2.ref()}, {b2.ref()}, AscendC::CMPMODE::{mode}, {count});"
         )
-        self.consume(a, b, a2, b2)
+        self.ub.consume(a, b, a2, b2)
         return self.mask_not(mask) if complement else mask
 
     def compare_scalar(self, op: str, x: Tile, s: ir_body.Value) -> Tile:
@@ -143,7 +136,7 @@ class MaskOps:
                     self.span,
                     hint="compare with a constant, or cast the tile to f32",
                 )
-            as_f32 = self.calc_tile(x2.rows, x2.stride, "f32", "i32 compared as f32")
+            as_f32 = self.ub.calc_tile(x2.rows, x2.stride, "f32", "i32 compared as f32")
             self.emit(
                 f"AscendC::Cast({as_f32.ref()}, {x2.ref()}, AscendC::RoundMode::CAST_RINT, {x2.rows * x2.stride});"
             )
@@ -154,11 +147,11 @@ class MaskOps:
         mask = self.mask_tile(x.rows, x.cols, x2.stride, lanes)
         count = round_up(x.rows * x2.stride, lanes)
         mode = "EQ" if op == "ne" and ctype == "i32" else COMPARES[op]
-        self.note_overread()
+        self.ub.note_overread()
         self.emit(
             f"AscendC::CompareScalar({mask.ref()}, {operand.ref()}, {arg}, AscendC::CMPMODE::{mode}, {count});"
         )
-        self.consume(x, x2, operand)
+        self.ub.consume(x, x2, operand)
         if op == "ne" and ctype == "i32":
             return self.mask_not(mask)
         return mask
@@ -178,7 +171,7 @@ class MaskOps:
         words = self.mask_bits(a) // 16
         ua, ub, uo = (self.as_words(t) for t in (a, b, out))
         self.emit(f"AscendC::{api}({uo}, {ua}, {ub}, {words});")
-        self.consume(a, b)
+        self.ub.consume(a, b)
         return out
 
     def same_lanes(self, a: Tile, b: Tile, what: str) -> None:
@@ -199,7 +192,7 @@ class MaskOps:
         out = self.mask_tile(m.rows, m.cols, m.stride, 128)
         src, dst = self.as_words(m), self.as_words(out)
         self.emit(f"AscendC::Not({dst}, {src}, {self.mask_bits(m) // 16});")
-        self.consume(m)
+        self.ub.consume(m)
         return out
 
     def mask_test(self, op: str, m: Tile, s: ir_body.Value) -> Tile:
@@ -227,7 +220,7 @@ class MaskOps:
         b = None if scalar_b and dtype in ("f32", "f16") else self.select_operand(b_v, rows, cols, dtype)
         dst = self.target(hint, rows, cols, dtype, [a] + ([b] if b else []), positionwise=True)
         if not dst.dense or (b is not None and b.stride != a.stride) or dst.stride != a.stride:
-            dst = self.calc_tile(rows, cols, dtype, "select")
+            dst = self.ub.calc_tile(rows, cols, dtype, "select")
         if mask.stride != a.stride and rows > 1:
             raise refuse(
                 "A701",
@@ -250,14 +243,14 @@ class MaskOps:
                 f"AscendC::Select({fd.ref()}, {mask.ref()}, {fa.ref()}, {fb.ref()}, "
                 f"AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, {count});"
             )
-        self.consume(mask, a, b, keep=dst)
+        self.ub.consume(mask, a, b, keep=dst)
         return dst
 
     def select_operand(self, v: ir_body.Value, rows: int, cols: int, dtype: str) -> Tile:
         """A tile operand of Select, packed; a scalar one filled into a tile (Duplicate)."""
         if isinstance(v.type, ir_body.TileType):
             return self.dense_operand(self.operand(v))
-        fill = self.calc_tile(rows, cols, dtype, "select operand")
+        fill = self.ub.calc_tile(rows, cols, dtype, "select operand")
         self.vector_call("Duplicate", fill, [], [self.scalar_arg(v, dtype)])
         return fill
 
@@ -294,13 +287,13 @@ class MaskOps:
         if v.op == "floordiv":  # arithmetic shift: floor(x / 2^k), negatives included
             self.vector_call("ShiftRight", dst, [x], [f"static_cast<{ctype}>({k})"])
         else:  # x & (2^k - 1): the non-negative floor modulus in two's complement
-            low = self.temp_like(x)
+            low = self.ub.temp_like(x)
             self.vector_call("Duplicate", low, [], [f"static_cast<{ctype}>({(1 << k) - 1})"])
             if dtype == "i16":
                 self.vector_call("And", dst, [x, low])
             else:  # And takes 16-bit lanes: an int32 mask is two of them
                 d16, x16, l16 = (self.reinterpret(t, "i16") for t in (dst, x, low))
                 self.vector_call("And", d16, [x16, l16])
-            self.consume(low)
-        self.consume(x, keep=dst)
+            self.ub.consume(low)
+        self.ub.consume(x, keep=dst)
         return dst

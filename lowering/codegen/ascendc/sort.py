@@ -25,7 +25,7 @@ class SortOps:
     @staticmethod
     def iota(w, v: ir_body.CallV, hint: Tile | None) -> Tile:
         n = w.const_int(v.args[0].expr)
-        dst = w.calc_tile(1, n, "i32", "iota")
+        dst = w.ub.calc_tile(1, n, "i32", "iota")
         w.emit(f"AscendC::CreateVecIndex({dst.ref()}, static_cast<int32_t>(0), {n});")
         return dst
 
@@ -34,16 +34,16 @@ class SortOps:
         """A bit mask of ``width`` lanes: lane i set when i < valid (CompareScalar on an iota)."""
         if width % 64:
             raise refuse("A713", f"a masked row of {width} lanes (Compare needs a multiple of 64)", w.span)
-        index = w.calc_tile(1, width, "i32", "lane index")
-        lanes = w.calc_tile(1, width, "f32", "lane index as f32")
-        mask = w.calc_tile(1, width // 8, "u8", "lane mask")
+        index = w.ub.calc_tile(1, width, "i32", "lane index")
+        lanes = w.ub.calc_tile(1, width, "f32", "lane index as f32")
+        mask = w.ub.calc_tile(1, width // 8, "u8", "lane mask")
         w.emit(f"AscendC::CreateVecIndex({index.ref()}, static_cast<int32_t>(0), {width});")
         w.emit(f"AscendC::Cast({lanes.ref()}, {index.ref()}, AscendC::RoundMode::CAST_NONE, {width});")
         w.emit(
             f"AscendC::CompareScalar({mask.ref()}, {lanes.ref()}, static_cast<float>({valid}), "
             f"AscendC::CMPMODE::LT, {width});"
         )
-        w.consume(index, lanes)
+        w.ub.consume(index, lanes)
         return mask
 
     @staticmethod
@@ -55,7 +55,7 @@ class SortOps:
             raise refuse("A701", "mask_tail of anything but one f32 row", w.span)
         width = w.const_int(width_v.expr)
         valid = w.scalar(valid_v).code
-        dst = w.calc_tile(1, width, "f32", "masked row")
+        dst = w.ub.calc_tile(1, width, "f32", "masked row")
         w.vector_call("Duplicate", dst, [], [_NEG_INF])
         w.copy(dst.view("0", 0, 1, row.cols), row)
         mask = SortOps.index_mask(w, width, valid)
@@ -63,7 +63,7 @@ class SortOps:
             f"AscendC::Select({dst.ref()}, {mask.ref()}, {dst.ref()}, {_NEG_INF}, "
             f"AscendC::SELMODE::VSEL_TENSOR_SCALAR_MODE, {width});"
         )
-        w.consume(row, mask)
+        w.ub.consume(row, mask)
         return dst
 
     @staticmethod
@@ -77,15 +77,15 @@ class SortOps:
         if width != x.cols:
             raise refuse("A713", f"fillpad of a row of {x.cols} lanes (needs a multiple of 64)", w.span)
         mask = SortOps.index_mask(w, width, w.scalar(cols_v).code)
-        pad = w.calc_tile(1, width, x.dtype, "pad row")
+        pad = w.ub.calc_tile(1, width, x.dtype, "pad row")
         w.vector_call("Duplicate", pad, [], [w.scalar_arg(pad_v, x.dtype)])
-        dst = w.calc_tile(1, width, x.dtype, "padded row")
+        dst = w.ub.calc_tile(1, width, x.dtype, "padded row")
         fx, fp, fd = (t if t.dtype == "f32" else w.reinterpret(t, "f32") for t in (x, pad, dst))
         w.emit(
             f"AscendC::Select({fd.ref()}, {mask.ref()}, {fx.ref()}, {fp.ref()}, "
             f"AscendC::SELMODE::VSEL_TENSOR_TENSOR_MODE, {width});"
         )
-        w.consume(x, mask, pad)
+        w.ub.consume(x, mask, pad)
         return dst
 
     @staticmethod
@@ -94,10 +94,10 @@ class SortOps:
         n = values.cols
         if values.rows != 1 or n % 32:
             raise refuse("A701", f"sort32 of a [{values.rows}, {n}] tile (one row of 32k values)", w.span)
-        dst = w.calc_tile(1, 2 * n, "f32", "sorted records")
+        dst = w.ub.calc_tile(1, 2 * n, "f32", "sorted records")
         u32 = w.reinterpret(index, "u32") if index.dtype != "u32" else index
         w.emit(f"AscendC::Sort32({dst.ref()}, {values.ref()}, {u32.ref()}, {n // 32});")
-        w.consume(values, index)
+        w.ub.consume(values, index)
         return dst
 
     @staticmethod
@@ -112,7 +112,7 @@ class SortOps:
         repeat = cols // (4 * block_len)
         if repeat > MAX_MRGSORT_REPEATS:
             raise refuse("A713", f"mrgsort needs {repeat} repeats (at most {MAX_MRGSORT_REPEATS})", w.span)
-        dst = w.calc_tile(1, cols, "f32", "merged records")
+        dst = w.ub.calc_tile(1, cols, "f32", "merged records")
         records = block_len // 2
         lists, counts, info = w.fresh("lists"), w.fresh("counts"), w.fresh("info")
         runs = ", ".join(src.ref(str(k * block_len)) for k in range(4))
@@ -120,7 +120,7 @@ class SortOps:
         w.emit(f"uint16_t {counts}[4] = {{{records}, {records}, {records}, {records}}};")
         w.emit(f"AscendC::MrgSort4Info {info}({counts}, false, 0b1111, {repeat});")
         w.emit(f"AscendC::MrgSort({dst.ref()}, {lists}, {info});")
-        w.consume(src)
+        w.ub.consume(src)
         return dst
 
     @staticmethod
@@ -145,14 +145,14 @@ class SortOps:
             raise refuse("A701", "even/odd lanes of anything but one f32 row", w.span)
         out = x.cols // 2
         repeat = round_up(x.cols * 4, 256) // 256
-        dst = w.calc_tile(1, round_up(out, 32), "f32", "lanes")  # whole repeats are written
+        dst = w.ub.calc_tile(1, round_up(out, 32), "f32", "lanes")  # whole repeats are written
         count = w.fresh("kept")
         w.emit(f"uint64_t {count} = 0;")
         w.emit(
             f"AscendC::GatherMask({dst.ref()}, {x.ref()}, static_cast<uint8_t>({pattern}), false, "
             f"static_cast<uint32_t>(0), AscendC::GatherMaskParams{{1, {repeat}, 8, 0}}, {count});"
         )
-        w.consume(x)
+        w.ub.consume(x)
         view = dst.view("0", 0, 1, out)
         if dtype == "f32":
             return view

@@ -72,10 +72,10 @@ class StridedOps:
         rows_stride = parent.stride * rstep
         count = self.fresh("kept")
         self.emit(f"uint64_t {count} = 0;")
-        self.note_overread()
+        self.ub.note_overread()
         if repeats == 1 and rows <= MAX_REPEATS and (rows_stride * size) % BLOCK_BYTES == 0:
             out_stride = per_repeat // 2  # one repeat per row: its kept half, packed
-            dst = self.calc_tile(rows, out_stride, dtype, "strided view")
+            dst = self.ub.calc_tile(rows, out_stride, dtype, "strided view")
             src_blocks = rows_stride * size // BLOCK_BYTES
             if src_blocks > 65535:
                 raise refuse("A713", f"a row stride of {src_blocks} blocks in one GatherMask", self.span)
@@ -90,7 +90,7 @@ class StridedOps:
             )
         out_stride = padded(cols, dtype)
         spill = repeats * per_repeat // 2 - out_stride  # the last repeat's extra lanes land past the row
-        dst = self.calc_tile(rows + -(-max(spill, 0) // out_stride), out_stride, dtype, "strided view")
+        dst = self.ub.calc_tile(rows + -(-max(spill, 0) // out_stride), out_stride, dtype, "strided view")
         r = self.fresh("r")
         src_row = f"{r} * {rows_stride}" if rows > 1 else "0"
         dst_row = f"{r} * {out_stride}" if rows > 1 else "0"
@@ -120,7 +120,7 @@ class StridedOps:
         dense = ir_body.LoadV(v.tensor, (*v.region[:-1], last), v.type, v.local)
         tile = self.load(dense)
         out = self.strided_view(tile, "0", lead, tile.rows, 1, cols, step)
-        self.consume(tile)
+        self.ub.consume(tile)
         return out
 
     # ---------------------------------------------------------------- strided stores
@@ -138,11 +138,11 @@ class StridedOps:
             )
         if cols > 4095:
             raise refuse("A713", f"{cols} columns in one strided DataCopyPad (the limit is 4095)", self.span)
-        val = self.calc_tile(rows, cols, dtype, "strided store value")
+        val = self.ub.calc_tile(rows, cols, dtype, "strided store value")
         self.value_into(value, val)
         per_block = BLOCK_BYTES // size
         lanes = round_up(rows * val.stride, 8)
-        out = self.queue_tile("outQueue", 1, lanes * per_block, dtype)
+        out = self.ub.queue_tile("outQueue", 1, lanes * per_block, dtype)
         done = 0
         while done < lanes:
             reps = min(MAX_REPEATS, (lanes - done) // 8)
@@ -151,7 +151,7 @@ class StridedOps:
                 "AscendC::BrcbRepeatParams{1, 8});"
             )
             done += reps * 8
-        self.consume(val)
+        self.ub.consume(val)
         self.emit(f"outQueue.EnQue({out.base});")
         self.emit(f"{out.base} = outQueue.DeQue<{cxx_type(dtype)}>();")
         if atomic:
@@ -171,7 +171,7 @@ class StridedOps:
         if atomic:
             self.emit("AscendC::SetAtomicNone();")
         self.emit(f"outQueue.FreeTensor({out.base});")
-        self.outq.give()
+        self.ub.outq.give()
 
     # ---------------------------------------------------------------- gather_rows
     def gather_rows(self, v: ir_body.CallV) -> Tile:
@@ -188,11 +188,11 @@ class StridedOps:
                 raise refuse("A701", "gather_rows of a column-strided slice", self.span)
             if src_v.tensor in self.dma_written:
                 self.hard_event("MTE3_MTE2")  # this task stored to it before: the store lands first
-            dst = self.queue_tile("inQueue", rows, cols, dtype)
+            dst = self.ub.queue_tile("inQueue", rows, cols, dtype)
             src = None
         else:
             src = self.dense_operand(self.operand(src_v))
-            dst = self.calc_tile(rows, cols, dtype, "gathered rows")
+            dst = self.ub.calc_tile(rows, cols, dtype, "gathered rows")
         self.scalar_barrier()  # the scalar unit reads the indices the pipes wrote
         j, row = self.fresh("j"), self.fresh("row")
         self.emit(f"for (int32_t {j} = 0; {j} < {rows}; ++{j}) {{")
@@ -226,8 +226,8 @@ class StridedOps:
             self.text.depth -= 2
             self.emit("    }")
             self.emit("}")
-            self.free_later("inQueue", dst, scope_end=False)
-        self.consume(idx, src)
+            self.ub.free_later("inQueue", dst, None)
+        self.ub.consume(idx, src)
         return dst
 
     def gather_row_dma(

@@ -47,16 +47,16 @@ class TransferMixin:
         if cstep != 1:  # the packed copy lives in the calc buffer (a let keeps it to its block end)
             tile = self.strided_load(v)
             if scope_end:
-                self.temps.pop(tile.base, None)
+                self.ub.keep(tile)
             return tile
         if v.tensor in self.dma_written:
             self.hard_event("MTE3_MTE2")  # this task stored to it before: the store lands first
         gm = self.gm(v.tensor)
-        tile = self.queue_tile("inQueue", rows, cols, dtype)
+        tile = self.ub.queue_tile("inQueue", rows, cols, dtype)
         self.transfer(tile, gm, v.tensor, v.region, rows, cols, rstep, to_gm=False)
         self.emit(f"inQueue.EnQue({tile.base});")
         self.emit(f"{tile.base} = inQueue.DeQue<{cxx_type(dtype)}>();")
-        self.free_later("inQueue", tile, scope_end)
+        self.ub.free_later("inQueue", tile, self.scopes[-1].cleanup if scope_end else None)
         return tile
 
     def transfer(
@@ -99,7 +99,7 @@ class TransferMixin:
         if cstep != 1:
             self.strided_store(tensor, region, value, atomic, gm, rows, cols, rstep, cstep)
             return
-        out = self.queue_tile("outQueue", rows, cols, dtype)
+        out = self.ub.queue_tile("outQueue", rows, cols, dtype)
         self.value_into(value, out)
         self.emit(f"outQueue.EnQue({out.base});")
         self.emit(f"{out.base} = outQueue.DeQue<{cxx_type(dtype)}>();")
@@ -111,7 +111,7 @@ class TransferMixin:
         if atomic:
             self.emit("AscendC::SetAtomicNone();")
         self.emit(f"outQueue.FreeTensor({out.base});")
-        self.outq.give()
+        self.ub.outq.give()
 
     def put(
         self, tensor: str, region: tuple[ir_body.Range, ...], value: ir_body.Value, atomic: bool, gm: str
@@ -183,7 +183,7 @@ class TransferMixin:
             src_width = src_dims[-1] if src_dims else 1
             src_offset, _ = self.row_major(src.tensor, src.region, self.span)
             src_gm = self.gm(src.tensor)
-            tile = self.queue_tile("inQueue", chunk, cols, dtype)
+            tile = self.ub.queue_tile("inQueue", chunk, cols, dtype)
             src_at = _at(src_gm, self.int(src_offset), f"{r0} * {src_width}" if loop else "0")
             pad = f"AscendC::DataCopyPadExtParams<{cxx_type(dtype)}>{{false, 0, 0, 0}}"
             gap = (src_width - cols) * size if chunk > 1 else 0
@@ -194,7 +194,7 @@ class TransferMixin:
             self.hard_event("MTE2_MTE3")  # stored straight from the landing buffer
             queue = "inQueue"
         else:
-            tile = self.queue_tile("outQueue", chunk, cols, dtype)
+            tile = self.ub.queue_tile("outQueue", chunk, cols, dtype)
             self.value_into(fill_rows(fill, chunk), tile)
             self.emit(f"outQueue.EnQue({tile.base});")
             self.emit(f"{tile.base} = outQueue.DeQue<{cxx_type(dtype)}>();")
@@ -210,7 +210,7 @@ class TransferMixin:
         if src is not None:
             self.hard_event("MTE3_MTE2")  # the next load into this buffer waits for the store
         self.emit(f"{queue}.FreeTensor({tile.base});")
-        (self.inq if queue == "inQueue" else self.outq).give()
+        (self.ub.inq if queue == "inQueue" else self.ub.outq).give()
         if loop:
             self.text.depth -= 1
             self.emit("}")

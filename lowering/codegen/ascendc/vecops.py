@@ -143,7 +143,7 @@ class VectorOps:
             a, b = self.operands((v.a, v.b))
             dst = self.target(hint, rows, cols, dtype, [a, b], positionwise=True)
             self.vector_call(_BINARY[v.op], dst, [a, b])
-            self.consume(a, b, keep=dst)
+            self.ub.consume(a, b, keep=dst)
             return dst
         tile_side, scalar_side = (v.a, v.b) if a_tile else (v.b, v.a)
         x = self.operand(tile_side)
@@ -163,11 +163,11 @@ class VectorOps:
             self.vector_call("Muls", dst, [x], [self.minus_one(dtype)])
             self.vector_call("Adds", dst, [dst], [self.scalar_arg(scalar_side, dtype)])
         else:  # division by (or of) a scalar: a real Div, not a multiply by the reciprocal
-            fill = self.temp_like(dst)
+            fill = self.ub.temp_like(dst)
             self.vector_call("Duplicate", fill, [], [self.scalar_arg(scalar_side, dtype)])
             self.vector_call("Div", dst, [x, fill] if a_tile else [fill, x])
-            self.consume(fill)
-        self.consume(x, keep=dst)
+            self.ub.consume(fill)
+        self.ub.consume(x, keep=dst)
         return dst
 
     def minus_one(self, dtype: str) -> str:
@@ -193,12 +193,12 @@ class VectorOps:
             self.need_dtype(x.dtype, _ARITH_DTYPES if op != "col_expand_div" else _FLOAT_ARITH, op)
             dst = self.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
             if row.base == dst.base:
-                dst = self.temp_like(x)
+                dst = self.ub.temp_like(x)
             self.per_row(
                 x.rows,
                 lambda r: [f"AscendC::{_COL_EXPAND[op]}({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});"],
             )
-            self.consume(x, row, keep=dst)
+            self.ub.consume(x, row, keep=dst)
             return dst
         if op == "cast":
             return self.cast(v, hint)
@@ -263,22 +263,22 @@ class VectorOps:
         elif op == "sigmoid":
             self.sigmoid(dst, x)
         else:  # silu(x) = x * sigmoid(x)
-            gate = self.temp_like(x)
+            gate = self.ub.temp_like(x)
             self.sigmoid(gate, x)
             self.vector_call("Mul", dst, [x, gate])
-            self.consume(gate)
-        self.consume(x, keep=dst)
+            self.ub.consume(gate)
+        self.ub.consume(x, keep=dst)
         return dst
 
     def sigmoid(self, dst: Tile, x: Tile) -> None:
         """dst = 1 / (1 + exp(-x)); ``dst`` may be ``x``."""
-        one = self.temp_like(x)
+        one = self.ub.temp_like(x)
         self.vector_call("Muls", dst, [x], [self.minus_one(x.dtype)])
         self.vector_call("Exp", dst, [dst])
         self.vector_call("Adds", dst, [dst], [float_literal(1.0, x.dtype)])
         self.vector_call("Duplicate", one, [], [float_literal(1.0, x.dtype)])
         self.vector_call("Div", dst, [one, dst])
-        self.consume(one)
+        self.ub.consume(one)
 
     def extremum(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         a, b = v.args
@@ -289,39 +289,39 @@ class VectorOps:
             x, y = self.operands((a, b))
             dst = self.target(hint, rows, cols, x.dtype, [x, y], positionwise=True)
             self.vector_call(api, dst, [x, y])
-            self.consume(x, y, keep=dst)
+            self.ub.consume(x, y, keep=dst)
             return dst
         tile_side, scalar_side = (a, b) if isinstance(a.type, ir_body.TileType) else (b, a)
         x = self.operand(tile_side)
         dst = self.target(hint, rows, cols, x.dtype, [x], positionwise=True)
         self.vector_call(api + "s", dst, [x], [self.scalar_arg(scalar_side, x.dtype)])
-        self.consume(x, keep=dst)
+        self.ub.consume(x, keep=dst)
         return dst
 
     # ---------------------------------------------------------------- reductions and broadcasts
     def row_reduce(self, v: ir_body.CallV) -> Tile:
         (x,) = self.operands(v.args)
         self.need_dtype(x.dtype, _FLOAT_ARITH, f"{v.op}()")
-        dst = self.calc_tile(x.rows, 1, x.dtype, "row reduction")
-        work = self.calc_tile(1, x.cols, x.dtype, "reduction work")
+        dst = self.ub.calc_tile(x.rows, 1, x.dtype, "row reduction")
+        work = self.ub.calc_tile(1, x.cols, x.dtype, "reduction work")
         calindex = ", false" if v.op != "row_sum" else ""
         api = _ROW_REDUCE[v.op]
         self.per_row(
             x.rows, lambda r: [f"AscendC::{api}({dst.row(r)}, {x.row(r)}, {work.ref()}, {x.cols}{calindex});"]
         )
-        self.consume(x, work)
+        self.ub.consume(x, work)
         return dst
 
     def col_reduce(self, v: ir_body.CallV) -> Tile:
         (x,) = self.operands(v.args)
         self.need_dtype(x.dtype, _ARITH_DTYPES, f"{v.op}()")
-        dst = self.calc_tile(1, x.cols, x.dtype, "column reduction")
+        dst = self.ub.calc_tile(1, x.cols, x.dtype, "column reduction")
         self.copy(dst, x.view("0", 0, 1, x.cols))
         r = self.fresh("r")
         self.emit(f"for (int32_t {r} = 1; {r} < {x.rows}; ++{r}) {{")
         self.emit(f"    AscendC::{_COL_REDUCE[v.op]}({dst.ref()}, {dst.ref()}, {x.row(r)}, {x.cols});")
         self.emit("}")
-        self.consume(x)
+        self.ub.consume(x)
         return dst
 
     def row_expand(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
@@ -331,8 +331,8 @@ class VectorOps:
         self.need_dtype(x.dtype, _ARITH_DTYPES if op != "div" else _FLOAT_ARITH, v.op)
         dst = self.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
         if col.base == dst.base and not col.same_place(dst):
-            dst = self.temp_like(x)
-        row = self.calc_tile(1, x.cols, x.dtype, "broadcast row") if op == "div" else None
+            dst = self.ub.temp_like(x)
+        row = self.ub.calc_tile(1, x.cols, x.dtype, "broadcast row") if op == "div" else None
         ctype = cxx_type(x.dtype)
         self.scalar_barrier()
         s = self.fresh("s")
@@ -353,7 +353,7 @@ class VectorOps:
             return lines
 
         self.per_row(x.rows, body)
-        self.consume(x, col, row, keep=dst)
+        self.ub.consume(x, col, row, keep=dst)
         return dst
 
     # ---------------------------------------------------------------- casts
@@ -374,10 +374,10 @@ class VectorOps:
             if i == len(path) - 1:
                 dst = self.target(hint, x.rows, x.cols, step, [current], positionwise=True)
             else:
-                dst = self.calc_tile(x.rows, x.cols, step, "cast step")
+                dst = self.ub.calc_tile(x.rows, x.cols, step, "cast step")
             mode = "CAST_RINT" if kind == "round" and i == 0 else "CAST_NONE"
             self.cast_call(dst, current, f"AscendC::RoundMode::{mode}")
-            self.consume(current, keep=dst)
+            self.ub.consume(current, keep=dst)
             current = dst
         return current
 
@@ -395,7 +395,7 @@ class VectorOps:
         (x,) = self.operands(v.args)
         if x.rows != 1 and x.cols != 1:
             raise refuse("A701", "transpose of a tile with more than one row and column", self.span)
-        dst = self.calc_tile(x.cols, x.rows, x.dtype, "transpose")
+        dst = self.ub.calc_tile(x.cols, x.rows, x.dtype, "transpose")
         (r,) = (self.fresh("i"),)
         self.scalar_barrier()
         n = max(x.rows, x.cols)
@@ -406,7 +406,7 @@ class VectorOps:
         self.emit(f"    {dst.base}.SetValue({dst_at}, {x.base}.GetValue({base_src}{src_at}));")
         self.emit("}")
         self.scalar_barrier()
-        self.consume(x)
+        self.ub.consume(x)
         return dst
 
     def gather(self, v: ir_body.CallV) -> Tile:
@@ -416,8 +416,8 @@ class VectorOps:
             raise refuse("A702", f"gather indices must be i32, got {idx.dtype}", self.span)
         rows, cols = self.shape(v.type)
         size = DTYPE_BYTES[x.dtype]
-        offsets = self.calc_tile(rows, cols, "i32", "gather offsets")
-        dst = self.calc_tile(rows, cols, x.dtype, "gather")
+        offsets = self.ub.calc_tile(rows, cols, "i32", "gather offsets")
+        dst = self.ub.calc_tile(rows, cols, x.dtype, "gather")
         r = self.fresh("r")
         self.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
         self.emit(f"    AscendC::Muls({offsets.row(r)}, {idx.row(r)}, static_cast<int32_t>({size}), {cols});")
@@ -430,7 +430,7 @@ class VectorOps:
             f"    AscendC::Gather({dst.row(r)}, {x.ref()}, {as_u32.row(r)}, static_cast<uint32_t>(0), {cols});"
         )
         self.emit("}")
-        self.consume(x, idx, offsets)
+        self.ub.consume(x, idx, offsets)
         return dst
 
     def sort_op(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
