@@ -12,19 +12,27 @@ A value is computed straight into its destination when the op reads each element
 its own position (elementwise ops, casts, row/column broadcasts) or the destination is not
 among its operands; otherwise into a temporary that is then copied (a tile is a value: the
 DSL's ``c0 = row_expand_div(c0, row_sum(c0))`` may not see its own partial writes).
+
+``VectorWriter`` walks the statements, evaluates values, binds locals and copies tiles in
+UB; it is composed of one piece per kind of work, each holding the writer (for values,
+scalars and GM addressing), the shared ``UbPlacement`` and the shared ``CodeText``:
+``GmTransfers`` (GM <-> UB), ``StridedLanes`` (column steps, ``gather_rows``),
+``MaskOps`` (bool tiles, ``select``, ``//`` and ``%``), ``VectorOps`` (the other tile
+ops), ``SortOps`` (the top-k chain) and ``CrossRankComm`` (peer windows and signals).
 """
 
 from __future__ import annotations
 
 from lowering import body as ir_body
-from lowering.codegen.ascendc.comm import CommMixin
+from lowering.codegen.ascendc.comm import CrossRankComm
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.masks import MaskOps, is_bool
 from lowering.codegen.ascendc.placement import UbPlacement
-from lowering.codegen.ascendc.strided import StridedOps
+from lowering.codegen.ascendc.sort import SortOps
+from lowering.codegen.ascendc.strided import StridedLanes
 from lowering.codegen.ascendc.tiles import Budget, Tile, padded
-from lowering.codegen.ascendc.transfers import TransferMixin
+from lowering.codegen.ascendc.transfers import GmTransfers
 from lowering.codegen.ascendc.vecops import VectorOps
 from lowering.codegen.ascendc.writer import BodyWriter
 from lowering.ir import DTYPE_BYTES, Graph, Task
@@ -33,12 +41,20 @@ from lowering.symbolic import Const, binop, difference
 SCALAR_COPY_LIMIT = 1024  # elements an unaligned view may be copied one by one (A712 past it)
 
 
-class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, BodyWriter):
+class VectorWriter(BodyWriter):
+    """An AIV body: statements, values and UB copies here; each kind of op in its own piece."""
+
     unit = "vector"
 
     def __init__(self, graph: Graph, task: Task, env: dict[str, int]):
         super().__init__(graph, task, env)
-        self.ub = UbPlacement(self.text, lambda: self.span)
+        self.ub = UbPlacement(self.text, lambda: self.span)  # calc buffer and queues
+        self.transfers = GmTransfers(self)  # loads, stores, GM -> GM copies and fills
+        self.strided = StridedLanes(self)  # column-strided views, loads, stores; gather_rows
+        self.masks = MaskOps(self)  # comparisons, logic, select, // and %
+        self.ops = VectorOps(self)  # arithmetic, reductions, broadcasts, casts, layout ops
+        self.sorting = SortOps(self)  # iota ... odd_lanes
+        self.comm = CrossRankComm(self)  # remote stores, notify, wait
 
     # ---------------------------------------------------------------- placement
     def arena_mark(self) -> int:
@@ -96,11 +112,11 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
         elif isinstance(s, ir_body.StoreS):
             self.store(s)
         elif isinstance(s, ir_body.RemoteStoreS):
-            self.remote_store(s)
+            self.comm.remote_store(s)
         elif isinstance(s, ir_body.NotifyS):
-            self.notify(s)
+            self.comm.notify(s)
         elif isinstance(s, ir_body.WaitS):
-            self.wait(s)
+            self.comm.wait(s)
         elif isinstance(s, ir_body.BarrierS):
             self.barrier(s)
         elif isinstance(s, ir_body.EvalS):
@@ -129,7 +145,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             return
         rows, cols = self.shape(v.type)
         if isinstance(v, ir_body.LoadV) and not v.local and not mutable:
-            self.bind(s.name, self.load(v, scope_end=True))
+            self.bind(s.name, self.transfers.load(v, scope_end=True))
             return
         if not mutable and self.is_stable_view(v):
             self.bind(s.name, self.operand(v))
@@ -170,7 +186,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             dtype = self.graph.tensors[s.tensor].dtype
             current = ir_body.LoadV(s.tensor, s.region, ir_body.TileType(dtype, value.type.shape))
             value = ir_body.BinV("add", current, value, value.type)
-        self.put(s.tensor, s.region, value, s.mode == "atomic", self.gm(s.tensor))
+        self.transfers.put(s.tensor, s.region, value, s.mode == "atomic", self.gm(s.tensor))
 
     # ---------------------------------------------------------------- values
     def view_of(self, parent: Tile, v: ir_body.LoadV) -> Tile:
@@ -183,7 +199,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
         cstep = self.const_int(c.step)
         if cstep != 1:
             cols = self.const_int(binop("cdiv", difference(c.stop, c.start), c.step))
-            return self.strided_view(parent, self.int(r.start), c0, rows, rstep, cols, cstep)
+            return self.strided.strided_view(parent, self.int(r.start), c0, rows, rstep, cols, cstep)
         cols = self.const_int(difference(c.stop, c.start)) if not c.point else 1
         return parent.view(self.int(r.start), c0, rows, cols, rstep)
 
@@ -203,6 +219,9 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
     def operand(self, v: ir_body.Value) -> Tile:
         return self.value(v, None)
 
+    def operands(self, values: tuple[ir_body.Value, ...]) -> list[Tile]:
+        return [self.operand(v) for v in values]
+
     def value(self, v: ir_body.Value, hint: Tile | None) -> Tile:
         """Emit ``v``; the result is ``hint`` itself when it could be written in place."""
         if isinstance(v, ir_body.LocalV):
@@ -217,11 +236,11 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
                     raise refuse("A701", f"{v.tensor} is not a tile", self.span)
                 view = self.view_of(parent, v)
                 return view if view.aligned else self.unaligned_copy(view)
-            return self.load(v)
+            return self.transfers.load(v)
         if isinstance(v, ir_body.BinV):
-            return self.binary(v, hint)
+            return self.ops.binary(v, hint)
         if isinstance(v, ir_body.CallV):
-            return self.call(v, hint)
+            return self.ops.call(v, hint)
         raise refuse("A701", f"{type(v).__name__} as a tile value", self.span)
 
     def target(
