@@ -34,7 +34,7 @@ from lowering.codegen.ascendc.strided import StridedLanes
 from lowering.codegen.ascendc.tiles import Budget, Tile, padded
 from lowering.codegen.ascendc.transfers import GmTransfers
 from lowering.codegen.ascendc.vecops import VectorOps
-from lowering.codegen.ascendc.writer import BodyWriter
+from lowering.codegen.ascendc.writer import BodyWriter, Scalar
 from lowering.ir import DTYPE_BYTES, Graph, Task
 from lowering.symbolic import Const, binop, difference
 
@@ -351,9 +351,7 @@ class VectorWriter(BodyWriter):
         self.emit("}")
         self.scalar_barrier()
 
-    def local_read(self, load: ir_body.LoadV):
-        from lowering.codegen.ascendc.writer import Scalar
-
+    def local_read(self, load: ir_body.LoadV) -> Scalar:
         parent = self.lookup(load.tensor)
         if not isinstance(parent, Tile):
             raise refuse("A701", f"{load.tensor} is not a tile", self.span)

@@ -19,6 +19,7 @@ row), ``even_lanes``/``odd_lanes`` ``GatherMask`` with the fixed 0101/1010 patte
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from lowering import body as ir_body
@@ -119,7 +120,7 @@ class VectorOps:
             lambda r: [f"AscendC::{api}({', '.join([t.row(r) for t in tiles] + extra + [str(dst.cols)])});"],
         )
 
-    def per_row(self, rows: int, body) -> None:
+    def per_row(self, rows: int, body: Callable[[str], list[str]]) -> None:
         """The lines ``body(r)`` for each row r: a C++ loop, or the lines for row 0 alone."""
         if rows == 1:
             for line in body("0"):
