@@ -12,117 +12,59 @@ A value is computed straight into its destination when the op reads each element
 its own position (elementwise ops, casts, row/column broadcasts) or the destination is not
 among its operands; otherwise into a temporary that is then copied (a tile is a value: the
 DSL's ``c0 = row_expand_div(c0, row_sum(c0))`` may not see its own partial writes).
+
+``VectorWriter`` walks the statements, evaluates values, binds locals and copies tiles in
+UB; it is composed of one piece per kind of work, each holding the writer (for values,
+scalars and GM addressing), the shared ``UbPlacement`` and the shared ``CodeText``:
+``GmTransfers`` (GM <-> UB), ``StridedLanes`` (column steps, ``gather_rows``),
+``MaskOps`` (bool tiles, ``select``, ``//`` and ``%``), ``VectorOps`` (the other tile
+ops), ``SortOps`` (the top-k chain) and ``CrossRankComm`` (peer windows and signals).
 """
 
 from __future__ import annotations
 
 from lowering import body as ir_body
-from lowering.codegen.ascendc.comm import CommMixin
+from lowering.codegen.ascendc.comm import CrossRankComm
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.masks import MaskOps, is_bool
-from lowering.codegen.ascendc.strided import StridedOps
-from lowering.codegen.ascendc.tiles import UB_BYTES, Arena, Budget, QueueUse, Tile, padded, tile_bytes
-from lowering.codegen.ascendc.transfers import TransferMixin
+from lowering.codegen.ascendc.placement import UbPlacement
+from lowering.codegen.ascendc.sort import SortOps
+from lowering.codegen.ascendc.strided import StridedLanes
+from lowering.codegen.ascendc.tiles import Budget, Tile, padded
+from lowering.codegen.ascendc.transfers import GmTransfers
 from lowering.codegen.ascendc.vecops import VectorOps
-from lowering.codegen.ascendc.writer import BodyWriter
+from lowering.codegen.ascendc.writer import BodyWriter, Scalar
 from lowering.ir import DTYPE_BYTES, Graph, Task
 from lowering.symbolic import Const, binop, difference
 
 SCALAR_COPY_LIMIT = 1024  # elements an unaligned view may be copied one by one (A712 past it)
 
 
-class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, BodyWriter):
+class VectorWriter(BodyWriter):
+    """An AIV body: statements, values and UB copies here; each kind of op in its own piece."""
+
     unit = "vector"
 
     def __init__(self, graph: Graph, task: Task, env: dict[str, int]):
         super().__init__(graph, task, env)
-        self.calc = Arena()
-        self.inq = QueueUse()
-        self.outq = QueueUse()
-        self.pending: list[tuple[str, QueueUse]] = []  # FreeTensor lines of the current statement
-        self.temps: dict[str, int] = {}  # calc temporaries not consumed yet: var -> offset
+        self.ub = UbPlacement(self.text, lambda: self.span)  # calc buffer and queues
+        self.transfers = GmTransfers(self)  # loads, stores, GM -> GM copies and fills
+        self.strided = StridedLanes(self)  # column-strided views, loads, stores; gather_rows
+        self.masks = MaskOps(self)  # comparisons, logic, select, // and %
+        self.ops = VectorOps(self)  # arithmetic, reductions, broadcasts, casts, layout ops
+        self.sorting = SortOps(self)  # iota ... odd_lanes
+        self.comm = CrossRankComm(self)  # remote stores, notify, wait
 
     # ---------------------------------------------------------------- placement
     def arena_mark(self) -> int:
-        return self.calc.mark()
+        return self.ub.calc.mark()
 
     def arena_release(self, mark: int) -> None:
-        self.calc.release(mark)
-
-    def calc_tile(self, rows: int, cols: int, dtype: str, what: str, temp: bool = True) -> Tile:
-        """A tile of the calc buffer; a temporary is freed by ``consume`` (a let slot by its block)."""
-        stride = padded(cols, dtype)
-        if tile_bytes(rows, cols, dtype) > UB_BYTES:  # before emitting code proportional to its size
-            raise refuse(
-                "A711",
-                f"a [{rows}, {cols}] {dtype} tile needs {tile_bytes(rows, cols, dtype)} B, more than the "
-                f"{UB_BYTES} B of UB on an A2/A3 core",
-                self.span,
-            )
-        offset = self.calc.alloc(tile_bytes(rows, cols, dtype), what)
-        var = self.fresh("ub")
-        ctype = cxx_type(dtype)
-        self.emit(
-            f"AscendC::LocalTensor<{ctype}> {var} = calcBuf.GetWithOffset<{ctype}>({rows * stride}, {offset});"
-        )
-        if temp:
-            self.temps[var] = offset
-        return Tile(var, dtype, rows, cols, stride)
-
-    def consume(self, *tiles: Tile | None, keep: Tile | None = None) -> None:
-        """The op just emitted was the last reader of these operands: free their buffers now
-        (calc ranges for reuse; queue tiles with FreeTensor), except ``keep``, its result."""
-        for t in tiles:
-            if t is None or (keep is not None and t.base == keep.base):
-                continue
-            if t.base in self.temps:
-                self.calc.free(self.temps.pop(t.base))
-                continue
-            for i, (line, use) in enumerate(self.pending):
-                if line.endswith(f"({t.base});"):
-                    self.emit(line)
-                    use.give()
-                    del self.pending[i]
-                    break
-
-    def temp_like(self, t: Tile, dtype: str | None = None, cols: int | None = None) -> Tile:
-        return self.calc_tile(t.rows, t.cols if cols is None else cols, dtype or t.dtype, "temporary")
-
-    def queue_tile(self, queue: str, rows: int, cols: int, dtype: str) -> Tile:
-        use = self.inq if queue == "inQueue" else self.outq
-        use.take(tile_bytes(rows, cols, dtype))
-        var = self.fresh("in" if queue == "inQueue" else "out")
-        self.emit(
-            f"AscendC::LocalTensor<{cxx_type(dtype)}> {var} = {queue}.AllocTensor<{cxx_type(dtype)}>();"
-        )
-        return Tile(var, dtype, rows, cols, padded(cols, dtype))
-
-    def free_later(self, queue: str, tile: Tile, scope_end: bool) -> None:
-        """FreeTensor at the end of the statement (an operand) or of the block (a let)."""
-        line = f"{queue}.FreeTensor({tile.base});"
-        use = self.inq if queue == "inQueue" else self.outq
-        if scope_end:
-            self.scopes[-1].cleanup.append((line, use.give))
-        else:
-            self.pending.append((line, use))
-
-    def flush(self, start: int) -> None:
-        """Free the queue tiles the statement took since ``start`` (newest first)."""
-        for line, use in reversed(self.pending[start:]):
-            self.emit(line)
-            use.give()
-        del self.pending[start:]
+        self.ub.calc.release(mark)
 
     def budget(self) -> Budget:
-        return Budget(
-            calc=self.calc.peak + (self.overread if self.calc.peak else 0),
-            in_bytes=self.inq.largest,
-            in_count=self.inq.peak,
-            out_bytes=self.outq.largest,
-            out_count=self.outq.peak,
-            peaks={"calc": self.calc.at_peak},
-        )
+        return self.ub.budget()
 
     # ---------------------------------------------------------------- shapes
     def shape(self, t: ir_body.Type) -> tuple[int, int]:
@@ -162,7 +104,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
 
     # ---------------------------------------------------------------- statements
     def tile_statement(self, s: ir_body.Stmt) -> None:
-        mark, pending = self.calc.mark(), len(self.pending)
+        mark, pending = self.ub.calc.mark(), self.ub.statement_mark()
         if isinstance(s, ir_body.LetS):
             self.tile_let(s)
         elif isinstance(s, ir_body.AssignS):
@@ -170,20 +112,20 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
         elif isinstance(s, ir_body.StoreS):
             self.store(s)
         elif isinstance(s, ir_body.RemoteStoreS):
-            self.remote_store(s)
+            self.comm.remote_store(s)
         elif isinstance(s, ir_body.NotifyS):
-            self.notify(s)
+            self.comm.notify(s)
         elif isinstance(s, ir_body.WaitS):
-            self.wait(s)
+            self.comm.wait(s)
         elif isinstance(s, ir_body.BarrierS):
             self.barrier(s)
         elif isinstance(s, ir_body.EvalS):
             self.emit("// anchor read of a region: ordered by the launch order, no data use")
         else:
             raise refuse("A701", f"{type(s).__name__} on the vector core", s.span)
-        self.flush(pending)
+        self.ub.flush(pending)
         if not isinstance(s, ir_body.LetS):
-            self.calc.release(mark)
+            self.ub.calc.release(mark)
 
     def assign_target(self, s: ir_body.AssignS) -> Tile:
         target = self.lookup(s.name)
@@ -198,12 +140,12 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             if mutable:
                 raise refuse("A701", f"reassigning the bool tile {s.name}", s.span, hint="bind a new name")
             mask = self.value(v, None)
-            self.temps.pop(mask.base, None)
+            self.ub.keep(mask)
             self.bind(s.name, mask)
             return
         rows, cols = self.shape(v.type)
         if isinstance(v, ir_body.LoadV) and not v.local and not mutable:
-            self.bind(s.name, self.load(v, scope_end=True))
+            self.bind(s.name, self.transfers.load(v, scope_end=True))
             return
         if not mutable and self.is_stable_view(v):
             self.bind(s.name, self.operand(v))
@@ -215,15 +157,15 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             and self.const_int(v.region[-1].step) != 1
         ):
             packed = self.operand(v)  # GatherMask already wrote a tile of its own: keep it
-            self.temps.pop(packed.base, None)
+            self.ub.keep(packed)
             self.bind(s.name, packed)
             return
-        slot = self.calc_tile(rows, cols, v.type.dtype, s.name, temp=False)
+        slot = self.ub.calc_tile(rows, cols, v.type.dtype, s.name, temp=False)
         self.bind(s.name, slot)
-        mark, pending = self.calc.mark(), len(self.pending)
+        mark, pending = self.ub.calc.mark(), self.ub.statement_mark()
         self.value_into(v, slot)
-        self.flush(pending)
-        self.calc.release(mark)
+        self.ub.flush(pending)
+        self.ub.calc.release(mark)
 
     def is_stable_view(self, v: ir_body.Value) -> bool:
         """A local, or a view of one, that no later statement overwrites: bind, do not copy."""
@@ -244,7 +186,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             dtype = self.graph.tensors[s.tensor].dtype
             current = ir_body.LoadV(s.tensor, s.region, ir_body.TileType(dtype, value.type.shape))
             value = ir_body.BinV("add", current, value, value.type)
-        self.put(s.tensor, s.region, value, s.mode == "atomic", self.gm(s.tensor))
+        self.transfers.put(s.tensor, s.region, value, s.mode == "atomic", self.gm(s.tensor))
 
     # ---------------------------------------------------------------- values
     def view_of(self, parent: Tile, v: ir_body.LoadV) -> Tile:
@@ -257,7 +199,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
         cstep = self.const_int(c.step)
         if cstep != 1:
             cols = self.const_int(binop("cdiv", difference(c.stop, c.start), c.step))
-            return self.strided_view(parent, self.int(r.start), c0, rows, rstep, cols, cstep)
+            return self.strided.strided_view(parent, self.int(r.start), c0, rows, rstep, cols, cstep)
         cols = self.const_int(difference(c.stop, c.start)) if not c.point else 1
         return parent.view(self.int(r.start), c0, rows, cols, rstep)
 
@@ -272,10 +214,13 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             )
         if not out.same_place(dst):
             self.copy(dst, out)
-            self.consume(out, keep=dst)
+            self.ub.consume(out, keep=dst)
 
     def operand(self, v: ir_body.Value) -> Tile:
         return self.value(v, None)
+
+    def operands(self, values: tuple[ir_body.Value, ...]) -> list[Tile]:
+        return [self.operand(v) for v in values]
 
     def value(self, v: ir_body.Value, hint: Tile | None) -> Tile:
         """Emit ``v``; the result is ``hint`` itself when it could be written in place."""
@@ -291,11 +236,11 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
                     raise refuse("A701", f"{v.tensor} is not a tile", self.span)
                 view = self.view_of(parent, v)
                 return view if view.aligned else self.unaligned_copy(view)
-            return self.load(v)
+            return self.transfers.load(v)
         if isinstance(v, ir_body.BinV):
-            return self.binary(v, hint)
+            return self.ops.binary(v, hint)
         if isinstance(v, ir_body.CallV):
-            return self.call(v, hint)
+            return self.ops.call(v, hint)
         raise refuse("A701", f"{type(v).__name__} as a tile value", self.span)
 
     def target(
@@ -311,7 +256,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
             clash = [t for t in operands if t.base == hint.base]
             if all(positionwise and t.same_place(hint) and t.dtype == hint.dtype for t in clash):
                 return hint
-        return self.calc_tile(rows, cols, dtype, "temporary")
+        return self.ub.calc_tile(rows, cols, dtype, "temporary")
 
     # ---------------------------------------------------------------- copies
     def copy(self, dst: Tile, src: Tile) -> None:
@@ -377,7 +322,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
         return Tile(var, dtype, t.rows, t.cols * ratio, t.stride * ratio)
 
     def unaligned_copy(self, view: Tile) -> Tile:
-        out = self.calc_tile(view.rows, view.cols, view.dtype, "aligned copy of a view")
+        out = self.ub.calc_tile(view.rows, view.cols, view.dtype, "aligned copy of a view")
         self.scalar_copy(out, view)
         return out
 
@@ -406,9 +351,7 @@ class VectorWriter(CommMixin, TransferMixin, StridedOps, MaskOps, VectorOps, Bod
         self.emit("}")
         self.scalar_barrier()
 
-    def local_read(self, load: ir_body.LoadV):
-        from lowering.codegen.ascendc.writer import Scalar
-
+    def local_read(self, load: ir_body.LoadV) -> Scalar:
         parent = self.lookup(load.tensor)
         if not isinstance(parent, Tile):
             raise refuse("A701", f"{load.tensor} is not a tile", self.span)

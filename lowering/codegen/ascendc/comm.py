@@ -1,4 +1,4 @@
-"""Cross-rank ops on GM window pointers (a mixin of ``lowering.codegen.ascendc.aiv``).
+"""Cross-rank ops on GM window pointers, for the AIV writer (``lowering.codegen.ascendc.aiv``).
 
 A ``window`` or ``signal`` tensor reaches a kernel as a table of ``nranks`` GM base
 addresses (``uint64_t``), one per rank, as a communicator's symmetric window registration
@@ -19,11 +19,16 @@ interconnect completing this core's MTE3 writes in order; only a device run chec
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lowering import body as ir_body
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.cxx import cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.symbolic import Const, Expr
+
+if TYPE_CHECKING:
+    from lowering.codegen.ascendc.aiv import VectorWriter
 
 _WAIT_CMP = {"ge": ">=", "eq": "=="}
 
@@ -33,64 +38,71 @@ def peers(tensor: str) -> str:
     return "w" + names.tensor(tensor)[1:]
 
 
-class CommMixin:
+class CrossRankComm:
+    """Stores to a peer's window, ``notify`` of a peer's signal cell, ``wait`` on a local one."""
+
+    def __init__(self, w: VectorWriter) -> None:
+        self.w = w
+        self.ub = w.ub
+        self.text = w.text
+
     def peer_tensor(self, tensor: str, peer: Expr) -> str:
         """A GlobalTensor over ``tensor`` on rank ``peer`` (declared here, used once)."""
-        kind = self.graph.tensors[tensor].kind
+        kind = self.w.graph.tensors[tensor].kind
         if kind not in ("window", "signal"):
-            raise refuse("A705", f"{tensor} is a {kind}, not a window: it has no peer copies", self.span)
-        self.gm(tensor)
-        dtype = cxx_type(self.graph.tensors[tensor].dtype)
-        var = self.fresh("remote")
-        self.emit(f"AscendC::GlobalTensor<{dtype}> {var};")
-        self.emit(
-            f"{var}.SetGlobalBuffer(reinterpret_cast<__gm__ {dtype}*>({peers(tensor)}.GetValue({self.int(peer)})));"
+            raise refuse("A705", f"{tensor} is a {kind}, not a window: it has no peer copies", self.w.span)
+        self.w.gm(tensor)
+        dtype = cxx_type(self.w.graph.tensors[tensor].dtype)
+        var = self.text.fresh("remote")
+        self.text.emit(f"AscendC::GlobalTensor<{dtype}> {var};")
+        self.text.emit(
+            f"{var}.SetGlobalBuffer(reinterpret_cast<__gm__ {dtype}*>({peers(tensor)}.GetValue({self.w.int(peer)})));"
         )
         return var
 
     def remote_store(self, s: ir_body.RemoteStoreS) -> None:
-        self.put(s.tensor, s.region, s.value, s.atomic, self.peer_tensor(s.tensor, s.peer))
+        self.w.transfers.put(s.tensor, s.region, s.value, s.atomic, self.peer_tensor(s.tensor, s.peer))
 
     def cell(self, signal: str, index: tuple[Expr, ...]) -> str:
         region = tuple(ir_body.Range(i, i + 1, Const(1), point=True) for i in index)
-        offset, _ = self.row_major(signal, region, self.span)
-        return self.int(offset)
+        offset, _ = self.w.row_major(signal, region, self.w.span)
+        return self.w.int(offset)
 
     def notify(self, s: ir_body.NotifyS) -> None:
-        if self.graph.tensors[s.signal].dtype != "i32":
+        if self.w.graph.tensors[s.signal].dtype != "i32":
             raise refuse("A702", f"signal {s.signal} must be i32", s.span)
         gm = self.peer_tensor(s.signal, s.peer)
         at = self.cell(s.signal, s.index)
-        out = self.queue_tile("outQueue", 1, 8, "i32")
-        self.emit("AscendC::PipeBarrier<PIPE_MTE3>();  // every earlier store has landed")
-        self.emit(f"AscendC::Duplicate({out.base}, static_cast<int32_t>({self.int(s.value)}), 8);")
-        self.emit(f"outQueue.EnQue({out.base});")
-        self.emit(f"{out.base} = outQueue.DeQue<int32_t>();")
+        out = self.ub.queue_tile("outQueue", 1, 8, "i32")
+        self.text.emit("AscendC::PipeBarrier<PIPE_MTE3>();  // every earlier store has landed")
+        self.text.emit(f"AscendC::Duplicate({out.base}, static_cast<int32_t>({self.w.int(s.value)}), 8);")
+        self.text.emit(f"outQueue.EnQue({out.base});")
+        self.text.emit(f"{out.base} = outQueue.DeQue<int32_t>();")
         if s.op == "add":
-            self.emit("AscendC::SetAtomicAdd<int32_t>();")
-        self.emit(
+            self.text.emit("AscendC::SetAtomicAdd<int32_t>();")
+        self.text.emit(
             f"AscendC::DataCopyPad({gm}[{at}], {out.base}, AscendC::DataCopyExtParams{{1, 4, 0, 0, 0}});"
         )
         if s.op == "add":
-            self.emit("AscendC::SetAtomicNone();")
-        self.emit(f"outQueue.FreeTensor({out.base});")
-        self.outq.give()
+            self.text.emit("AscendC::SetAtomicNone();")
+        self.text.emit(f"outQueue.FreeTensor({out.base});")
+        self.ub.outq.give()
 
     def wait(self, s: ir_body.WaitS) -> None:
-        if self.graph.tensors[s.signal].kind != "signal":
+        if self.w.graph.tensors[s.signal].kind != "signal":
             raise refuse("A705", f"wait on {s.signal}, which is not a signal", s.span)
-        gm = self.gm(s.signal)
+        gm = self.w.gm(s.signal)
         at = self.cell(s.signal, s.index)
-        expected = self.int(s.expected)
-        self.emit("while (true) {  // spin on the local cell; each read refetches its cache line")
-        self.emit(
+        expected = self.w.int(s.expected)
+        self.text.emit("while (true) {  // spin on the local cell; each read refetches its cache line")
+        self.text.emit(
             "    AscendC::DataCacheCleanAndInvalid<int32_t, AscendC::CacheLine::SINGLE_CACHE_LINE, "
             f"AscendC::DcciDst::CACHELINE_OUT>({gm}[{at}]);"
         )
-        self.emit(f"    if ({gm}.GetValue({at}) {_WAIT_CMP[s.cmp]} {expected}) {{")
-        self.emit("        break;")
-        self.emit("    }")
-        self.emit("}")
+        self.text.emit(f"    if ({gm}.GetValue({at}) {_WAIT_CMP[s.cmp]} {expected}) {{")
+        self.text.emit("        break;")
+        self.text.emit("    }")
+        self.text.emit("}")
 
 
-__all__ = ["CommMixin", "peers"]
+__all__ = ["CrossRankComm", "peers"]

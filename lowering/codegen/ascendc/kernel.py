@@ -135,11 +135,11 @@ def _check_resident(task: Task, barrier: bool, cores: int, what: str) -> None:
 
 def _side(w, graph: Graph, task: Task, core: str, barrier: bool, body: tuple) -> list[str]:
     """One core's program: buffers and GM tensors, the `when` predicate, the block loop."""
-    w.depth = 1 if barrier else 2
+    w.text.depth = 1 if barrier else 2
     w.block(body)
-    inner = w.lines
-    w.lines = []
-    w.depth = 1
+    inner = w.text.lines
+    w.text.lines = []
+    w.text.depth = 1
     predicate = _predicate(w, task)
     lines = [*_prologue(w, graph, core), *predicate]
     first = "AscendC::GetBlockIdx()"
@@ -183,11 +183,11 @@ def _predicate(w, task: Task) -> list[str]:
     dtype = w.graph.tensors[p.tensor].dtype
     load = ir_body.LoadV(p.tensor, region, ir_body.ScalarType(dtype))
     value = w.gm_read(load).code
-    w.lines.append(f"    if (!({value} {_CMP[p.cmp]} {w.int(p.value)})) {{")
-    w.lines.append("        return;  // `when` is false: the task retires without running")
-    w.lines.append("    }")
-    out = w.lines
-    w.lines = []
+    w.text.lines.append(f"    if (!({value} {_CMP[p.cmp]} {w.int(p.value)})) {{")
+    w.text.lines.append("        return;  // `when` is false: the task retires without running")
+    w.text.lines.append("    }")
+    out = w.text.lines
+    w.text.lines = []
     return out
 
 

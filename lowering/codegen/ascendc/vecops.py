@@ -1,4 +1,4 @@
-"""The vector ops of the language on UB tiles (a mixin of ``lowering.codegen.ascendc.aiv``).
+"""The vector ops of the language on UB tiles, for the AIV writer (``lowering.codegen.ascendc.aiv``).
 
 Each op is one or a few AscendC basic-API calls in count mode, over the whole tile when
 its rows are packed alike (``Tile.dense``), else row by row. The DSL's compound ops are the
@@ -19,6 +19,8 @@ row), ``even_lanes``/``odd_lanes`` ``GatherMask`` with the fixed 0101/1010 patte
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import cxx_type, float_literal
@@ -26,6 +28,9 @@ from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.masks import COMPARES
 from lowering.codegen.ascendc.tiles import Tile, padded
 from lowering.ir import DTYPE_BYTES, FLOAT_DTYPES
+
+if TYPE_CHECKING:
+    from lowering.codegen.ascendc.aiv import VectorWriter
 
 _ARITH_DTYPES = ("f32", "f16", "i32", "i16")  # dtypes the A2/A3 vector unit computes in
 _FLOAT_ARITH = ("f32", "f16")
@@ -71,7 +76,13 @@ _CAST_PATHS = {
 
 
 class VectorOps:
-    """Tile ops; expects the placement and copy methods of ``VectorWriter``."""
+    """Arithmetic, unary ops, reductions, broadcasts, casts and layout ops on tiles, and the
+    dispatch of a tile op to its piece; the writer computes the operands and places results."""
+
+    def __init__(self, w: VectorWriter) -> None:
+        self.w = w
+        self.ub = w.ub
+        self.text = w.text
 
     # ---------------------------------------------------------------- checks
     def need_dtype(self, dtype: str, allowed: tuple[str, ...], what: str) -> None:
@@ -79,19 +90,19 @@ class VectorOps:
             raise refuse(
                 "A702",
                 f"{what} on {dtype} tiles: the A2/A3 vector unit computes in {', '.join(allowed)}",
-                self.span,
+                self.w.span,
                 hint="cast to f32 first" if dtype in ("bf16", "i8", "u8") else None,
             )
 
     def scalar_arg(self, v: ir_body.Value, dtype: str) -> str:
         """The scalar operand of a vector op, as a literal or a named ``const`` read once."""
-        s = self.scalar(v)
+        s = self.w.scalar(v)
         if s.const is not None and dtype in FLOAT_DTYPES:
             return float_literal(float(s.const), dtype)
         if s.const is not None:
             return f"static_cast<{cxx_type(dtype)}>({int(s.const)})"
-        var = self.fresh("s")
-        self.emit(f"const {cxx_type(dtype)} {var} = static_cast<{cxx_type(dtype)}>({s.code});")
+        var = self.text.fresh("s")
+        self.text.emit(f"const {cxx_type(dtype)} {var} = static_cast<{cxx_type(dtype)}>({s.code});")
         return var
 
     # ---------------------------------------------------------------- elementwise helpers
@@ -102,53 +113,50 @@ class VectorOps:
         if all(t.dense for t in tiles) and len({t.stride for t in tiles}) == 1 or dst.rows == 1:
             count = padded(dst.cols, dst.dtype) if dst.rows == 1 else dst.rows * dst.stride
             args = [t.ref() for t in tiles] + extra + [str(count)]
-            self.emit(f"AscendC::{api}({', '.join(args)});")
+            self.text.emit(f"AscendC::{api}({', '.join(args)});")
             return
         self.per_row(
             dst.rows,
             lambda r: [f"AscendC::{api}({', '.join([t.row(r) for t in tiles] + extra + [str(dst.cols)])});"],
         )
 
-    def per_row(self, rows: int, body) -> None:
+    def per_row(self, rows: int, body: Callable[[str], list[str]]) -> None:
         """The lines ``body(r)`` for each row r: a C++ loop, or the lines for row 0 alone."""
         if rows == 1:
             for line in body("0"):
-                self.emit(line)
+                self.text.emit(line)
             return
-        r = self.fresh("r")
-        self.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
+        r = self.text.fresh("r")
+        self.text.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
         for line in body(r):
-            self.emit("    " + line)
-        self.emit("}")
-
-    def operands(self, values: tuple[ir_body.Value, ...]) -> list[Tile]:
-        return [self.operand(v) for v in values]
+            self.text.emit("    " + line)
+        self.text.emit("}")
 
     # ---------------------------------------------------------------- binary
     def binary(self, v: ir_body.BinV, hint: Tile | None) -> Tile:
         a_tile = isinstance(v.a.type, ir_body.TileType)
         b_tile = isinstance(v.b.type, ir_body.TileType)
         if v.op in COMPARES:
-            return self.compare(v, hint)
+            return self.w.masks.compare(v, hint)
         if v.op in ("and", "or"):
-            return self.logic(v, hint)
+            return self.w.masks.logic(v, hint)
         if v.op in ("floordiv", "mod"):
-            return self.int_division(v, hint)
+            return self.w.masks.int_division(v, hint)
         if v.op not in ("add", "sub", "mul", "div"):
-            raise refuse("A701", f"the tile operator {v.op!r}", self.span)
-        rows, cols = self.shape(v.type)
+            raise refuse("A701", f"the tile operator {v.op!r}", self.w.span)
+        rows, cols = self.w.shape(v.type)
         dtype = v.type.dtype
         self.need_dtype(dtype, _ARITH_DTYPES if v.op != "div" else _FLOAT_ARITH, f"'{v.op}'")
         if a_tile and b_tile:
-            a, b = self.operands((v.a, v.b))
-            dst = self.target(hint, rows, cols, dtype, [a, b], positionwise=True)
+            a, b = self.w.operands((v.a, v.b))
+            dst = self.w.target(hint, rows, cols, dtype, [a, b], positionwise=True)
             self.vector_call(_BINARY[v.op], dst, [a, b])
-            self.consume(a, b, keep=dst)
+            self.ub.consume(a, b, keep=dst)
             return dst
         tile_side, scalar_side = (v.a, v.b) if a_tile else (v.b, v.a)
-        x = self.operand(tile_side)
-        dst = self.target(hint, rows, cols, dtype, [x], positionwise=True)
-        s = self.scalar(scalar_side)
+        x = self.w.operand(tile_side)
+        dst = self.w.target(hint, rows, cols, dtype, [x], positionwise=True)
+        s = self.w.scalar(scalar_side)
         if v.op in ("add", "mul"):
             self.vector_call(
                 "Adds" if v.op == "add" else "Muls", dst, [x], [self.scalar_arg(scalar_side, dtype)]
@@ -163,11 +171,11 @@ class VectorOps:
             self.vector_call("Muls", dst, [x], [self.minus_one(dtype)])
             self.vector_call("Adds", dst, [dst], [self.scalar_arg(scalar_side, dtype)])
         else:  # division by (or of) a scalar: a real Div, not a multiply by the reciprocal
-            fill = self.temp_like(dst)
+            fill = self.ub.temp_like(dst)
             self.vector_call("Duplicate", fill, [], [self.scalar_arg(scalar_side, dtype)])
             self.vector_call("Div", dst, [x, fill] if a_tile else [fill, x])
-            self.consume(fill)
-        self.consume(x, keep=dst)
+            self.ub.consume(fill)
+        self.ub.consume(x, keep=dst)
         return dst
 
     def minus_one(self, dtype: str) -> str:
@@ -189,21 +197,21 @@ class VectorOps:
         if op in _ROW_EXPAND:
             return self.row_expand(v, hint)
         if op in _COL_EXPAND:
-            x, row = self.operands(v.args)
+            x, row = self.w.operands(v.args)
             self.need_dtype(x.dtype, _ARITH_DTYPES if op != "col_expand_div" else _FLOAT_ARITH, op)
-            dst = self.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
+            dst = self.w.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
             if row.base == dst.base:
-                dst = self.temp_like(x)
+                dst = self.ub.temp_like(x)
             self.per_row(
                 x.rows,
                 lambda r: [f"AscendC::{_COL_EXPAND[op]}({dst.row(r)}, {x.row(r)}, {row.ref()}, {x.cols});"],
             )
-            self.consume(x, row, keep=dst)
+            self.ub.consume(x, row, keep=dst)
             return dst
         if op == "cast":
             return self.cast(v, hint)
         if op == "valid":  # marks the valid part only; the data is unchanged
-            return self.value(v.args[0], hint)
+            return self.w.value(v.args[0], hint)
         if op == "transpose":
             return self.transpose(v)
         if op in (
@@ -220,28 +228,28 @@ class VectorOps:
         if op == "gather":
             return self.gather(v)
         if op == "select":
-            return self.select(v, hint)
+            return self.w.masks.select(v, hint)
         if op == "gather_rows":
-            return self.gather_rows(v)
-        raise refuse("A701", f"{op}() has no AscendC lowering in dslc", self.span)
+            return self.w.strided.gather_rows(v)
+        raise refuse("A701", f"{op}() has no AscendC lowering in dslc", self.w.span)
 
     def fill(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         dtype = v.type.dtype
-        rows, cols = self.shape(v.type)
-        dst = self.target(hint, rows, cols, dtype, [], positionwise=True)
+        rows, cols = self.w.shape(v.type)
+        dst = self.w.target(hint, rows, cols, dtype, [], positionwise=True)
         value = v.args[2] if v.op == "full" else ir_body.FloatV(0.0)
         if dtype in ("bf16", "i8", "u8"):  # no Duplicate of these: fill the bit pattern as int16
             bits = self.pattern16(value, dtype)
-            wide = self.reinterpret(dst, "i16")
+            wide = self.w.reinterpret(dst, "i16")
             self.vector_call("Duplicate", wide, [], [f"static_cast<int16_t>({bits})"])
             return dst
         self.vector_call("Duplicate", dst, [], [self.scalar_arg(value, dtype)])
         return dst
 
     def pattern16(self, value: ir_body.Value, dtype: str) -> int:
-        s = self.scalar(value)
+        s = self.w.scalar(value)
         if s.const is None:
-            raise refuse("A702", f"a {dtype} fill needs a compile-time value", self.span)
+            raise refuse("A702", f"a {dtype} fill needs a compile-time value", self.w.span)
         if dtype == "bf16":
             word = struct.unpack("<I", struct.pack("<f", float(s.const)))[0]
             half = (word + 0x7FFF + ((word >> 16) & 1)) >> 16  # round to nearest even
@@ -251,11 +259,11 @@ class VectorOps:
         return word - (1 << 16) if word >= 1 << 15 else word
 
     def unary(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
-        (x,) = self.operands(v.args)
+        (x,) = self.w.operands(v.args)
         op = v.op
         floats = op not in ("relu", "abs", "neg")
         self.need_dtype(x.dtype, _FLOAT_ARITH if floats else _ARITH_DTYPES, f"{op}()")
-        dst = self.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
+        dst = self.w.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
         if op in _UNARY:
             self.vector_call(_UNARY[op], dst, [x])
         elif op == "neg":
@@ -263,79 +271,79 @@ class VectorOps:
         elif op == "sigmoid":
             self.sigmoid(dst, x)
         else:  # silu(x) = x * sigmoid(x)
-            gate = self.temp_like(x)
+            gate = self.ub.temp_like(x)
             self.sigmoid(gate, x)
             self.vector_call("Mul", dst, [x, gate])
-            self.consume(gate)
-        self.consume(x, keep=dst)
+            self.ub.consume(gate)
+        self.ub.consume(x, keep=dst)
         return dst
 
     def sigmoid(self, dst: Tile, x: Tile) -> None:
         """dst = 1 / (1 + exp(-x)); ``dst`` may be ``x``."""
-        one = self.temp_like(x)
+        one = self.ub.temp_like(x)
         self.vector_call("Muls", dst, [x], [self.minus_one(x.dtype)])
         self.vector_call("Exp", dst, [dst])
         self.vector_call("Adds", dst, [dst], [float_literal(1.0, x.dtype)])
         self.vector_call("Duplicate", one, [], [float_literal(1.0, x.dtype)])
         self.vector_call("Div", dst, [one, dst])
-        self.consume(one)
+        self.ub.consume(one)
 
     def extremum(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         a, b = v.args
         api = _BINARY[v.op]
-        rows, cols = self.shape(v.type)
+        rows, cols = self.w.shape(v.type)
         self.need_dtype(v.type.dtype, _ARITH_DTYPES, f"{v.op}()")
         if isinstance(a.type, ir_body.TileType) and isinstance(b.type, ir_body.TileType):
-            x, y = self.operands((a, b))
-            dst = self.target(hint, rows, cols, x.dtype, [x, y], positionwise=True)
+            x, y = self.w.operands((a, b))
+            dst = self.w.target(hint, rows, cols, x.dtype, [x, y], positionwise=True)
             self.vector_call(api, dst, [x, y])
-            self.consume(x, y, keep=dst)
+            self.ub.consume(x, y, keep=dst)
             return dst
         tile_side, scalar_side = (a, b) if isinstance(a.type, ir_body.TileType) else (b, a)
-        x = self.operand(tile_side)
-        dst = self.target(hint, rows, cols, x.dtype, [x], positionwise=True)
+        x = self.w.operand(tile_side)
+        dst = self.w.target(hint, rows, cols, x.dtype, [x], positionwise=True)
         self.vector_call(api + "s", dst, [x], [self.scalar_arg(scalar_side, x.dtype)])
-        self.consume(x, keep=dst)
+        self.ub.consume(x, keep=dst)
         return dst
 
     # ---------------------------------------------------------------- reductions and broadcasts
     def row_reduce(self, v: ir_body.CallV) -> Tile:
-        (x,) = self.operands(v.args)
+        (x,) = self.w.operands(v.args)
         self.need_dtype(x.dtype, _FLOAT_ARITH, f"{v.op}()")
-        dst = self.calc_tile(x.rows, 1, x.dtype, "row reduction")
-        work = self.calc_tile(1, x.cols, x.dtype, "reduction work")
+        dst = self.ub.calc_tile(x.rows, 1, x.dtype, "row reduction")
+        work = self.ub.calc_tile(1, x.cols, x.dtype, "reduction work")
         calindex = ", false" if v.op != "row_sum" else ""
         api = _ROW_REDUCE[v.op]
         self.per_row(
             x.rows, lambda r: [f"AscendC::{api}({dst.row(r)}, {x.row(r)}, {work.ref()}, {x.cols}{calindex});"]
         )
-        self.consume(x, work)
+        self.ub.consume(x, work)
         return dst
 
     def col_reduce(self, v: ir_body.CallV) -> Tile:
-        (x,) = self.operands(v.args)
+        (x,) = self.w.operands(v.args)
         self.need_dtype(x.dtype, _ARITH_DTYPES, f"{v.op}()")
-        dst = self.calc_tile(1, x.cols, x.dtype, "column reduction")
-        self.copy(dst, x.view("0", 0, 1, x.cols))
-        r = self.fresh("r")
-        self.emit(f"for (int32_t {r} = 1; {r} < {x.rows}; ++{r}) {{")
-        self.emit(f"    AscendC::{_COL_REDUCE[v.op]}({dst.ref()}, {dst.ref()}, {x.row(r)}, {x.cols});")
-        self.emit("}")
-        self.consume(x)
+        dst = self.ub.calc_tile(1, x.cols, x.dtype, "column reduction")
+        self.w.copy(dst, x.view("0", 0, 1, x.cols))
+        r = self.text.fresh("r")
+        self.text.emit(f"for (int32_t {r} = 1; {r} < {x.rows}; ++{r}) {{")
+        self.text.emit(f"    AscendC::{_COL_REDUCE[v.op]}({dst.ref()}, {dst.ref()}, {x.row(r)}, {x.cols});")
+        self.text.emit("}")
+        self.ub.consume(x)
         return dst
 
     def row_expand(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         """x op v[r] on each row r: the row's scalar is read once, then one vector op."""
-        x, col = self.operands(v.args)
+        x, col = self.w.operands(v.args)
         op = v.op.removeprefix("row_expand_")
         self.need_dtype(x.dtype, _ARITH_DTYPES if op != "div" else _FLOAT_ARITH, v.op)
-        dst = self.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
+        dst = self.w.target(hint, x.rows, x.cols, x.dtype, [x], positionwise=True)
         if col.base == dst.base and not col.same_place(dst):
-            dst = self.temp_like(x)
-        row = self.calc_tile(1, x.cols, x.dtype, "broadcast row") if op == "div" else None
+            dst = self.ub.temp_like(x)
+        row = self.ub.calc_tile(1, x.cols, x.dtype, "broadcast row") if op == "div" else None
         ctype = cxx_type(x.dtype)
-        self.scalar_barrier()
-        s = self.fresh("s")
+        self.w.scalar_barrier()
+        s = self.text.fresh("s")
 
         def body(r: str) -> list[str]:
             lines = [f"const {ctype} {s} = {col.base}.GetValue({col.index(r)});"]
@@ -353,15 +361,15 @@ class VectorOps:
             return lines
 
         self.per_row(x.rows, body)
-        self.consume(x, col, row, keep=dst)
+        self.ub.consume(x, col, row, keep=dst)
         return dst
 
     # ---------------------------------------------------------------- casts
     def cast(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         """Round to nearest even (the DSL's default mode) on the first lossy step."""
         if any(name == "mode" for name, _ in v.attrs):
-            raise refuse("A701", "cast with an explicit rounding mode", self.span)
-        (x,) = self.operands(v.args[:1])
+            raise refuse("A701", "cast with an explicit rounding mode", self.w.span)
+        (x,) = self.w.operands(v.args[:1])
         target = v.type.dtype
         if x.dtype == target:
             return x
@@ -370,21 +378,21 @@ class VectorOps:
         for i, step in enumerate(path):
             kind = _CASTS.get((current.dtype, step))
             if kind is None:
-                raise refuse("A702", f"no cast from {x.dtype} to {target} on A2/A3", self.span)
+                raise refuse("A702", f"no cast from {x.dtype} to {target} on A2/A3", self.w.span)
             if i == len(path) - 1:
-                dst = self.target(hint, x.rows, x.cols, step, [current], positionwise=True)
+                dst = self.w.target(hint, x.rows, x.cols, step, [current], positionwise=True)
             else:
-                dst = self.calc_tile(x.rows, x.cols, step, "cast step")
+                dst = self.ub.calc_tile(x.rows, x.cols, step, "cast step")
             mode = "CAST_RINT" if kind == "round" and i == 0 else "CAST_NONE"
             self.cast_call(dst, current, f"AscendC::RoundMode::{mode}")
-            self.consume(current, keep=dst)
+            self.ub.consume(current, keep=dst)
             current = dst
         return current
 
     def cast_call(self, dst: Tile, src: Tile, rounding: str) -> None:
         if dst.dense and src.dense and dst.stride == src.stride:
             count = padded(dst.cols, dst.dtype) if dst.rows == 1 else dst.rows * dst.stride
-            self.emit(f"AscendC::Cast({dst.ref()}, {src.ref()}, {rounding}, {count});")
+            self.text.emit(f"AscendC::Cast({dst.ref()}, {src.ref()}, {rounding}, {count});")
             return
         self.per_row(
             dst.rows, lambda r: [f"AscendC::Cast({dst.row(r)}, {src.row(r)}, {rounding}, {dst.cols});"]
@@ -392,48 +400,48 @@ class VectorOps:
 
     # ---------------------------------------------------------------- layout ops
     def transpose(self, v: ir_body.CallV) -> Tile:
-        (x,) = self.operands(v.args)
+        (x,) = self.w.operands(v.args)
         if x.rows != 1 and x.cols != 1:
-            raise refuse("A701", "transpose of a tile with more than one row and column", self.span)
-        dst = self.calc_tile(x.cols, x.rows, x.dtype, "transpose")
-        (r,) = (self.fresh("i"),)
-        self.scalar_barrier()
+            raise refuse("A701", "transpose of a tile with more than one row and column", self.w.span)
+        dst = self.ub.calc_tile(x.cols, x.rows, x.dtype, "transpose")
+        (r,) = (self.text.fresh("i"),)
+        self.w.scalar_barrier()
         n = max(x.rows, x.cols)
         src_at = f"{r} * {x.stride}" if x.cols == 1 else r
         dst_at = f"{r} * {dst.stride}" if dst.cols == 1 else r
         base_src = f"{x.offset} + " if x.offset != "0" else ""
-        self.emit(f"for (int32_t {r} = 0; {r} < {n}; ++{r}) {{")
-        self.emit(f"    {dst.base}.SetValue({dst_at}, {x.base}.GetValue({base_src}{src_at}));")
-        self.emit("}")
-        self.scalar_barrier()
-        self.consume(x)
+        self.text.emit(f"for (int32_t {r} = 0; {r} < {n}; ++{r}) {{")
+        self.text.emit(f"    {dst.base}.SetValue({dst_at}, {x.base}.GetValue({base_src}{src_at}));")
+        self.text.emit("}")
+        self.w.scalar_barrier()
+        self.ub.consume(x)
         return dst
 
     def gather(self, v: ir_body.CallV) -> Tile:
         """out[r, j] = x[r, idx[r, j]]: byte offsets per row, then ``Gather``."""
-        x, idx = self.operands(v.args)
+        x, idx = self.w.operands(v.args)
         if idx.dtype != "i32":
-            raise refuse("A702", f"gather indices must be i32, got {idx.dtype}", self.span)
-        rows, cols = self.shape(v.type)
+            raise refuse("A702", f"gather indices must be i32, got {idx.dtype}", self.w.span)
+        rows, cols = self.w.shape(v.type)
         size = DTYPE_BYTES[x.dtype]
-        offsets = self.calc_tile(rows, cols, "i32", "gather offsets")
-        dst = self.calc_tile(rows, cols, x.dtype, "gather")
-        r = self.fresh("r")
-        self.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
-        self.emit(f"    AscendC::Muls({offsets.row(r)}, {idx.row(r)}, static_cast<int32_t>({size}), {cols});")
+        offsets = self.ub.calc_tile(rows, cols, "i32", "gather offsets")
+        dst = self.ub.calc_tile(rows, cols, x.dtype, "gather")
+        r = self.text.fresh("r")
+        self.text.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
+        self.text.emit(
+            f"    AscendC::Muls({offsets.row(r)}, {idx.row(r)}, static_cast<int32_t>({size}), {cols});"
+        )
         row_bytes = f"static_cast<int32_t>({r} * {x.stride * size})"
-        self.emit(f"    AscendC::Adds({offsets.row(r)}, {offsets.row(r)}, {row_bytes}, {cols});")
-        self.emit("}")
-        as_u32 = self.reinterpret(offsets, "u32")
-        self.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
-        self.emit(
+        self.text.emit(f"    AscendC::Adds({offsets.row(r)}, {offsets.row(r)}, {row_bytes}, {cols});")
+        self.text.emit("}")
+        as_u32 = self.w.reinterpret(offsets, "u32")
+        self.text.emit(f"for (int32_t {r} = 0; {r} < {rows}; ++{r}) {{")
+        self.text.emit(
             f"    AscendC::Gather({dst.row(r)}, {x.ref()}, {as_u32.row(r)}, static_cast<uint32_t>(0), {cols});"
         )
-        self.emit("}")
-        self.consume(x, idx, offsets)
+        self.text.emit("}")
+        self.ub.consume(x, idx, offsets)
         return dst
 
     def sort_op(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
-        from lowering.codegen.ascendc.sort import SortOps
-
-        return SortOps.lower(self, v, hint)
+        return self.w.sorting.lower(v, hint)

@@ -51,6 +51,23 @@ class Scope:
     arena_mark: int = 0
 
 
+class CodeText:
+    """The C++ lines of one body as they are written, their indentation, and the counter that
+    keeps the names of C++ locals fresh (shared by the writer and every piece it delegates to)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+        self.counter = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append(INDENT * self.depth + line)
+
+    def fresh(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+
 class BodyWriter:
     """Statement-level emission shared by the vector and cube writers (subclassed)."""
 
@@ -65,9 +82,7 @@ class BodyWriter:
         ranges["rank"] = (0, max(graph.nranks - 1, 0))
         ranges.update(graph.scalar_ranges())
         self.ints = IntWriter(env, ranges, graph.nranks)
-        self.lines: list[str] = []
-        self.depth = 0
-        self.counter = 0
+        self.text = CodeText()
         self.tensors: dict[str, GmUse] = {}
         self.scalars: set[str] = set()
         self.uses_rank = False
@@ -85,11 +100,10 @@ class BodyWriter:
 
     # ---------------------------------------------------------------- text
     def emit(self, line: str) -> None:
-        self.lines.append(INDENT * self.depth + line)
+        self.text.emit(line)
 
     def fresh(self, stem: str) -> str:
-        self.counter += 1
-        return f"{stem}{self.counter}"
+        return self.text.fresh(stem)
 
     def int(self, e: Expr) -> str:
         self._note_symbols(e)
@@ -243,14 +257,14 @@ class BodyWriter:
             raise refuse("A704", "loop steps must be positive compile-time constants", s.span)
         bump = f"++{var}" if step_value == 1 else f"{var} += {step}"
         self.emit(f"for (int64_t {var} = {start}; {var} < {stop}; {bump}) {{")
-        self.depth += 1
+        self.text.depth += 1
         lo, hi = self._loop_interval(s)
         self.ints.ranges[s.var] = (lo, hi)
         first, last = self.ints.constant(s.start), self.ints.constant(s.stop)
         self.certain.append(first is not None and last is not None and last > first)
         self.block(s.body)
         self.certain.pop()
-        self.depth -= 1
+        self.text.depth -= 1
         self.emit("}")
 
     def _loop_interval(self, s: ir_body.ForS) -> tuple[int, int]:
@@ -268,15 +282,15 @@ class BodyWriter:
             self.block(s.then if known else s.orelse)
             return
         self.emit(f"if ({self.condition(s.cond)}) {{")
-        self.depth += 1
+        self.text.depth += 1
         self.certain.append(False)
         self.block(s.then)
-        self.depth -= 1
+        self.text.depth -= 1
         if s.orelse:
             self.emit("} else {")
-            self.depth += 1
+            self.text.depth += 1
             self.block(s.orelse)
-            self.depth -= 1
+            self.text.depth -= 1
         self.certain.pop()
         self.emit("}")
 
@@ -437,4 +451,4 @@ def _fold_float(v: ir_body.Value, constant) -> float | None:
     return value(v)
 
 
-__all__ = ["BodyWriter", "GmUse", "Scalar", "Scope"]
+__all__ = ["BodyWriter", "CodeText", "GmUse", "Scalar", "Scope"]
