@@ -21,28 +21,44 @@ def shift_key(graph: Graph, task: Task, accs: list[Access]) -> tuple | None:
     """The regions of ``accs`` with each tensor's constant offsets taken relative to its first
     access, or None when that is not sound for this task (a region that may be clipped, an
     offset that cannot be separated from the rest, a bound that cannot be evaluated)."""
+    found = shifted(graph, task, accs)
+    return None if found is None else found[0]
+
+
+def shifted(
+    graph: Graph, task: Task, accs: list[Access]
+) -> tuple[tuple, list[tuple[int | None, ...]]] | None:
+    """:func:`shift_key` and the constant offset of each access per dimension, None for a
+    dimension that names a value unknown at the point: the analysis takes that one whole, at
+    every offset, so the executions of two tasks with one key are the same there and differ by
+    the difference of their offsets in the others."""
     consts, scalars = _point(graph)
     split = _splitter(graph, consts)
-    first: dict[str, tuple[int, list[int]]] = {}
-    out = []
+    first: dict[str, tuple[int, tuple[int, ...]]] = {}
+    out, placed = [], []
     for a in accs:
         if any(loop.var in consts for loop in a.loops):
             return None  # a loop variable shadows a constant: its terms are not offsets
         env = _ranges(graph, task, a, consts, scalars)
         dims = graph.tensors[a.tensor].dims
-        region, offsets = [], []
+        region, offsets, moves = [], [], []
         for rng, extent in zip(a.region, dims, strict=True):
             start, stop = split(rng.start), split(rng.stop)
-            if start is None or stop is None or not _inside(rng.start, rng.stop, extent, env):
+            if start is None or stop is None:
+                return None
+            whole = _unknown(rng.start, rng.stop, env)
+            if not whole and not _inside(rng.start, rng.stop, extent, env):
                 return None
             region.append((start[0], stop[0], stop[1] - start[1], rng.step, rng.point))
             offsets.append(start[1])
-        index, base = first.setdefault(a.tensor, (len(first), offsets))
+            moves.append(None if whole else start[1])
+        index, base = first.setdefault(a.tensor, (len(first), tuple(offsets)))
         relative = tuple(o - b for o, b in zip(offsets, base, strict=True))
         out.append(
             (index, dims, a.mode, a.dtype, tuple(region), relative, a.loops, a.conds, a.peer, a.span, a.order)
         )
-    return tuple(out)
+        placed.append(tuple(moves))
+    return tuple(out), placed
 
 
 def _point(graph: Graph) -> tuple[dict[str, int], dict[str, Interval]]:
@@ -116,11 +132,14 @@ def _ranges(
     return env
 
 
+def _unknown(start: Expr, stop: Expr, env: Mapping[str, int | Interval]) -> bool:
+    """Whether a range names a value unknown at the point (a row from data): the analysis takes
+    it whole, at any offset."""
+    return any(s.name not in env for e in (start, stop) for s in free_symbols(e))
+
+
 def _inside(start: Expr, stop: Expr, extent: int | None, env: Mapping[str, int | Interval]) -> bool:
-    """Whether every execution's range lies within ``[0, extent)``: nothing is clipped. A range
-    naming a value unknown at the point (a row from data) is taken whole at any offset."""
-    if any(s.name not in env for e in (start, stop) for s in free_symbols(e)):
-        return True
+    """Whether every execution's range lies within ``[0, extent)``: nothing is clipped."""
     try:
         lo, _ = bounds(_as_modulo(start), env)
         _, hi = bounds(_as_modulo(stop), env)

@@ -60,7 +60,7 @@ def instantiate(
     return replace(
         summary,
         # rules that read bodies are few: walk on demand
-        body=LazyBody(lambda: sub.walk(template), template, renames),
+        body=LazyBody(lambda: sub.walk(template), template, renames, mapping=mapping),
         accesses=tuple([fast.access(a) for a in summary.accesses]),
         signals=tuple([fast.signal(x) for x in summary.signals]),
         barriers=tuple([fast.barrier(b) for b in summary.barriers]),
@@ -273,10 +273,11 @@ class LazyBody(Sequence):
 
     ``template`` and ``renames`` say what they will be without making them: the template's
     statements with its tensors renamed and its captures replaced by this instance's values,
-    followed by ``extra`` (statements already made). What a summary of names needs (the
-    tensors loaded and stored, the ops called) is the template's, renamed."""
+    followed by ``extra`` (statements already made); ``mapping`` holds those values. What a
+    summary of names needs (the tensors loaded and stored, the ops called) is the template's,
+    renamed."""
 
-    __slots__ = ("_make", "_items", "template", "renames", "extra")
+    __slots__ = ("_make", "_items", "template", "renames", "extra", "mapping")
 
     def __init__(
         self,
@@ -284,12 +285,14 @@ class LazyBody(Sequence):
         template: tuple | None = None,
         renames: Mapping[str, str] | None = None,
         extra: tuple = (),
+        mapping: Mapping[str, Expr] | None = None,
     ):
         self._make = make
         self._items: tuple | None = None
         self.template = template
         self.renames = renames or {}
         self.extra = extra
+        self.mapping = mapping or {}
 
     def _get(self) -> tuple:
         if self._items is None:

@@ -131,7 +131,7 @@ class TaskBodies:
             return (*body, *stores)
 
         if isinstance(body, LazyBody) and body.template is not None:
-            lazy = LazyBody(make, body.template, body.renames, (*body.extra, *stores))
+            lazy = LazyBody(make, body.template, body.renames, (*body.extra, *stores), body.mapping)
         else:
             lazy = LazyBody(make)
         return replace(summary, accesses=tuple(accesses), body=lazy)

@@ -7,6 +7,8 @@ from pyptoutil import PYPTO_FIXTURES
 
 from dsl.driver.cli_pypto import run_rules_safely
 from lowering.checks import all_rules
+from lowering.checks.access_instances import distinct_hits
+from lowering.checks.races import aliasing_views
 from lowering.checks.races.overlapping_block_writes import local_tensor
 from lowering.checks.rule import CheckContext
 from lowering.checks.translation import shift_key
@@ -47,3 +49,20 @@ def test_an_instance_that_may_be_clipped_has_no_key():
     graph.tensors["buf"] = dataclasses.replace(buf, dims=(buf.dims[0] - 8, buf.dims[1]))
     assert _key(graph, "scale#2") is not None
     assert _key(graph, "scale#3") is None  # its last write reaches past the shortened buffer
+
+
+def test_byte_spans_moved_from_another_instance_are_the_spans_listed_for_it():
+    (graph,) = read_pypto(MODEL).graphs
+    buf = graph.tensors["buf"]
+    for name in ("scale", "scale#2", "scale#3"):
+        task = graph.task(name)
+        for access in task.accesses:
+            for exact in (False, True):
+                listed = sorted(
+                    aliasing_views._bytes(h, buf, 64)
+                    for h in distinct_hits(graph, task, access)
+                    if h.exact or not exact
+                )
+                assert aliasing_views._spans(graph, task, access, 64, exact) == listed, (name, access.mode)
+    # one listing per access and kind stood for all three instances
+    assert len(graph.__dict__["_view_spans_shifted"]) == 2 * len(graph.task("scale").accesses)

@@ -63,6 +63,7 @@ from lowering.checks.access_instances import Hit, distinct_hits, local_tensor, w
 from lowering.checks.races.conflicts import call_alias, conflicts, grouped, instances_text
 from lowering.checks.races.data_rows import assumed_text, data_symbols
 from lowering.checks.rule import CheckContext, finding
+from lowering.checks.translation import shifted
 from lowering.edges import base_buffer, task_footprints_cached, view_placed
 from lowering.ir import Access, Graph, Task, Tensor
 from lowering.regions import Footprint
@@ -98,7 +99,9 @@ def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool) -
     kept on the graph: one access meets many others."""
     return _memo_spans(
         graph,
-        (task.name, access.order, access.tensor, offset, exact),
+        task,
+        access,
+        (offset, exact),
         lambda: [h for h in distinct_hits(graph, task, access) if h.exact or not exact],
     )
 
@@ -106,23 +109,43 @@ def _spans(graph: Graph, task: Task, access: Access, offset: int, exact: bool) -
 def _hull_spans(graph: Graph, task: Task, access: Access, offset: int) -> list:
     """One span per block around all its executions (``widened_hits``): a superset of
     :func:`_spans`, cheap to take, to rule pairs out before their executions are listed."""
-    return _memo_spans(
-        graph,
-        (task.name, access.order, access.tensor, offset, "hull"),
-        lambda: widened_hits(graph, task, access),
-    )
+    return _memo_spans(graph, task, access, (offset, "hull"), lambda: widened_hits(graph, task, access))
 
 
-def _memo_spans(graph: Graph, key: tuple, hits_of) -> list:
+def _memo_spans(graph: Graph, task: Task, access: Access, kind: tuple, hits_of) -> list:
     memo = graph.__dict__.setdefault("_view_spans", {})
+    key = (task.name, access.order, access.tensor, kind)
     found = memo.get(key)
     if found is None:
-        offset, tensor = key[3], graph.tensors[key[2]]
-        found = [_bytes(h, tensor, offset) for h in hits_of()]
-        if None not in found:
-            found.sort()
-        memo[key] = found
+        found = memo[key] = _shifted_spans(graph, task, access, kind, hits_of)
     return found
+
+
+def _shifted_spans(graph: Graph, task: Task, access: Access, kind: tuple, hits_of) -> list:
+    """The spans of one access, from those of the same kernel's access at other constant
+    offsets when there is one (the tasks of a model's layers): its executions are the same
+    moved by the difference, and so are their bytes (row-major, nothing clipped)."""
+    offset, tensor = kind[0], graph.tensors[access.tensor]
+    moved = shifted(graph, task, [access])
+    if moved is None:
+        return _sorted([_bytes(h, tensor, offset) for h in hits_of()])
+    (shape,), (at,) = moved
+    bases = graph.__dict__.setdefault("_view_spans_shifted", {})
+    base_key = (task.blocks, tensor.itemsize, kind[1], shape)
+    base = bases.get(base_key)
+    if base is None:
+        base = bases[base_key] = (at, _sorted([_bytes(h, tensor, 0) for h in hits_of()]))
+    flat = 0
+    for a, b, extent in zip(at, base[0], tensor.dims, strict=True):
+        flat = flat * extent + (0 if a is None else a - b)  # a dimension taken whole stays whole
+    delta = offset + flat * tensor.itemsize
+    return [None if s is None else (s[0] + delta, s[1] + delta) for s in base[1]]
+
+
+def _sorted(spans: list) -> list:
+    if None not in spans:
+        spans.sort()
+    return spans
 
 
 def _overlap(

@@ -30,9 +30,14 @@ def data_symbols(access: Access, loops: bool = False) -> set[str]:
 
 def sources(task: Task) -> dict[str, set[str]]:
     """Local name -> the tensors its value is read from, through other locals."""
+    return statement_sources(task.body)
+
+
+def statement_sources(stmts) -> dict[str, set[str]]:
+    """:func:`sources` of a sequence of statements."""
     direct: dict[str, set[str]] = {}
     uses: dict[str, set[str]] = {}
-    for s in ir_body.nested_stmts(task.body):
+    for s in ir_body.nested_stmts(stmts):
         if not isinstance(s, ir_body.LetS | ir_body.AssignS):
             continue
         tensors, names = direct.setdefault(s.name, set()), uses.setdefault(s.name, set())
@@ -63,17 +68,42 @@ def sources(task: Task) -> dict[str, set[str]]:
 def origin(pairs: list[tuple[Task, Access]], memo: dict | None = None) -> str:
     """```page_table` and `slot_mapping``` -- the tensors the data-chosen regions of these
     accesses come from -- or "data read at run time" when no tensor is visible. ``memo``
-    keeps each task's :func:`sources` (by task name) across calls of one check."""
+    keeps each task's :func:`sources` (by task name) and each access's data names (by task
+    name and access order) across calls of one check."""
     memo = {} if memo is None else memo
     tables: set[str] = set()
     for task, access in pairs:
-        names = data_symbols(access, loops=True)
+        key = (task.name, access.order)  # one access meets many others
+        names = memo.get(key)
+        if names is None:
+            names = memo[key] = data_symbols(access, loops=True)
         if names:
             found = memo.get(task.name)
             if found is None:
-                found = memo[task.name] = sources(task)
+                found = memo[task.name] = _sources_via_template(task, memo)
             tables.update(t for n in names for t in found.get(n, ()))
     return " and ".join(f"`{t}`" for t in sorted(tables)) if tables else "data read at run time"
+
+
+def _sources_via_template(task: Task, memo: dict) -> dict[str, set[str]]:
+    """:func:`sources`, from the template of an instance's body when it has one (once for all
+    its instances, the tensors renamed): the statements need not be made."""
+    body = task.body
+    template = getattr(body, "template", None)
+    lets = ir_body.LetS | ir_body.AssignS
+    if template is None or any(isinstance(s, lets) for s in ir_body.nested_stmts(body.extra)):
+        return sources(task)
+    key = ("template", id(template))
+    known = memo.get(key)
+    if known is None or known[0] is not template:  # the template is kept: its id stays its own
+        known = memo[key] = (template, statement_sources(template))
+    # A capture the instance fills with a value read from data adds a use of that value's name,
+    # which matters only where a local of the body has the same name.
+    captured = {sym.name for e in body.mapping.values() for sym in free_symbols(e) if sym.kind == DYNAMIC}
+    if captured & known[1].keys():
+        return sources(task)
+    renames = body.renames
+    return {name: {renames.get(t, t) for t in tensors} for name, tensors in known[1].items()}
 
 
 def assumed_text(pairs: list[tuple[Task, Access]], memo: dict | None = None) -> str:
