@@ -10,7 +10,7 @@ every admissible parameter value and not only the defaults.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 # Kinds of free symbols. "param" values are known at compile time; the others vary per
 # block, per iteration, per rank or per run.
@@ -75,6 +75,18 @@ class Bin(Expr):
     op: str
     a: Expr
     b: Expr
+    # Kept once computed: trees are keys of many caches, and hashing one walks it whole.
+    _hash: int = field(default=0, init=False, repr=False, compare=False)
+
+    def __hash__(self) -> int:
+        h = self._hash
+        if not h:
+            h = hash((self.op, self.a, self.b)) or 1
+            object.__setattr__(self, "_hash", h)
+        return h
+
+    def __reduce__(self):
+        return Bin, (self.op, self.a, self.b)  # a hash is per process: never carried over
 
     def __str__(self) -> str:
         if self.op in ("min", "max", "cdiv"):

@@ -34,20 +34,28 @@ def shifted(
     the difference of their offsets in the others."""
     consts, scalars = _point(graph)
     split = _splitter(graph, consts)
+    # (the non-constant terms of a range, its loops, the grid) -> how far it reaches besides
+    # its offsets: the same for every instance, as the terms range over the same values
+    reach: dict[tuple, tuple[int, int] | str] = graph.__dict__.setdefault("_shift_reach", {})
     first: dict[str, tuple[int, tuple[int, ...]]] = {}
     out, placed = [], []
     for a in accs:
         if any(loop.var in consts for loop in a.loops):
             return None  # a loop variable shadows a constant: its terms are not offsets
-        env = _ranges(graph, task, a, consts, scalars)
+        env = None
         dims = graph.tensors[a.tensor].dims
         region, offsets, moves = [], [], []
         for rng, extent in zip(a.region, dims, strict=True):
             start, stop = split(rng.start), split(rng.stop)
             if start is None or stop is None:
                 return None
-            whole = _unknown(rng.start, rng.stop, env)
-            if not whole and not _inside(rng.start, rng.stop, extent, env):
+            key = (start[0], stop[0], a.loops, task.blocks)
+            found = reach.get(key)
+            if found is None:
+                env = env if env is not None else _ranges(graph, task, a, consts, scalars)
+                found = reach[key] = _reach(rng.start, rng.stop, start[1], stop[1], env)
+            whole = found == _WHOLE
+            if not whole and (found == _UNBOUNDED or not _fits(found, start[1], stop[1], extent)):
                 return None
             region.append((start[0], stop[0], stop[1] - start[1], rng.step, rng.point))
             offsets.append(start[1])
@@ -132,20 +140,26 @@ def _ranges(
     return env
 
 
-def _unknown(start: Expr, stop: Expr, env: Mapping[str, int | Interval]) -> bool:
-    """Whether a range names a value unknown at the point (a row from data): the analysis takes
-    it whole, at any offset."""
-    return any(s.name not in env for e in (start, stop) for s in free_symbols(e))
+_WHOLE = "whole"  # a range naming a value unknown at the point: taken whole at any offset
+_UNBOUNDED = "unbounded"  # a range whose bounds cannot be evaluated
 
 
-def _inside(start: Expr, stop: Expr, extent: int | None, env: Mapping[str, int | Interval]) -> bool:
-    """Whether every execution's range lies within ``[0, extent)``: nothing is clipped."""
+def _reach(start: Expr, stop: Expr, start_offset: int, stop_offset: int, env) -> tuple[int, int] | str:
+    """The least start and the greatest stop of a range over its executions, without its
+    constant offsets (:data:`_WHOLE`, :data:`_UNBOUNDED`)."""
+    if any(s.name not in env for e in (start, stop) for s in free_symbols(e)):
+        return _WHOLE
     try:
         lo, _ = bounds(_as_modulo(start), env)
         _, hi = bounds(_as_modulo(stop), env)
     except EvalError:
-        return False
-    return lo >= 0 and (extent is None or hi <= extent)
+        return _UNBOUNDED
+    return lo - start_offset, hi - stop_offset
+
+
+def _fits(reach: tuple[int, int], start_offset: int, stop_offset: int, extent: int | None) -> bool:
+    """Whether every execution's range lies within ``[0, extent)``: nothing is clipped."""
+    return reach[0] + start_offset >= 0 and (extent is None or reach[1] + stop_offset <= extent)
 
 
 def _as_modulo(expr: Expr) -> Expr:
