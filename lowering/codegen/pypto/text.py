@@ -16,25 +16,29 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lowering.codegen.common import TargetLimit
-from lowering.codegen.names import EMITTED, IDENTIFIER, UnsafeName, mangle
+from lowering.codegen.names import EMITTED, IDENTIFIER, ModuleNames, UnsafeName, mangle
 from lowering.codegen.python_text import INDENT, LINE_LENGTH
 from lowering.codegen.python_text import int_text as python_int_text
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Expr, Sym
 
-# Names the generated module defines or imports itself, and Python's keywords: a DSL name
-# equal to one is escaped by ``mangle`` (``in`` -> ``in_``). The functions named after the
-# layer (``<layer>_test``, ``l3_<layer>``, ...) are added per module (``module_reserved``).
-RESERVED = frozenset(
-    {
-        "pl", "pld", "argparse", "golden", "torch", "sys", "np", "numpy", "importlib", "os",
-        "block", "my_rank", "float", "int", "range", "min", "max", "len", "print", "abs", "list",
-        "tuple", "dict", "set", "str", "bool", "type", "object", "self", "args", "parser", "result",
-        "build_tensor_specs", "main", "specs", "tensors", "params", "l", "I", "O", "r", "GOLDEN",
-        "TensorSpec", "Path",
-    }
-    | set(keyword.kwlist)
-    | set(keyword.softkwlist)
-)  # fmt: skip
+# What a source name must not become, by where it is written (docs/naming.md). Python's
+# keywords; the builtins and imports the module uses; a kernel's own locals (``block``,
+# ``my_rank``). That is all a kernel local (a ``let``, a loop variable, a scratch tensor)
+# must avoid. A name visible in more than one function -- a module constant, a tensor or
+# scalar parameter -- must also avoid the module's other globals and the locals of every
+# function that reads it: the host driver's ``r``, ``build_tensor_specs``'s imports, the
+# golden's ``tensors``, the ``__main__`` block's names, and the functions named after the
+# layer (added per module, ``module_reserved``). Everything else stays the author's: ``r``,
+# ``I``, ``l`` and ``it`` as kernel locals are written as they are.
+KEYWORDS = frozenset(keyword.kwlist)
+BUILTINS = frozenset(
+    {"float", "min", "max", "range", "isinstance", "len", "enumerate", "dict", "ValueError", "SystemExit"}
+)
+LOCAL_RESERVED = KEYWORDS | BUILTINS | {"pl", "pld", "block", "my_rank"}
+RESERVED = LOCAL_RESERVED | {
+    "r", "torch", "TensorSpec", "tensors", "argparse", "golden", "parser", "args", "result", "GOLDEN",
+    "build_tensor_specs", "__name__", "__doc__",
+}  # fmt: skip
 
 
 class UnsupportedForPyPTO(TargetLimit):
@@ -59,9 +63,9 @@ def module_reserved(layer: str) -> frozenset[str]:
 
 
 def hint_name(name: str) -> str:
-    """A ``name_hint`` (a string naming the task for the runtime and the reader) for a task base
-    name: the mangled name, so two tasks never share a hint."""
-    return py_name(name, frozenset())
+    """A ``name_hint`` for a task base name on its own (the emitter names the hints of a module
+    together, ``ModuleNames``, so two tasks never share one): its readable form."""
+    return ModuleNames([name], lambda _: frozenset())(name)
 
 
 def py_str(s: str) -> str:
@@ -113,8 +117,9 @@ def slice_text(start: str | None, stop: str | None, step: str | None = None) -> 
     return text
 
 
-def symbol_namer(ranks_text: str, reserved: frozenset[str] = RESERVED) -> Callable[[Sym], str]:
-    """How a symbol is named in emitted code; the rank count is spelled ``ranks_text``."""
+def symbol_namer(ranks_text: str, names: Callable[[str], str] = py_name) -> Callable[[Sym], str]:
+    """How a symbol is named in emitted code (source names through ``names``, the module's
+    ``ModuleNames``); the rank count is spelled ``ranks_text``."""
 
     def name_of(s: Sym) -> str:
         if s.kind == EMITTED:
@@ -128,7 +133,7 @@ def symbol_namer(ranks_text: str, reserved: frozenset[str] = RESERVED) -> Callab
         if s.kind in (PARAM, "const", SCALAR, LOOP, DYNAMIC):
             if s.name.startswith("data@"):
                 raise UnsupportedForPyPTO(f"a data-dependent value {s.name!r} cannot be named")
-            return py_name(s.name, reserved)
+            return names(s.name)
         raise UnsupportedForPyPTO(f"unknown symbol {s.name!r}")
 
     return name_of
