@@ -113,9 +113,9 @@ layer l(T = 32, D = 16) {
 def test_a_name_stands_only_where_its_let_is_in_scope(tmp_path, monkeypatch):
     (graph,) = compile_text(SCOPED, "l.dsl")
     text = render_numpy(graph, "h", "v")
-    assert "        v_r0 = block * 16 + v_i * 8\n        t_y[v_r0:v_r0 + 8, 0:16] = " in text
+    assert "        v_r0 = block * 16 + v_i * 8\n        t_y[v_r0 : v_r0 + 8, 0:16] = " in text
     assert "v_unused" not in text  # a let whose name nothing uses is not written
-    assert "t_y[block * 16 + 8:block * 16 + 16, 0:1]" in text  # after the loop: not v_r0
+    assert "t_y[block * 16 + 8 : block * 16 + 16, 0:1]" in text  # after the loop: not v_r0
     pypto = render_pypto(graph, "h", "v")
     assert "r0 = block * 16 + i * 8" in pypto and "unused" not in pypto
     path = tmp_path / "l.dsl"

@@ -31,7 +31,7 @@ from lowering.codegen.names import IDENTIFIER, mangle
 from lowering.codegen.numpy.cost import block_cost
 from lowering.codegen.numpy.host import guard_context
 from lowering.codegen.numpy.kernel import NUMPY_DTYPES, Kernel, checked_source_name
-from lowering.codegen.python_text import check_block_nesting, compile_python, wrap_lines
+from lowering.codegen.python_text import check_block_nesting, compile_python, py_literal, py_str, wrap_lines
 from lowering.ir import Graph
 
 
@@ -70,7 +70,7 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
             p = task.predicate
             at = Kernel(graph, task, env, at_dispatch=True)
             cell = ", ".join(at.int_code(i) for i in p.index)
-            pred = f"lambda mem: bool(mem.t({checked_source_name(p.tensor)!r})[{cell}] {p.cmp} {at.int_code(p.value)})"
+            pred = f"lambda mem: bool(mem.t({py_str(checked_source_name(p.tensor))})[{cell}] {p.cmp} {at.int_code(p.value)})"
         tasks.append(
             {
                 "name": task.name,
@@ -117,7 +117,7 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
 def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
     """The NumPy module of ``graph``; a TargetLimit (located) for what it cannot express."""
     env = template_environment("numpy")
-    env.filters["pyrepr"] = repr
+    env.filters["pyrepr"] = py_literal
     text = wrap_lines(env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version)))
     compile_python(text, f"<numpy module of {graph.name}>", "numpy")
     return text

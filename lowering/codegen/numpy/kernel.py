@@ -16,7 +16,7 @@ import re
 
 from lowering import body as ir_body
 from lowering.codegen.names import EMITTED, IDENTIFIER, NamedInts, UnsafeName, checked_name, mangle
-from lowering.codegen.python_text import int_text
+from lowering.codegen.python_text import int_text, py_float_text, py_str, slice_text, unparen
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
     BLOCK,
@@ -105,7 +105,7 @@ class Kernel:
                 if sym.kind == NRANKS:
                     return "mem.nranks"
                 if sym.kind == SCALAR:
-                    return f"int(mem.scalar({checked_source_name(sym.name, IDENTIFIER)!r}))"
+                    return f"int(mem.scalar({py_str(checked_source_name(sym.name, IDENTIFIER))}))"
                 raise UnsafeName(
                     f"a predicate cannot use {sym.name!r}: it is evaluated before any block runs"
                 )
@@ -132,7 +132,7 @@ class Kernel:
                 continue
             start, stop = self.int_code(r.start), self.int_code(r.stop)
             step = self.int_code(r.step)
-            parts.append(f"{start}:{stop}" + ("" if step == "1" else f":{step}"))
+            parts.append(slice_text(start, stop, None if step == "1" else step))
         return ", ".join(parts)
 
     def slice_tuple(self, region: tuple[ir_body.Range, ...]) -> str:
@@ -152,12 +152,12 @@ class Kernel:
             return self.int_code(v.expr)
         if isinstance(v, ir_body.FloatV):
             return (
-                repr(float(v.value))
+                py_float_text(v.value)
                 if v.value == v.value and abs(v.value) != float("inf")
                 else _special(v.value)
             )
         if isinstance(v, ir_body.DtypeV):
-            return repr(NUMPY_DTYPES[v.dtype])
+            return py_str(NUMPY_DTYPES[v.dtype])
         if isinstance(v, ir_body.ListV):
             return (
                 "(" + ", ".join(self.int_code(i) for i in v.items) + ("," if len(v.items) == 1 else "") + ")"
@@ -217,11 +217,11 @@ class Kernel:
         if op == "topk_pairs":
             return f"{args[0]}[:, : 2 * {args[1]}]"
         if op == "even_lanes":
-            return f"_op.gather_lanes({args[0]}, 'P0101')"
+            return f'_op.gather_lanes({args[0]}, "P0101")'
         if op == "odd_lanes":
-            return f"_op.gather_lanes({args[0]}, 'P1010', 'int32')"
+            return f'_op.gather_lanes({args[0]}, "P1010", "int32")'
         if op == "iota":
-            return f"_op.arange(0, (1, {args[0]}), 'int32')"
+            return f'_op.arange(0, (1, {args[0]}), "int32")'
         if op == "mask_tail":  # columns >= valid become -inf, then pad to the sorted width
             row, valid, width = args
             return (
@@ -275,14 +275,16 @@ class Kernel:
             except EvalError:
                 pass
             start = len(self.lines)
-            let, code = self.named.define(f"v_{mangle(s.name)}", s.value.expr, self.int_code)
+            let, code = self.named.define(
+                f"v_{mangle(s.name)}", s.value.expr, lambda e: unparen(self.int_code(e))
+            )
             self.emit(depth, f"{let.name} = {code}")
             let.lines = (start, len(self.lines))
         elif isinstance(s, ir_body.LetS | ir_body.AssignS):
             code = self.value(s.value)
             if isinstance(s.value, ir_body.LoadV) and isinstance(s.value.type, ir_body.TileType):
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
-            self.emit(depth, f"{self.local(s.name)} = {code}")
+            self.emit(depth, f"{self.local(s.name)} = {unparen(code)}")
         elif isinstance(s, ir_body.StoreS):
             region = self.index_code(s.region, keep_dims=True)
             target = self.tensor_var(s.tensor) if s.mode != "atomic" else ""
@@ -290,7 +292,7 @@ class Kernel:
                 checked_source_name(s.tensor)
                 self.emit(
                     depth,
-                    f"ctx.atomic_add({s.tensor!r}, {self.slice_tuple(s.region)}, {self.value(s.value)})",
+                    f"ctx.atomic_add({py_str(s.tensor)}, {self.slice_tuple(s.region)}, {self.value(s.value)})",
                 )
             elif s.mode == "accumulate":
                 self.temp += 1
@@ -301,19 +303,19 @@ class Kernel:
             else:
                 if all(r.point for r in s.region) and isinstance(s.value.type, ir_body.ScalarType):
                     region = self.index_code(s.region, keep_dims=False)  # one element: no view
-                self.emit(depth, f"{target}[{region}] = {self.store_value(s.tensor, s.value)}")
+                self.emit(depth, f"{target}[{region}] = {unparen(self.store_value(s.tensor, s.value))}")
         elif isinstance(s, ir_body.RemoteStoreS):
             peer = self.int_code(s.peer)
             checked_source_name(s.tensor)
             if s.atomic:
                 self.emit(
                     depth,
-                    f"ctx.atomic_add({s.tensor!r}, {self.slice_tuple(s.region)}, {self.value(s.value)}, peer={peer})",
+                    f"ctx.atomic_add({py_str(s.tensor)}, {self.slice_tuple(s.region)}, {self.value(s.value)}, peer={peer})",
                 )
             else:
                 region = self.index_code(s.region, keep_dims=True)
                 value = self.store_value(s.tensor, s.value)
-                self.emit(depth, f"ctx.peer({s.tensor!r}, {peer})[{region}] = {value}")
+                self.emit(depth, f"ctx.peer({py_str(s.tensor)}, {peer})[{region}] = {value}")
         elif isinstance(s, ir_body.ForS):
             var = self.local(s.var)
             bounds = ", ".join(self.int_code(e) for e in (s.start, s.stop, s.step))
@@ -327,15 +329,18 @@ class Kernel:
                 self.stmts(s.orelse, depth + 1)
         elif isinstance(s, ir_body.NotifyS):
             checked_source_name(s.signal)
-            cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
+            cell = _tuple([self.int_code(i) for i in s.index])
             self.emit(
                 depth,
-                f"ctx.notify({s.signal!r}, {cell}, {self.int_code(s.peer)}, {self.int_code(s.value)}, {s.op!r})",
+                f"ctx.notify({py_str(s.signal)}, {cell}, {self.int_code(s.peer)}, {self.int_code(s.value)}, {py_str(s.op)})",
             )
         elif isinstance(s, ir_body.WaitS):
             checked_source_name(s.signal)
-            cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
-            self.emit(depth, f"yield ctx.wait({s.signal!r}, {cell}, {s.cmp!r}, {self.int_code(s.expected)})")
+            cell = _tuple([self.int_code(i) for i in s.index])
+            self.emit(
+                depth,
+                f"yield ctx.wait({py_str(s.signal)}, {cell}, {py_str(s.cmp)}, {self.int_code(s.expected)})",
+            )
         elif isinstance(s, ir_body.BarrierS):
             self.emit(
                 depth, "yield ctx.barrier()" if not s.soft else "yield ctx.barrier()  # soft: GM polling"
@@ -356,7 +361,12 @@ def _holds_bf16(graph: Graph, value: ir_body.Value) -> bool:
     )
 
 
+def _tuple(items: list[str]) -> str:
+    """A tuple of code items as ruff writes it: ``(a, b)``, ``(a,)``."""
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
 def _special(x: float) -> str:
     if x != x:
-        return "float('nan')"
-    return "float('inf')" if x > 0 else "-float('inf')"
+        return 'float("nan")'
+    return 'float("inf")' if x > 0 else '-float("inf")'

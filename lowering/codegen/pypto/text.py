@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import keyword
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lowering.codegen.common import TargetLimit
 from lowering.codegen.names import EMITTED, IDENTIFIER, ModuleNames, UnsafeName, mangle
-from lowering.codegen.python_text import INDENT, LINE_LENGTH
+from lowering.codegen.python_text import INDENT, LINE_LENGTH, py_str, simple_bound, slice_text
 from lowering.codegen.python_text import int_text as python_int_text
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Expr, Sym
+
+__all__ = ["py_str", "simple_bound", "slice_text"]  # re-exported too: the PyPTO writer imports them from here
 
 # What a source name must not become, by where it is written (docs/naming.md). Python's
 # keywords; the builtins and imports the module uses; a kernel's own locals (``block``,
@@ -68,15 +69,6 @@ def hint_name(name: str) -> str:
     return ModuleNames([name], lambda _: frozenset())(name)
 
 
-def py_str(s: str) -> str:
-    """A string literal the way ruff writes it: double quotes unless that needs more escapes."""
-    body = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    body = "".join(c if c.isprintable() or c in "\\" else f"\\x{ord(c):02x}" for c in body)
-    if '"' in s and "'" not in s:
-        return "'" + body + "'"
-    return '"' + body.replace('"', '\\"') + '"'
-
-
 def py_float(x: float) -> str:
     if math.isnan(x):
         return 'float("nan")'
@@ -93,28 +85,6 @@ def int_text(e: Expr, name_of: Callable[[Sym], str], minmax: str = "pl.") -> str
     """``e`` as Python source with minimal parentheses; ``min``/``max`` as ``pl.min``/``pl.max``
     inside kernels (``minmax=""`` at module level)."""
     return python_int_text(e, name_of, minmax)
-
-
-def simple_bound(text: str) -> bool:
-    """Is a slice bound "simple" for ruff (a name, a number, or a negated one)?"""
-    t = text[1:] if text.startswith("-") else text
-    return bool(IDENTIFIER.match(t) or re.fullmatch(r"[0-9]+", t))
-
-
-def slice_text(start: str | None, stop: str | None, step: str | None = None) -> str:
-    parts = [p for p in (start, stop, step) if p is not None]
-    spaced = any(not simple_bound(p) for p in parts)
-    lo = start or ""
-    hi = stop or ""
-    if spaced:
-        text = (f"{lo} :" if lo else ":") + (f" {hi}" if hi else "")
-        if step is not None:
-            text += f" : {step}"
-        return text
-    text = f"{lo}:{hi}"
-    if step is not None:
-        text += f":{step}"
-    return text
 
 
 def symbol_namer(ranks_text: str, names: Callable[[str], str] = py_name) -> Callable[[Sym], str]:
