@@ -124,6 +124,17 @@ class ModuleNames:
         self.emitted[name] = text
         self.taken[text] = name
 
+    def fresh(self, name: str, hint: str, avoid: set[str] | frozenset[str] = frozenset()) -> str:
+        """Give ``name`` (a generated temporary, no author's name) the first free of ``hint``,
+        ``hint2``, ...: free of every name given so far, the reserved ones and ``avoid``."""
+        k = 1
+        while True:
+            text = hint if k == 1 else f"{hint}{k}"
+            if text not in self.taken and text not in self.reserved(name) and text not in avoid:
+                self._give(name, text)
+                return text
+            k += 1
+
     def alias(self, name: str, to: str) -> None:
         """Write the source name ``name`` as ``to``'s emitted name (the two hold one value)."""
         self.emitted[name] = self.emitted[to]

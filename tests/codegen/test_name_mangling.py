@@ -195,7 +195,7 @@ def test_numpy_keeps_a_callee_scratch_apart_from_a_caller_tensor(tmp_path, monke
     validation = layer.validate(inputs, layer.run(inputs))
     assert validation.passed, [(c.name, c.message) for c in validation.checks]
     text = layer.module_path.read_text()
-    assert 't_stage__tmp_ = ctx.t("stage.tmp")' in text and 't_stage_tmp = ctx.t("stage_tmp")' in text
+    assert 'stage__tmp_ = ctx.t("stage.tmp")' in text and 'stage_tmp = ctx.t("stage_tmp")' in text
 
 
 def test_pypto_keeps_a_callee_scratch_apart_from_a_caller_tensor():

@@ -12,10 +12,21 @@ point, so it is kept apart from the assembly of the whole module (``lowering.cod
 
 from __future__ import annotations
 
+import keyword
 import re
 
 from lowering import body as ir_body
-from lowering.codegen.names import EMITTED, IDENTIFIER, NamedInts, UnsafeName, checked_name, mangle
+from lowering.codegen.names import (
+    EMITTED,
+    IDENTIFIER,
+    PLAIN_NAME,
+    ModuleNames,
+    NamedInts,
+    UnsafeName,
+    checked_name,
+    mangle,
+    readable,
+)
 from lowering.codegen.python_text import int_text, py_float_text, py_str, slice_text, unparen
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
@@ -73,6 +84,47 @@ def checked_source_name(name: str, pattern: re.Pattern = QUALIFIED) -> str:
     return checked_name(name, pattern)
 
 
+#: What a kernel's names must not become: Python's keywords, the builtins and module names a
+#: kernel uses, and its own locals (docs/naming.md).
+KERNEL_RESERVED = frozenset(keyword.kwlist) | {
+    "ctx", "block", "rank", "nranks", "np", "_op", "int", "float", "bool", "range", "min", "max", "slice",
+    "mem", "LAYER", "PARAMS", "NRANKS", "TENSORS", "TASKS", "PROGRAM", "Program", "TaskSpec", "TensorSpec",
+}  # fmt: skip
+
+
+def kernel_names(graph: Graph, task: Task) -> ModuleNames:
+    """The variables of a task's kernel: its tensors and locals under their own names
+    (``ModuleNames``: ``stage.tmp`` -> ``stage_tmp`` unless that is taken, injective), apart from
+    the runtime scalars' ``s_<name>``; the front end's temporaries named after what they hold."""
+    lets = [
+        s.name if isinstance(s, ir_body.LetS | ir_body.AssignS) else s.var
+        for s in ir_body.nested_stmts(task.body)
+        if isinstance(s, ir_body.LetS | ir_body.AssignS | ir_body.ForS)
+    ]
+    locals_ = [n for n in dict.fromkeys(lets) if not ir_body.is_temp(n)]
+    both = set(locals_) & set(graph.tensors)  # a local named like a tensor (not in a valid layer)
+    reserved = KERNEL_RESERVED | {f"s_{n}" for n in graph.scalars} | {f"v_{mangle(n)}" for n in both}
+    names = ModuleNames([*graph.tensors, *(n for n in locals_ if n not in both)], lambda _: reserved)
+    for n in both:
+        names.emitted[n] = f"v_{mangle(n)}"  # reserved above, so no other name has it
+    for s in ir_body.nested_stmts(task.body):
+        if (
+            isinstance(s, ir_body.LetS | ir_body.AssignS)
+            and ir_body.is_temp(s.name)
+            and s.name not in names.emitted
+        ):
+            v = s.value
+            read = v.args[0] if isinstance(v, ir_body.CallV) and v.op == "read" else v
+            word = (
+                readable(read.tensor.rpartition(".")[2].partition("[")[0])
+                if isinstance(read, ir_body.LoadV)
+                else None
+            )
+            word = (word or "").rpartition("_")[2]
+            names.fresh(s.name, f"{word}_val" if word[:1].isalpha() else "val")
+    return names
+
+
 class Kernel:
     """Renders one task body as indented Python lines."""
 
@@ -87,6 +139,8 @@ class Kernel:
         self.temp = 0
         self.named = NamedInts()
         self.read = ir_body.read_names(task.body)
+        self.names = kernel_names(graph, task)
+        self.unused = {f"_{t}" for t in self.names.emitted.values()}  # what `_rmw` temporaries avoid
 
     # ---------------------------------------------------------------- integers
     def int_code(self, expr: Expr) -> str:
@@ -119,7 +173,7 @@ class Kernel:
                 self.scalars.add(checked_source_name(sym.name, IDENTIFIER))
                 return f"s_{sym.name}"
             if sym.kind in (LOOP, DYNAMIC):
-                return f"v_{mangle(sym.name)}"
+                return self.names(sym.name)
             raise UnsafeName(f"unbound symbol {sym.name!r} in generated code")
 
         return int_text(folded, name_of)
@@ -144,7 +198,7 @@ class Kernel:
 
     def tensor_var(self, name: str) -> str:
         self.tensors.add(checked_source_name(name))
-        return "t_" + mangle(name)
+        return self.names(name)
 
     # ---------------------------------------------------------------- values
     def value(self, v: ir_body.Value) -> str:
@@ -163,10 +217,10 @@ class Kernel:
                 "(" + ", ".join(self.int_code(i) for i in v.items) + ("," if len(v.items) == 1 else "") + ")"
             )
         if isinstance(v, ir_body.LocalV):
-            return f"v_{mangle(v.name)}"
+            return self.names(v.name)
         if isinstance(v, ir_body.LoadV):
             scalar = isinstance(v.type, ir_body.ScalarType)
-            base = f"v_{mangle(v.tensor)}" if v.local else self.tensor_var(v.tensor)
+            base = self.names(v.tensor) if v.local else self.tensor_var(v.tensor)
             return f"{base}[{self.index_code(v.region, keep_dims=not scalar)}]"
         if isinstance(v, ir_body.BinV):
             return self.binary(v)
@@ -233,9 +287,7 @@ class Kernel:
             return args[0]
         if op == "fillpad":  # keep the first `cols` columns, fill the tail with the pad value
             x, cols, pad = args  # x is evaluated once (it may be a whole top-k chain)
-            return (
-                f"(lambda a: np.where(np.arange(a.shape[-1]) < {cols}, a, np.asarray({pad}, a.dtype)))({x})"
-            )
+            return f"(lambda _a: np.where(np.arange(_a.shape[-1]) < {cols}, _a, np.asarray({pad}, _a.dtype)))({x})"
         if op == "select":
             return f"np.where({args[0]}, {args[1]}, {args[2]})"
         if op == "log":  # natural log (pl.log); the tile's dtype is kept
@@ -253,8 +305,13 @@ class Kernel:
         return code
 
     def local(self, name: str) -> str:
-        """A local's variable; ``_v_<name>`` when the task never reads it (what linters accept)."""
-        return f"v_{mangle(name)}" if name in self.read else f"_v_{mangle(name)}"
+        """A local's variable; ``_<name>`` when the task never reads it (what linters accept):
+        it starts with ``_`` and does not end with one, which no other name of the kernel does;
+        ``_v_<escaped>`` for an escaped name (``_v`` occurs in no escaped name)."""
+        text = self.names(name)
+        if name in self.read:
+            return text
+        return f"_{text}" if PLAIN_NAME.match(text) else f"_v_{mangle(name)}"
 
     def stmts(self, stmts: tuple[ir_body.Stmt, ...], depth: int) -> None:
         begin = len(self.lines)
@@ -276,7 +333,7 @@ class Kernel:
                 pass
             start = len(self.lines)
             let, code = self.named.define(
-                f"v_{mangle(s.name)}", s.value.expr, lambda e: unparen(self.int_code(e))
+                self.names(s.name), s.value.expr, lambda e: unparen(self.int_code(e))
             )
             self.emit(depth, f"{let.name} = {code}")
             let.lines = (start, len(self.lines))
@@ -297,6 +354,9 @@ class Kernel:
             elif s.mode == "accumulate":
                 self.temp += 1
                 tmp = f"_rmw{self.temp}"
+                while tmp in self.unused:
+                    self.temp += 1
+                    tmp = f"_rmw{self.temp}"
                 self.emit(depth, f"{tmp} = {target}[{region}] + {self.value(s.value)}")
                 self.emit(depth, "yield  # a read-modify-write is not atomic: others may run here")
                 self.emit(depth, f"{target}[{region}] = {tmp}")
