@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from lowering import body as ir_body
 from lowering.codegen.common import generator_hash, template_environment
-from lowering.codegen.names import ModuleNames, UnsafeName, helper_name
+from lowering.codegen.names import ModuleNames, UnsafeName
 from lowering.codegen.pypto.body import BodyWriter, body_units
 from lowering.codegen.pypto.host import HostParts
 from lowering.codegen.pypto.loops import ArrayDep, groups, templates
@@ -71,7 +71,7 @@ class _Emitter(HostParts):
         # names a generated local must avoid: every source name's, and what the module defines
         self.used: set[str] = set(self.reserved) | set(self.names.taken)
         self.used |= {
-            helper_name(t.name, "buf") for t in graph.tensors.values() if t.kind in ("window", "signal")
+            self.window_buffer(t.name) for t in graph.tensors.values() if t.kind in ("window", "signal")
         }
         self.distributed = self._distributed()
         self.tids: dict[str, str] = {}  # task name -> the expression of its task id
