@@ -5,8 +5,8 @@ tile ops (``_op``): ``wait`` and ``barrier`` yield to the simulator, a plain rea
 ``+=`` yields between its read and its write (another block may interleave there, as on the
 device), parameters are folded to literals. With ``at_dispatch`` it writes the integers of a
 task's ``when`` predicate instead, which runs on the scheduler before any block. Each name is
-checked or mangled where it is written (``t_`` tensors, ``v_`` locals and loop variables,
-``s_`` runtime scalars). A kernel needs only its task, the graph's tensors and the parameter
+the author's where it is written (tensors, locals and loop variables through the kernel's
+``ModuleNames``, ``kernel_names``; ``s_`` before a runtime scalar). A kernel needs only its task, the graph's tensors and the parameter
 point, so it is kept apart from the assembly of the whole module (``lowering.codegen.numpy.emit``).
 """
 
