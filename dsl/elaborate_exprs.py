@@ -147,7 +147,7 @@ class ExprElaborator:
         if isinstance(v, ir_body.LocalV):
             return ir_body.IntV(Sym(v.name, DYNAMIC), vt)
         self.temp += 1
-        name = f"_v{self.temp}"
+        name = f"{ir_body.TEMP_PREFIX}{self.temp}"
         self.pending.append(ir_body.LetS(name, v, span))
         return ir_body.IntV(Sym(name, DYNAMIC), vt)
 

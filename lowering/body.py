@@ -131,6 +131,16 @@ Value = IntV | FloatV | DtypeV | ListV | LocalV | LoadV | BinV | CallV
 # ---------------------------------------------------------------- statements
 
 
+#: The front end's own ``let`` names (``_v1``: a value read from data that index arithmetic
+#: uses). They are unique in a body but say nothing; a target names each after what it holds.
+TEMP_PREFIX = "_v"
+
+
+def is_temp(name: str | None) -> bool:
+    """Is ``name`` a front-end temporary (``TEMP_PREFIX`` and a number)?"""
+    return bool(name) and name.startswith(TEMP_PREFIX) and name[len(TEMP_PREFIX) :].isdigit()
+
+
 @dataclass(frozen=True)
 class LetS:
     """``let name = value``. With ``inlined``, an integer let (``let t0 = block * T_TILE``)

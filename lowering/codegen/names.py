@@ -58,6 +58,97 @@ def mangle(name: str, reserved: frozenset[str] | set[str] = frozenset()) -> str:
     return "".join(_ESCAPES.get(c, c) for c in name) + "_"
 
 
+_INDEXED = re.compile(r"^([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)\[([0-9]+)\]$")
+
+
+def readable(name: str) -> str | None:
+    """The form a reviewer reads for a qualified or indexed source name, or None: the parts
+    of ``stage.tmp`` or ``mm[3]`` joined by one ``_`` (``stage_tmp``, ``mm_3``) when every part
+    is plain; a plain name is its own readable form. The result is always a plain name, so it
+    never ends with ``_`` -- which is what keeps it apart from an escaped name (``mangle``)."""
+    if not _MANGLEABLE.match(name):
+        return None
+    parts = []
+    for seg in name.split("."):
+        m = _INDEXED.match(seg)
+        if m:
+            parts += [m.group(1), m.group(2)]
+        elif PLAIN_NAME.match(seg):
+            parts.append(seg)
+        else:
+            return None
+    text = "_".join(parts)
+    return text if PLAIN_NAME.match(text) else None
+
+
+class ModuleNames:
+    """The names of one emitted module: every source name it writes, mapped injectively.
+
+    Built from *all* the source names the module writes (``names``) and, per name, the
+    identifiers it must not become (``reserved(name)``: what the emitted module itself
+    defines, imports or calls in that name's scope). Each name gets its readable form
+    (``readable``: ``dispatch.send_cnt`` -> ``dispatch_send_cnt``, ``hc_pre`` unchanged)
+    unless another source name of the module has the same readable form or the form is
+    reserved for it; then the author's plain name (the one equal to the form) keeps it and
+    every other name of the group is escaped (``mangle``: ``dispatch__send_ucnt_``). A
+    reserved plain name is escaped too (``in`` -> ``in_``).
+
+    Injective: readable forms are granted to one name each, and are plain (never end with
+    ``_``); escaped names always end with ``_`` and read back uniquely (``mangle``). ``alias``
+    maps a source name onto another's emitted name on purpose (an equal module constant).
+    """
+
+    def __init__(self, names, reserved: Callable[[str], frozenset[str] | set[str]]) -> None:
+        self.reserved = reserved
+        self.emitted: dict[str, str] = {}
+        self.taken: dict[str, str] = {}  # emitted name -> the source name that has it
+        groups: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            form = readable(name)
+            if form is None:
+                self._give(name, mangle(name, frozenset({name})))
+            else:
+                groups.setdefault(form, []).append(name)
+        for form, group in groups.items():
+            owner = None
+            if not any(form in reserved(n) for n in group):
+                if len(group) == 1:
+                    owner = group[0]
+                elif form in group:
+                    owner = form
+            for n in group:
+                self._give(n, form if n == owner else mangle(n, frozenset({n})))
+
+    def _give(self, name: str, text: str) -> None:
+        assert text not in self.taken or self.taken[text] == name, (name, text, self.taken.get(text))
+        self.emitted[name] = text
+        self.taken[text] = name
+
+    def fresh(self, name: str, hint: str, avoid: set[str] | frozenset[str] = frozenset()) -> str:
+        """Give ``name`` (a generated temporary, no author's name) the first free of ``hint``,
+        ``hint2``, ...: free of every name given so far, the reserved ones and ``avoid``."""
+        k = 1
+        while True:
+            text = hint if k == 1 else f"{hint}{k}"
+            if text not in self.taken and text not in self.reserved(name) and text not in avoid:
+                self._give(name, text)
+                return text
+            k += 1
+
+    def alias(self, name: str, to: str) -> None:
+        """Write the source name ``name`` as ``to``'s emitted name (the two hold one value)."""
+        self.emitted[name] = self.emitted[to]
+
+    def __call__(self, name: str) -> str:
+        text = self.emitted.get(name)
+        if text is None:  # a name the module did not declare up front: granted if still free
+            form = readable(name)
+            ok = form is not None and form not in self.taken and form not in self.reserved(name)
+            text = form if ok else mangle(name, frozenset({name}))
+            self._give(name, text)
+        return text
+
+
 def helper_name(of: str, what: str) -> str:
     """The name of a target's helper for the source name ``of`` (``_x_buf``, the window
     buffer of ``x``): ``_`` + mangled name + ``_`` + ``what`` (letters). It starts with ``_``

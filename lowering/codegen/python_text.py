@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,80 @@ from lowering.symbolic import Bin, Const, Expr, Sym
 
 LINE_LENGTH = 110
 INDENT = "    "
+
+# ---------------------------------------------------------------- literals
+
+
+def py_str(s: str) -> str:
+    """A string literal the way ruff writes it: double quotes unless that needs more escapes."""
+    body = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    body = "".join(c if c.isprintable() or c in "\\" else f"\\x{ord(c):02x}" for c in body)
+    if '"' in s and "'" not in s:
+        return "'" + body + "'"
+    return '"' + body.replace('"', '\\"') + '"'
+
+
+def unparen(code: str) -> str:
+    """``code`` without one pair of parentheses around all of it (``(a + b)`` -> ``a + b``), as
+    ruff writes the value of an assignment; a tuple, a call or ``(a) + (b)`` stays as it is."""
+    if not (code.startswith("(") and code.endswith(")")):
+        return code
+    depth = 0
+    for i, c in enumerate(code):
+        depth += c in "([{"
+        depth -= c in ")]}"
+        if depth == 0 and i < len(code) - 1:
+            return code  # the first parenthesis closes before the end
+        if depth == 1 and c == ",":
+            return code  # a tuple
+    return code[1:-1]
+
+
+def py_float_text(x: float) -> str:
+    """A finite float as ruff writes it: ``repr`` with the exponent's ``+`` dropped (``1e38``)."""
+    return repr(float(x)).replace("e+", "e")
+
+
+def py_literal(v: object) -> str:
+    """``repr(v)`` for the literals a generated module holds (strings, numbers, booleans,
+    None, and tuples, lists and dicts of them), with strings as ruff writes them (``py_str``)."""
+    if isinstance(v, str):
+        return py_str(v)
+    if isinstance(v, tuple):
+        return "(" + ", ".join(map(py_literal, v)) + ("," if len(v) == 1 else "") + ")"
+    if isinstance(v, list):
+        return "[" + ", ".join(map(py_literal, v)) + "]"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, float):
+        return py_float_text(v)
+    if v is None or isinstance(v, bool | int):
+        return repr(v)
+    raise TypeError(f"not a literal: {v!r}")
+
+
+def simple_bound(text: str) -> bool:
+    """Is a slice bound "simple" for ruff (a name, a number, or a negated one)?"""
+    t = text[1:] if text.startswith("-") else text
+    return bool(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+", t))
+
+
+def slice_text(start: str | None, stop: str | None, step: str | None = None) -> str:
+    """A slice the way ruff spaces it: ``a:b``, but ``a : b + 1`` once a bound is not simple."""
+    parts = [p for p in (start, stop, step) if p is not None]
+    spaced = any(not simple_bound(p) for p in parts)
+    lo = start or ""
+    hi = stop or ""
+    if spaced:
+        text = (f"{lo} :" if lo else ":") + (f" {hi}" if hi else "")
+        if step is not None:
+            text += f" : {step}"
+        return text
+    text = f"{lo}:{hi}"
+    if step is not None:
+        text += f":{step}"
+    return text
+
 
 # ---------------------------------------------------------------- integer expressions
 

@@ -207,7 +207,7 @@ def test_generated_module_is_byte_identical_and_has_no_injected_code():
     a, b = render_numpy(g, "h", "v"), render_numpy(graph_of(DERIVED, "prefill_csa"), "h", "v")
     assert a == b
     assert "def check_request(scalars):" in a
-    assert "('emitted(cmp_indices)', d_2)" in a  # a non-identifier name only as a literal
+    assert '("emitted(cmp_indices)", d_2)' in a  # a non-identifier name only as a literal
 
 
 # ------------------------------------------------------------------ API and dslc run

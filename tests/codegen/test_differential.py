@@ -20,8 +20,8 @@ import pytest
 
 import dsl
 from lowering.codegen.numpy.emit import render_numpy
-from lowering.codegen.pypto.emit import render_pypto
-from lowering.codegen.pypto.text import module_reserved, py_name
+from lowering.codegen.pypto.emit import emitted_names, render_pypto
+from lowering.codegen.pypto.text import py_name
 from lowering.pypto_reader import read_pypto
 from runtime.loader import load_program
 from runtime.simulator import simulate
@@ -119,8 +119,8 @@ def test_the_pypto_module_read_back_matches_the_golden(cache, tmp_path, path):
     stem = re.sub(r"\W", "_", path)  # a module name of its own: modules are cached by name
     kernels = tmp_path / f"pypto_back_{stem}.py"
     kernels.write_text(render_numpy(back, "h", "v"))
-    reserved = module_reserved(py_name(graph.name))
-    renamed = {name: py_name(name, reserved) for name in [*graph.tensors, *graph.scalars]}
+    names, _, _ = emitted_names(graph)
+    renamed = {name: names(name) for name in [*graph.tensors, *graph.scalars]}
     per_rank, scalars = layer.split_scalars(inputs)
     ran = simulate(
         load_program(kernels),

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import dsl
 from dsl.frontend import compile_text
-from lowering.codegen.names import UnsafeName, helper_name, mangle
+from lowering.codegen.names import PLAIN_NAME, ModuleNames, UnsafeName, helper_name, mangle, readable
 from lowering.codegen.numpy.emit import render_numpy
 from lowering.codegen.pypto.emit import render_pypto
 from lowering.codegen.pypto.text import RESERVED, py_name
@@ -59,6 +59,57 @@ def test_two_names_never_meet(a, b):
         assert py_name(a) != py_name(b)
 
 
+#: Names built to collide under the readable scheme: `a.b_c`, `a_b.c`, `a_b_c`, `a[1]`, `a_1`, ...
+CLASHING = st.lists(
+    st.builds(
+        lambda parts, seps, index: (
+            "".join(p + s for p, s in zip(parts, seps, strict=False))
+            + parts[-1]
+            + (f"[{index}]" if index is not None else "")
+        ),
+        st.lists(st.sampled_from(["a", "b", "c", "in", "r", "x1", "_a", "b_"]), min_size=2, max_size=3),
+        st.lists(st.sampled_from([".", "_", "__"]), min_size=2, max_size=2),
+        st.none() | st.integers(0, 3),
+    )
+    | NAME,
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(names=CLASHING, reserved=st.sets(st.sampled_from(["in", "r", "a_b", "c", "pl"])))
+def test_module_names_are_injective_within_a_module(names, reserved):
+    """The property the scheme keeps: within one module, distinct source names never share an
+    emitted name, none becomes a reserved name, and a plain name keeps itself unless reserved."""
+    m = ModuleNames(names, lambda _: reserved)
+    out = {n: m(n) for n in names}
+    assert len(set(out.values())) == len(set(names)), out
+    for n, text in out.items():
+        assert text.isidentifier() and not keyword.iskeyword(text) and text not in reserved
+        if PLAIN_NAME.match(n) and n not in reserved:
+            assert text == n
+        if text.endswith("_"):
+            assert unmangle(text) == n  # an escaped name reads back
+    late = m("zz.late")  # a name not declared up front is granted only a free name
+    assert late not in out.values()
+
+
+def test_readable_names_and_their_collisions():
+    m = ModuleNames(["dispatch.send_cnt", "mm[3]", "gate.DC", "stage_tmp", "stage.tmp", "x"], lambda _: {"r"})
+    assert [m(n) for n in ("dispatch.send_cnt", "mm[3]", "gate.DC", "x")] == [
+        "dispatch_send_cnt",
+        "mm_3",
+        "gate_DC",
+        "x",
+    ]
+    assert m("stage_tmp") == "stage_tmp" and m("stage.tmp") == "stage__tmp_"  # the author's plain name wins
+    both = ModuleNames(["a.b_c", "a_b.c"], lambda _: frozenset())
+    assert {both("a.b_c"), both("a_b.c")} == {"a__b_uc_", "a_ub__c_"}  # neither is plain: both escaped
+    assert ModuleNames(["r"], lambda _: {"r"})("r") == "r_"
+    assert readable("stage__tmp") is None and readable("_v1") is None and readable("x_") is None
+
+
 @settings(max_examples=200, deadline=None, derandomize=True)
 @given(name=NAME, what=st.sampled_from(["buf", "tid", "inputs"]))
 def test_helper_names_are_outside_the_image_of_mangle(name, what):
@@ -70,7 +121,7 @@ def test_helper_names_are_outside_the_image_of_mangle(name, what):
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [
+    [  # mangle, the escape of a name the readable form cannot take (ModuleNames)
         ("hc_pre", "hc_pre"),
         ("stage.tmp", "stage__tmp_"),
         ("stage__tmp", "stage_u_utmp_"),
@@ -144,7 +195,7 @@ def test_numpy_keeps_a_callee_scratch_apart_from_a_caller_tensor(tmp_path, monke
     validation = layer.validate(inputs, layer.run(inputs))
     assert validation.passed, [(c.name, c.message) for c in validation.checks]
     text = layer.module_path.read_text()
-    assert "t_stage__tmp_ = ctx.t('stage.tmp')" in text and "t_stage_tmp = ctx.t('stage_tmp')" in text
+    assert 'stage__tmp_ = ctx.t("stage.tmp")' in text and 'stage_tmp = ctx.t("stage_tmp")' in text
 
 
 def test_pypto_keeps_a_callee_scratch_apart_from_a_caller_tensor():
@@ -155,14 +206,25 @@ def test_pypto_keeps_a_callee_scratch_apart_from_a_caller_tensor():
     (graph,) = compile_text(source, "c.dsl", layer="outer")
     text = render_pypto(graph, "h", "v")
     created = re.findall(r"^\s+(\w+) = pl\.create_tensor", text, re.M)
-    assert sorted(created) == ["stage__tmp_", "stage_u_utmp_"]
+    assert sorted(created) == ["stage_tmp", "stage_u_utmp_"]  # `stage__tmp` has no readable form
     tree = ast.parse(text)
     stored = {
         n.targets[0].id
         for n in ast.walk(tree)
         if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
     }
-    assert {"stage__tmp_", "stage_u_utmp_"} <= stored
+    assert {"stage_tmp", "stage_u_utmp_"} <= stored
+
+
+def test_pypto_keeps_the_callers_plain_name_and_escapes_the_callee_s():
+    """`stage.tmp` reads as `stage_tmp`, unless the caller has a `stage_tmp` of its own: then the
+    author's name stays and the callee's is escaped."""
+    source = CALLEE + NUMPY_COLLISION.split(CALLEE)[1].replace('  golden "outer_golden.py"\n', "")
+    (graph,) = compile_text(source, "c.dsl", layer="outer")
+    text = render_pypto(graph, "h", "v")
+    created = re.findall(r"^\s+(\w+) = pl\.create_tensor", text, re.M)
+    assert sorted(created) == ["stage__tmp_", "stage_tmp"]
+    assert 'name_hint="stage_a"' in text and 'name_hint="stage_b"' in text
 
 
 def test_a_tensor_named_like_the_layer_does_not_shadow_its_functions():

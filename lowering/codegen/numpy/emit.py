@@ -5,12 +5,12 @@ to the simulator, a plain read-modify-write ``+=`` yields between its read and i
 (another block may interleave there, as on the device). Parameters are folded to literals,
 so the module is specific to one parameter point; it is byte-identical for the same input.
 
-Nothing from the source reaches the output as code except names, mangled injectively
-(``lowering.codegen.names.mangle``, docs/naming.md) behind a prefix per kind -- ``t_`` for a
-tensor, ``v_`` for a local or loop variable (an integer ``let`` included: it is written once and
-named at its uses, ``NamedInts``), ``s_`` for a runtime scalar, ``task_`` for the kernel of a
-task -- so two source names never share a variable; tensor and task names otherwise appear
-only as ``repr`` string literals. Lines longer than 110 columns are split at their brackets
+Nothing from the source reaches the output as code except names, written injectively
+(``lowering.codegen.names.ModuleNames``, docs/naming.md): a kernel's tensors and locals under
+their own (readable) names (an integer ``let`` included: it is written once and named at its
+uses, ``NamedInts``), ``s_`` before a runtime scalar, ``task_`` before the kernel of a task --
+so two source names never share a variable; tensor and task names otherwise appear only as
+string literals. Lines longer than 110 columns are split at their brackets
 (``lowering.codegen.python_text.wrap_lines``). The module is ``compile()``d before it is returned, and loops nested deeper than
 CPython compiles are refused first, as a located error (``TargetLimit``).
 
@@ -27,11 +27,11 @@ from __future__ import annotations
 import re
 
 from lowering.codegen.common import generator_hash, template_environment
-from lowering.codegen.names import IDENTIFIER, mangle
+from lowering.codegen.names import IDENTIFIER, ModuleNames, UnsafeName
 from lowering.codegen.numpy.cost import block_cost
 from lowering.codegen.numpy.host import guard_context
 from lowering.codegen.numpy.kernel import NUMPY_DTYPES, Kernel, checked_source_name
-from lowering.codegen.python_text import check_block_nesting, compile_python, wrap_lines
+from lowering.codegen.python_text import check_block_nesting, compile_python, py_literal, py_str, wrap_lines
 from lowering.ir import Graph
 
 
@@ -47,6 +47,7 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
         if index[e.src] not in prev[e.dst]:
             prev[e.dst].append(index[e.src])
     kernels, tasks, scalars = [], [], set(graph.scalars)
+    functions = kernel_functions(graph)
     for i, task in enumerate(graph.tasks):
         check_block_nesting(task.body, 0, "numpy", " (each a Python `for` in the task's kernel)")
         k = Kernel(graph, task, env)
@@ -56,7 +57,7 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
         kernels.append(
             {
                 "index": i,
-                "function": "task_" + mangle(task.name),
+                "function": functions[task.name],
                 "name": checked_source_name(task.name),
                 "tensors": sorted(k.tensors),
                 "vars": {n: k.tensor_var(n) for n in sorted(k.tensors)},
@@ -70,7 +71,7 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
             p = task.predicate
             at = Kernel(graph, task, env, at_dispatch=True)
             cell = ", ".join(at.int_code(i) for i in p.index)
-            pred = f"lambda mem: bool(mem.t({checked_source_name(p.tensor)!r})[{cell}] {p.cmp} {at.int_code(p.value)})"
+            pred = f"lambda mem: bool(mem.t({py_str(checked_source_name(p.tensor))})[{cell}] {p.cmp} {at.int_code(p.value)})"
         tasks.append(
             {
                 "name": task.name,
@@ -114,10 +115,22 @@ def module_context(graph: Graph, source_hash: str, version: str) -> dict:
     }
 
 
+def kernel_functions(graph: Graph) -> dict[str, str]:
+    """Each task's kernel function: ``task_`` and the task's readable name (``dispatch.send`` ->
+    ``task_dispatch_send``, ``mm[3]`` -> ``task_mm_3``), injective over the module's tasks."""
+    try:
+        names = ModuleNames([t.name for t in graph.tasks], lambda _: frozenset())
+    except UnsafeName:
+        for t in graph.tasks:
+            checked_source_name(t.name)  # the located refusal of the name that is not one
+        raise
+    return {t.name: "task_" + names(t.name) for t in graph.tasks}
+
+
 def render_numpy(graph: Graph, source_hash: str, version: str) -> str:
     """The NumPy module of ``graph``; a TargetLimit (located) for what it cannot express."""
     env = template_environment("numpy")
-    env.filters["pyrepr"] = repr
+    env.filters["pyrepr"] = py_literal
     text = wrap_lines(env.get_template("layer.py.j2").render(**module_context(graph, source_hash, version)))
     compile_python(text, f"<numpy module of {graph.name}>", "numpy")
     return text

@@ -6,12 +6,13 @@ the reasons it is refused (empty: accepted): a scalar outside its declared range
 ``emitted(T)`` of a derived capacity) are computed from the runtime scalars into ``d_<i>``
 locals, once, and a guard that names one reports its value. Runtime scalars are
 ``s_<name>`` locals (names checked against ``IDENTIFIER``); parameters are folded to
-literals; guard texts, messages and derived names appear only as ``repr`` literals.
+literals; guard texts, messages and derived names appear only as string literals (``py_str``).
 """
 
 from __future__ import annotations
 
 from lowering.codegen.names import UnsafeName, checked_name
+from lowering.codegen.python_text import LINE_LENGTH, py_literal, py_str, unparen
 from lowering.ir import Graph
 from lowering.symbolic import SCALAR, Bin, Const, Expr, Sym, free_symbols, substitute
 
@@ -49,8 +50,9 @@ def host_code(expr: Expr, env: dict[str, int], known: dict[Expr, str] | None = N
 
 
 def _pairs(items: list[tuple[str, str]]) -> str:
-    """``(('seq_len', d_0), ...)``: names as literals, values as checked code."""
-    return "(" + "".join(f"({name!r}, {code}), " for name, code in items).rstrip(" ") + ")"
+    """``(("seq_len", d_0), ...)``: names as literals, values as checked code."""
+    pairs = [f"({py_str(name)}, {code})" for name, code in items]
+    return "(" + ", ".join(pairs) + ("," if len(pairs) == 1 else "") + ")"
 
 
 def guard_context(graph: Graph, env: dict[str, int]) -> dict:
@@ -75,7 +77,7 @@ def guard_context(graph: Graph, env: dict[str, int]) -> dict:
         if not {s.name for s in free_symbols(d.value) if s.kind == SCALAR} <= names:
             continue  # reads a scalar no guard reads: not needed here
         var = f"d_{index[name]}"
-        values.append({"var": var, "code": host_code(d.value, env, known)})
+        values.append({"var": var, "code": unparen(host_code(d.value, env, known))})
         known[substitute(d.value, fold)] = var
     guards = []
     for g in graph.guards:
@@ -88,7 +90,9 @@ def guard_context(graph: Graph, env: dict[str, int]) -> dict:
                 queue.extend(r for r in graph.derived[n].refs if r in index)
         sides = "None"
         if isinstance(g.cond, Bin) and g.cond.op in ("==", "!=", "<", "<=", ">", ">="):
-            sides = f"({host_code(g.cond.a, env, known)}, {g.cond.op!r}, {host_code(g.cond.b, env, known)})"
+            sides = (
+                f"({host_code(g.cond.a, env, known)}, {py_str(g.cond.op)}, {host_code(g.cond.b, env, known)})"
+            )
         guards.append(
             {
                 "cond": host_code(g.cond, env, known),
@@ -104,7 +108,7 @@ def guard_context(graph: Graph, env: dict[str, int]) -> dict:
         var = f"s_{checked_name(s.name)}"
         dom = s.domain
         if dom.values is not None:
-            test = f"{var} in {tuple(sorted(set(dom.values)))!r}"
+            test = f"{var} in {py_literal(tuple(sorted(set(dom.values))))}"
         elif dom.step != 1:
             test = f"{dom.lo} <= {var} <= {dom.hi} and ({var} - {dom.lo}) % {dom.step} == 0"
         else:
@@ -118,4 +122,15 @@ def guard_context(graph: Graph, env: dict[str, int]) -> dict:
         "ranges": ranges,
         "derived": values,
         "guards": guards,
+        "guards_line": _one_line(guards),
     }
+
+
+def _one_line(guards: list[dict]) -> str | None:
+    """``GUARDS = ((text, message, line),)`` when there is one guard and it fits a line (how ruff
+    writes a one-item tuple); None for the one-per-line form."""
+    if len(guards) != 1:
+        return None
+    g = guards[0]
+    line = f"GUARDS = ({py_literal((g['text'], g['message'], g['line']))},)"
+    return line if len(line) <= LINE_LENGTH else None

@@ -5,18 +5,29 @@ tile ops (``_op``): ``wait`` and ``barrier`` yield to the simulator, a plain rea
 ``+=`` yields between its read and its write (another block may interleave there, as on the
 device), parameters are folded to literals. With ``at_dispatch`` it writes the integers of a
 task's ``when`` predicate instead, which runs on the scheduler before any block. Each name is
-checked or mangled where it is written (``t_`` tensors, ``v_`` locals and loop variables,
-``s_`` runtime scalars). A kernel needs only its task, the graph's tensors and the parameter
+the author's where it is written (tensors, locals and loop variables through the kernel's
+``ModuleNames``, ``kernel_names``; ``s_`` before a runtime scalar). A kernel needs only its task, the graph's tensors and the parameter
 point, so it is kept apart from the assembly of the whole module (``lowering.codegen.numpy.emit``).
 """
 
 from __future__ import annotations
 
+import keyword
 import re
 
 from lowering import body as ir_body
-from lowering.codegen.names import EMITTED, IDENTIFIER, NamedInts, UnsafeName, checked_name, mangle
-from lowering.codegen.python_text import int_text
+from lowering.codegen.names import (
+    EMITTED,
+    IDENTIFIER,
+    PLAIN_NAME,
+    ModuleNames,
+    NamedInts,
+    UnsafeName,
+    checked_name,
+    mangle,
+    readable,
+)
+from lowering.codegen.python_text import int_text, py_float_text, py_str, slice_text, unparen
 from lowering.ir import Graph, Task
 from lowering.symbolic import (
     BLOCK,
@@ -73,6 +84,47 @@ def checked_source_name(name: str, pattern: re.Pattern = QUALIFIED) -> str:
     return checked_name(name, pattern)
 
 
+#: What a kernel's names must not become: Python's keywords, the builtins and module names a
+#: kernel uses, and its own locals (docs/naming.md).
+KERNEL_RESERVED = frozenset(keyword.kwlist) | {
+    "ctx", "block", "rank", "nranks", "np", "_op", "int", "float", "bool", "range", "min", "max", "slice",
+    "mem", "LAYER", "PARAMS", "NRANKS", "TENSORS", "TASKS", "PROGRAM", "Program", "TaskSpec", "TensorSpec",
+}  # fmt: skip
+
+
+def kernel_names(graph: Graph, task: Task) -> ModuleNames:
+    """The variables of a task's kernel: its tensors and locals under their own names
+    (``ModuleNames``: ``stage.tmp`` -> ``stage_tmp`` unless that is taken, injective), apart from
+    the runtime scalars' ``s_<name>``; the front end's temporaries named after what they hold."""
+    lets = [
+        s.name if isinstance(s, ir_body.LetS | ir_body.AssignS) else s.var
+        for s in ir_body.nested_stmts(task.body)
+        if isinstance(s, ir_body.LetS | ir_body.AssignS | ir_body.ForS)
+    ]
+    locals_ = [n for n in dict.fromkeys(lets) if not ir_body.is_temp(n)]
+    both = set(locals_) & set(graph.tensors)  # a local named like a tensor (not in a valid layer)
+    reserved = KERNEL_RESERVED | {f"s_{n}" for n in graph.scalars} | {f"v_{mangle(n)}" for n in both}
+    names = ModuleNames([*graph.tensors, *(n for n in locals_ if n not in both)], lambda _: reserved)
+    for n in both:
+        names.emitted[n] = f"v_{mangle(n)}"  # reserved above, so no other name has it
+    for s in ir_body.nested_stmts(task.body):
+        if (
+            isinstance(s, ir_body.LetS | ir_body.AssignS)
+            and ir_body.is_temp(s.name)
+            and s.name not in names.emitted
+        ):
+            v = s.value
+            read = v.args[0] if isinstance(v, ir_body.CallV) and v.op == "read" else v
+            word = (
+                readable(read.tensor.rpartition(".")[2].partition("[")[0])
+                if isinstance(read, ir_body.LoadV)
+                else None
+            )
+            word = (word or "").rpartition("_")[2]
+            names.fresh(s.name, f"{word}_val" if word[:1].isalpha() else "val")
+    return names
+
+
 class Kernel:
     """Renders one task body as indented Python lines."""
 
@@ -87,6 +139,8 @@ class Kernel:
         self.temp = 0
         self.named = NamedInts()
         self.read = ir_body.read_names(task.body)
+        self.names = kernel_names(graph, task)
+        self.unused = {f"_{t}" for t in self.names.emitted.values()}  # what `_rmw` temporaries avoid
 
     # ---------------------------------------------------------------- integers
     def int_code(self, expr: Expr) -> str:
@@ -105,7 +159,7 @@ class Kernel:
                 if sym.kind == NRANKS:
                     return "mem.nranks"
                 if sym.kind == SCALAR:
-                    return f"int(mem.scalar({checked_source_name(sym.name, IDENTIFIER)!r}))"
+                    return f"int(mem.scalar({py_str(checked_source_name(sym.name, IDENTIFIER))}))"
                 raise UnsafeName(
                     f"a predicate cannot use {sym.name!r}: it is evaluated before any block runs"
                 )
@@ -119,7 +173,7 @@ class Kernel:
                 self.scalars.add(checked_source_name(sym.name, IDENTIFIER))
                 return f"s_{sym.name}"
             if sym.kind in (LOOP, DYNAMIC):
-                return f"v_{mangle(sym.name)}"
+                return self.names(sym.name)
             raise UnsafeName(f"unbound symbol {sym.name!r} in generated code")
 
         return int_text(folded, name_of)
@@ -132,7 +186,7 @@ class Kernel:
                 continue
             start, stop = self.int_code(r.start), self.int_code(r.stop)
             step = self.int_code(r.step)
-            parts.append(f"{start}:{stop}" + ("" if step == "1" else f":{step}"))
+            parts.append(slice_text(start, stop, None if step == "1" else step))
         return ", ".join(parts)
 
     def slice_tuple(self, region: tuple[ir_body.Range, ...]) -> str:
@@ -144,7 +198,7 @@ class Kernel:
 
     def tensor_var(self, name: str) -> str:
         self.tensors.add(checked_source_name(name))
-        return "t_" + mangle(name)
+        return self.names(name)
 
     # ---------------------------------------------------------------- values
     def value(self, v: ir_body.Value) -> str:
@@ -152,21 +206,21 @@ class Kernel:
             return self.int_code(v.expr)
         if isinstance(v, ir_body.FloatV):
             return (
-                repr(float(v.value))
+                py_float_text(v.value)
                 if v.value == v.value and abs(v.value) != float("inf")
                 else _special(v.value)
             )
         if isinstance(v, ir_body.DtypeV):
-            return repr(NUMPY_DTYPES[v.dtype])
+            return py_str(NUMPY_DTYPES[v.dtype])
         if isinstance(v, ir_body.ListV):
             return (
                 "(" + ", ".join(self.int_code(i) for i in v.items) + ("," if len(v.items) == 1 else "") + ")"
             )
         if isinstance(v, ir_body.LocalV):
-            return f"v_{mangle(v.name)}"
+            return self.names(v.name)
         if isinstance(v, ir_body.LoadV):
             scalar = isinstance(v.type, ir_body.ScalarType)
-            base = f"v_{mangle(v.tensor)}" if v.local else self.tensor_var(v.tensor)
+            base = self.names(v.tensor) if v.local else self.tensor_var(v.tensor)
             return f"{base}[{self.index_code(v.region, keep_dims=not scalar)}]"
         if isinstance(v, ir_body.BinV):
             return self.binary(v)
@@ -217,11 +271,11 @@ class Kernel:
         if op == "topk_pairs":
             return f"{args[0]}[:, : 2 * {args[1]}]"
         if op == "even_lanes":
-            return f"_op.gather_lanes({args[0]}, 'P0101')"
+            return f'_op.gather_lanes({args[0]}, "P0101")'
         if op == "odd_lanes":
-            return f"_op.gather_lanes({args[0]}, 'P1010', 'int32')"
+            return f'_op.gather_lanes({args[0]}, "P1010", "int32")'
         if op == "iota":
-            return f"_op.arange(0, (1, {args[0]}), 'int32')"
+            return f'_op.arange(0, (1, {args[0]}), "int32")'
         if op == "mask_tail":  # columns >= valid become -inf, then pad to the sorted width
             row, valid, width = args
             return (
@@ -233,9 +287,7 @@ class Kernel:
             return args[0]
         if op == "fillpad":  # keep the first `cols` columns, fill the tail with the pad value
             x, cols, pad = args  # x is evaluated once (it may be a whole top-k chain)
-            return (
-                f"(lambda a: np.where(np.arange(a.shape[-1]) < {cols}, a, np.asarray({pad}, a.dtype)))({x})"
-            )
+            return f"(lambda _a: np.where(np.arange(_a.shape[-1]) < {cols}, _a, np.asarray({pad}, _a.dtype)))({x})"
         if op == "select":
             return f"np.where({args[0]}, {args[1]}, {args[2]})"
         if op == "log":  # natural log (pl.log); the tile's dtype is kept
@@ -253,8 +305,13 @@ class Kernel:
         return code
 
     def local(self, name: str) -> str:
-        """A local's variable; ``_v_<name>`` when the task never reads it (what linters accept)."""
-        return f"v_{mangle(name)}" if name in self.read else f"_v_{mangle(name)}"
+        """A local's variable; ``_<name>`` when the task never reads it (what linters accept):
+        it starts with ``_`` and does not end with one, which no other name of the kernel does;
+        ``_v_<escaped>`` for an escaped name (``_v`` occurs in no escaped name)."""
+        text = self.names(name)
+        if name in self.read:
+            return text
+        return f"_{text}" if PLAIN_NAME.match(text) else f"_v_{mangle(name)}"
 
     def stmts(self, stmts: tuple[ir_body.Stmt, ...], depth: int) -> None:
         begin = len(self.lines)
@@ -275,14 +332,16 @@ class Kernel:
             except EvalError:
                 pass
             start = len(self.lines)
-            let, code = self.named.define(f"v_{mangle(s.name)}", s.value.expr, self.int_code)
+            let, code = self.named.define(
+                self.names(s.name), s.value.expr, lambda e: unparen(self.int_code(e))
+            )
             self.emit(depth, f"{let.name} = {code}")
             let.lines = (start, len(self.lines))
         elif isinstance(s, ir_body.LetS | ir_body.AssignS):
             code = self.value(s.value)
             if isinstance(s.value, ir_body.LoadV) and isinstance(s.value.type, ir_body.TileType):
                 code = f"np.array({code})"  # a tile is a copy: later stores must not change it
-            self.emit(depth, f"{self.local(s.name)} = {code}")
+            self.emit(depth, f"{self.local(s.name)} = {unparen(code)}")
         elif isinstance(s, ir_body.StoreS):
             region = self.index_code(s.region, keep_dims=True)
             target = self.tensor_var(s.tensor) if s.mode != "atomic" else ""
@@ -290,30 +349,33 @@ class Kernel:
                 checked_source_name(s.tensor)
                 self.emit(
                     depth,
-                    f"ctx.atomic_add({s.tensor!r}, {self.slice_tuple(s.region)}, {self.value(s.value)})",
+                    f"ctx.atomic_add({py_str(s.tensor)}, {self.slice_tuple(s.region)}, {self.value(s.value)})",
                 )
             elif s.mode == "accumulate":
                 self.temp += 1
                 tmp = f"_rmw{self.temp}"
+                while tmp in self.unused:
+                    self.temp += 1
+                    tmp = f"_rmw{self.temp}"
                 self.emit(depth, f"{tmp} = {target}[{region}] + {self.value(s.value)}")
                 self.emit(depth, "yield  # a read-modify-write is not atomic: others may run here")
                 self.emit(depth, f"{target}[{region}] = {tmp}")
             else:
                 if all(r.point for r in s.region) and isinstance(s.value.type, ir_body.ScalarType):
                     region = self.index_code(s.region, keep_dims=False)  # one element: no view
-                self.emit(depth, f"{target}[{region}] = {self.store_value(s.tensor, s.value)}")
+                self.emit(depth, f"{target}[{region}] = {unparen(self.store_value(s.tensor, s.value))}")
         elif isinstance(s, ir_body.RemoteStoreS):
             peer = self.int_code(s.peer)
             checked_source_name(s.tensor)
             if s.atomic:
                 self.emit(
                     depth,
-                    f"ctx.atomic_add({s.tensor!r}, {self.slice_tuple(s.region)}, {self.value(s.value)}, peer={peer})",
+                    f"ctx.atomic_add({py_str(s.tensor)}, {self.slice_tuple(s.region)}, {self.value(s.value)}, peer={peer})",
                 )
             else:
                 region = self.index_code(s.region, keep_dims=True)
                 value = self.store_value(s.tensor, s.value)
-                self.emit(depth, f"ctx.peer({s.tensor!r}, {peer})[{region}] = {value}")
+                self.emit(depth, f"ctx.peer({py_str(s.tensor)}, {peer})[{region}] = {value}")
         elif isinstance(s, ir_body.ForS):
             var = self.local(s.var)
             bounds = ", ".join(self.int_code(e) for e in (s.start, s.stop, s.step))
@@ -327,15 +389,18 @@ class Kernel:
                 self.stmts(s.orelse, depth + 1)
         elif isinstance(s, ir_body.NotifyS):
             checked_source_name(s.signal)
-            cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
+            cell = _tuple([self.int_code(i) for i in s.index])
             self.emit(
                 depth,
-                f"ctx.notify({s.signal!r}, {cell}, {self.int_code(s.peer)}, {self.int_code(s.value)}, {s.op!r})",
+                f"ctx.notify({py_str(s.signal)}, {cell}, {self.int_code(s.peer)}, {self.int_code(s.value)}, {py_str(s.op)})",
             )
         elif isinstance(s, ir_body.WaitS):
             checked_source_name(s.signal)
-            cell = "(" + ", ".join(self.int_code(i) for i in s.index) + ",)"
-            self.emit(depth, f"yield ctx.wait({s.signal!r}, {cell}, {s.cmp!r}, {self.int_code(s.expected)})")
+            cell = _tuple([self.int_code(i) for i in s.index])
+            self.emit(
+                depth,
+                f"yield ctx.wait({py_str(s.signal)}, {cell}, {py_str(s.cmp)}, {self.int_code(s.expected)})",
+            )
         elif isinstance(s, ir_body.BarrierS):
             self.emit(
                 depth, "yield ctx.barrier()" if not s.soft else "yield ctx.barrier()  # soft: GM polling"
@@ -356,7 +421,12 @@ def _holds_bf16(graph: Graph, value: ir_body.Value) -> bool:
     )
 
 
+def _tuple(items: list[str]) -> str:
+    """A tuple of code items as ruff writes it: ``(a, b)``, ``(a,)``."""
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
 def _special(x: float) -> str:
     if x != x:
-        return "float('nan')"
-    return "float('inf')" if x > 0 else "-float('inf')"
+        return 'float("nan")'
+    return 'float("inf")' if x > 0 else '-float("inf")'

@@ -11,15 +11,18 @@ Index expressions keep the author's names: an integer ``let`` (``t0 = block * T_
 written once and its name wherever its expression occurs (``NamedInts``; the reader inlines
 integers assigned once, which gives the IR's expressions back); a let whose name ends up
 unused is not written. A local or loop variable the body never reads is written with the
-linters' "unused" spelling, ``_<name>_unused``, instead of carrying a ``# noqa``.
+linters' "unused" spelling, ``_<name>`` (``for _it in ...``), instead of carrying a ``# noqa``.
+Temporaries the writer introduces are named after what they hold (``logit``, ``sorted``,
+``<tensor>_rows``, ``<tensor>_val``), made unique against every name of the module.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from lowering import body as ir_body
-from lowering.codegen.names import NamedInts, helper_name
+from lowering.codegen.names import PLAIN_NAME, NamedInts, helper_name, readable
 from lowering.codegen.pypto.text import (
-    RESERVED,
     Cat,
     Doc,
     Group,
@@ -29,7 +32,6 @@ from lowering.codegen.pypto.text import (
     int_text,
     layout,
     lst,
-    py_name,
     slice_text,
     symbol_namer,
 )
@@ -68,31 +70,39 @@ class BodyWriter(ValueWriter):
     """Renders the statements of one task at a given indentation depth."""
 
     def __init__(
-        self, tensors: dict, ranks_text: str, core: str, used: set[str], reserved: frozenset[str] = RESERVED
+        self, tensors: dict, ranks_text: str, core: str, used: set[str], names: Callable[[str], str]
     ):
         self.tensors = tensors
-        self.reserved = reserved
-        self.name_of = symbol_namer(ranks_text, reserved)
+        self.names = names  # the module's source names (``ModuleNames``)
+        self.name_of = symbol_namer(ranks_text, self.py)
         self.core = core
         self.lines: list[str] = []
         self.pre: list[tuple[Doc, int]] = []  # lines to put before the statement (doc, extra depth)
         self.used = used  # names taken in the module (temporaries must not collide)
-        self.temp = 0
+        self.local_used: set[str] = set()  # this task's temporaries (another task may reuse them)
+        self.temps: dict[str, str] = {}  # a front-end temporary (``_v1``) -> its name in this task
         self.uses_block = False
         self.named = NamedInts()
         self.read_names: set[str] = set()
 
     # ---------------------------------------------------------------- helpers
     def py(self, name: str) -> str:
-        return py_name(name, self.reserved)
+        return self.temps.get(name) or self.names(name)
 
-    def fresh(self, prefix: str) -> str:
+    def fresh(self, hint: str) -> str:
+        """A temporary named ``hint`` (``hint2``, ... when that is taken in the module or task)."""
+        k = 1
         while True:
-            self.temp += 1
-            name = f"{prefix}{self.temp}"
-            if name not in self.used:
-                self.used.add(name)
+            name = hint if k == 1 else f"{hint}{k}"
+            if name not in self.used and name not in self.local_used:
+                self.local_used.add(name)
                 return name
+            k += 1
+
+    def hint(self, tensor: str, what: str) -> str:
+        """A temporary's name for something of ``tensor``: its last name part and ``what``."""
+        last = readable(tensor.rpartition(".")[2].partition("[")[0])
+        return f"{last}_{what}" if last else what
 
     def int(self, e: Expr) -> str:
         return int_text(self.named.rename(e), self._name)
@@ -174,10 +184,30 @@ class BodyWriter(ValueWriter):
             self.emit("pass", depth)
 
     def local(self, name: str) -> str:
-        """A local's name; ``_<name>_unused`` when the body never reads it (what linters accept)."""
-        return self.py(name) if name in self.read_names else helper_name(name, "unused")
+        """A local's name; ``_<name>`` when the body never reads it (what linters accept)."""
+        text = self.py(name)
+        if name in self.read_names:
+            return text
+        if PLAIN_NAME.match(text) and f"_{text}" not in self.used:
+            return f"_{text}"  # starts with `_`, does not end with one: outside every name's image
+        return helper_name(name, "unused")
 
     def stmt(self, s: ir_body.Stmt, depth: int) -> None:
+        if (
+            isinstance(s, ir_body.LetS | ir_body.AssignS)
+            and ir_body.is_temp(s.name)
+            and s.name not in self.temps
+        ):
+            v = s.value
+            read = v.args[0] if isinstance(v, ir_body.CallV) and v.op == "read" else v
+            word = (
+                self.hint(read.tensor, "").rstrip("_").rpartition("_")[2]
+                if isinstance(read, ir_body.LoadV)
+                else ""
+            )
+            self.temps[s.name] = self.fresh(
+                f"{word}_val" if word[:1].isalpha() else "val"
+            )  # `table_val`: read from `block_table`
         if isinstance(s, ir_body.LetS) and s.inlined:
             assert isinstance(s.value, ir_body.IntV)
             start = len(self.lines)
@@ -288,7 +318,7 @@ class BodyWriter(ValueWriter):
         if any(r.step != Const(1) for r in s.region) and s.mode == "write":
             # pl.assemble takes offsets only: a strided store keeps the subscript form
             if not isinstance(s.value, ir_body.LocalV):
-                value = self.bind_value(s.value)
+                value = self.bind_value(s.value, self.hint(s.tensor, "tile"))
             with self.named.suspended():  # the reader takes names in a subscript target for stores
                 dims = self.region_items(s.region, self.shape(s.tensor))
             target: Doc = Group(name, list(dims), "[", "]") if len(dims) > 1 else f"{name}[{dims[0]}]"

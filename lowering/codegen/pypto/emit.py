@@ -20,16 +20,17 @@ from __future__ import annotations
 
 from lowering import body as ir_body
 from lowering.codegen.common import generator_hash, template_environment
+from lowering.codegen.names import ModuleNames, UnsafeName
 from lowering.codegen.pypto.body import BodyWriter, body_units
 from lowering.codegen.pypto.host import HostParts
 from lowering.codegen.pypto.loops import ArrayDep, groups, templates
 from lowering.codegen.pypto.text import (
     LINE_LENGTH,
+    LOCAL_RESERVED,
     Cat,
     Doc,
     UnsupportedForPyPTO,
     call,
-    hint_name,
     int_text,
     layout,
     lst,
@@ -46,21 +47,38 @@ from lowering.symbolic import NRANKS, RANK, SCALAR, Bin, Const, Expr, free_symbo
 
 _CMP = {"==": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
-__all__ = ["UnsupportedForPyPTO", "content_hash", "module_context", "py_name", "render_pypto"]
+__all__ = [
+    "UnsupportedForPyPTO",
+    "content_hash",
+    "emitted_names",
+    "module_context",
+    "py_name",
+    "render_pypto",
+]
 
 
 class _Emitter(HostParts):
     def __init__(self, graph: Graph):
         self.graph = graph
         self.layer = py_name(graph.name)
-        self.reserved = module_reserved(self.layer)  # every other name is escaped away from these
-        self.ranks_text = int_text(graph.ranks, symbol_namer("1", self.reserved), "")
-        self.module_names = symbol_namer(self.ranks_text, self.reserved)
-        self.used: set[str] = set()
+        self.reserved = module_reserved(self.layer)  # what a module-level source name must avoid
+        try:
+            self.names, self.hints, self.aliased = source_names(graph, self.reserved)
+        except UnsafeName as err:
+            raise UnsupportedForPyPTO(str(err)) from None
+        self.ranks_text = int_text(graph.ranks, symbol_namer("1", self.names), "")
+        self.module_names = symbol_namer(self.ranks_text, self.names)
+        # names a generated local must avoid: every source name's, and what the module defines
+        self.used: set[str] = set(self.reserved) | set(self.names.taken)
+        self.used |= {
+            self.window_buffer(t.name) for t in graph.tensors.values() if t.kind in ("window", "signal")
+        }
         self.distributed = self._distributed()
         self.tids: dict[str, str] = {}  # task name -> the expression of its task id
         self.arrays: dict[str, str] = {}  # task-array base -> its task-id array ("" if unreferenced)
         self.host_temps = 0
+        self.temps: set[str] = set()  # the tasks' temporaries (a task-level name avoids them)
+        self.task_temps: dict[str, dict[str, str]] = {}  # task -> its front-end temporaries' names
         self.referenced = {d.target for t in graph.tasks for d in t.after}
 
     # ---------------------------------------------------------------- what the layer needs
@@ -71,7 +89,10 @@ class _Emitter(HostParts):
         return any(s.kind in (RANK, NRANKS) for s in _task_symbols(g))
 
     def py(self, name: str) -> str:
-        return py_name(name, self.reserved)
+        try:
+            return self.names(name)
+        except UnsafeName as err:
+            raise UnsupportedForPyPTO(str(err)) from None
 
     def mod(self, e: Expr) -> str:
         return int_text(e, self.module_names, "")
@@ -80,7 +101,9 @@ class _Emitter(HostParts):
     def constants(self) -> list[str]:
         g = self.graph
         lines = [f"{self.py(p.name)} = {p.value}" for p in g.params.values()]
-        lines += [f"{self.py(c.name)} = {self.mod(c.expr)}" for c in g.consts.values()]
+        lines += [
+            f"{self.py(c.name)} = {self.mod(c.expr)}" for c in g.consts.values() if c.name not in self.aliased
+        ]
         dynamic = {
             s.name for t in g.tensors.values() for d in t.shape for s in free_symbols(d) if s.kind == SCALAR
         }
@@ -173,10 +196,10 @@ class _Emitter(HostParts):
 
     def loop_var(self) -> str:
         for name in ("i", "j", "k", "e", "idx"):
-            if name not in self.used:
+            if name not in self.used and name not in self.temps:
                 return name
         k = 2
-        while f"i{k}" in self.used:
+        while f"i{k}" in self.used or f"i{k}" in self.temps:
             k += 1
         return f"i{k}"
 
@@ -202,7 +225,7 @@ class _Emitter(HostParts):
                     self.tids[t.name] = f"{array}[{t.index}]"
         self.arrays.update(arrays)
         lines.append(f"    for {var} in {kind}({bounds}):")
-        for task, deps in found:
+        for position, (task, deps) in enumerate(found):
             dep_text = []
             for d in deps:
                 if isinstance(d, ArrayDep):
@@ -217,6 +240,8 @@ class _Emitter(HostParts):
                     dep_text.append(self.tid(d))  # type: ignore[arg-type]
             tid = self.tid(task.base) if task.base in arrays else None
             lines.extend(self.task(task, depth=2, deps=dep_text, bind=tid))
+            for p in periods:  # every instance is written by the template's body
+                self.task_temps[p[position].name] = self.task_temps[task.name]
             if tid:
                 lines.append(f"        {arrays[task.base]}[{var}] = {tid}")
         return lines
@@ -224,10 +249,12 @@ class _Emitter(HostParts):
     def tid(self, name: str) -> str:
         tid = self.tids.get(name)
         if tid is None:
-            stem = self.py(name.replace("[", "_").replace("]", "")).rstrip("_")
+            base, _, index = name.partition("[")
+            index = index.rstrip("]")
+            stem = self.hints(base).rstrip("_") + (f"_{index}" if index else "")
             tid = f"{stem}_tid"
             k = 2
-            while tid in self.used:
+            while tid in self.used or tid in self.temps:
                 tid = f"{stem}_{k}_tid"
                 k += 1
             self.used.add(tid)
@@ -255,11 +282,13 @@ class _Emitter(HostParts):
             f" plus the {depth} block(s) around task {task.name} (its `with` scope, and any task loop or manual scope)",
             _hidden_loops,
         )
-        writer = BodyWriter(self.graph.tensors, self.ranks_text, task.core, self.used, self.reserved)
+        writer = BodyWriter(self.graph.tensors, self.ranks_text, task.core, self.used, self.names)
         try:
             writer.start(task.body)
             writer.stmts(task.body, depth + 1)
             head = self.scope(task, writer, deps, bind)
+            self.temps |= writer.local_used
+            self.task_temps[task.name] = dict(writer.temps)
         except UnsupportedForPyPTO as err:
             err.span = err.span or task.header_span  # the statement, else the task
             raise
@@ -277,7 +306,7 @@ class _Emitter(HostParts):
         spmd = task.grid != Const(1) or task.sync_start or task.predicate is not None
         if spmd and task.sync_start:
             kw["sync_start"] = "True"
-        kw["name_hint"] = py_str(hint_name(task.base))
+        kw["name_hint"] = py_str(self.hints(task.base))
         if task.after:
             kw["deps"] = lst([self.tid(d.target) for d in task.after])
         elif deps:
@@ -341,22 +370,64 @@ def _task_symbols(g: Graph):
                     yield from free_symbols(e)
 
 
-def _reserve_names(g: Graph, em: _Emitter) -> None:
-    """Every generated name of a source name, so the emitter's own names avoid them all."""
-    em.used |= em.reserved
-    for name in [*g.params, *g.consts, *g.tensors, *g.scalars]:
-        em.used.add(em.py(name))
+def source_names(g: Graph, reserved: frozenset[str]) -> tuple[ModuleNames, ModuleNames, set[str]]:
+    """The emitted names of a module's source names, its task hints, and the constants written
+    as an equal outer constant (docs/naming.md).
+
+    Module constants, tensor and scalar parameters are visible in several functions and avoid
+    ``reserved``; scratch tensors and the locals of task bodies only ``LOCAL_RESERVED``. The
+    front end's temporaries (``_v1``, ``lowering.body.TEMP_PREFIX``) are named per task
+    after what they hold and are not source names. A callee's constant whose expression is
+    that of a constant of an enclosing layer (``dispatch.E = N_LOCAL * EP`` next to ``E``) is
+    written as that one's name."""
+    kinds: dict[str, set[str]] = {}
+    for name in [*g.params, *g.consts, *g.scalars]:
+        kinds.setdefault(name, set()).add("global")
+    for t in g.tensors.values():
+        kinds.setdefault(t.name, set()).add("local" if t.kind == "scratch" else "global")
     for t in g.tasks:
         for s in ir_body.nested_stmts(t.body):
-            if isinstance(s, ir_body.LetS | ir_body.AssignS):
-                em.used.add(em.py(s.name))
-            elif isinstance(s, ir_body.ForS):
-                em.used.add(em.py(s.var))
+            name = s.name if isinstance(s, ir_body.LetS | ir_body.AssignS) else getattr(s, "var", None)
+            if isinstance(s, ir_body.LetS | ir_body.AssignS | ir_body.ForS) and not ir_body.is_temp(name):
+                kinds.setdefault(name, set()).add("local")
+
+    def avoid(name: str) -> frozenset[str]:
+        return reserved if "global" in kinds.get(name, {"global"}) else LOCAL_RESERVED
+
+    names = ModuleNames(kinds, avoid)
+    aliased: set[str] = set()
+    for c in g.consts.values():
+        outer = next(
+            (
+                d
+                for d in g.consts.values()
+                if d.name not in aliased and d is not c and d.expr == c.expr and _encloses(d.name, c.name)
+            ),
+            None,
+        )
+        if outer is not None:
+            names.alias(c.name, outer.name)
+            aliased.add(c.name)
+    hints = ModuleNames([t.base for t in g.tasks], lambda _: frozenset())
+    return names, hints, aliased
+
+
+def emitted_names(graph: Graph) -> tuple[ModuleNames, ModuleNames, dict[str, dict[str, str]]]:
+    """How the module of ``graph`` writes its source names, its tasks' ``name_hint``s, and per
+    task the names of the front-end temporaries (``_v1`` -> ``indices_val``)."""
+    em = _Emitter(graph)
+    em.inline_body()
+    return em.names, em.hints, em.task_temps
+
+
+def _encloses(outer: str, inner: str) -> bool:
+    """Is ``outer`` a constant of a layer that encloses the one of ``inner`` (``E`` of ``dispatch.E``)?"""
+    a, b = outer.rpartition(".")[0], inner.rpartition(".")[0]
+    return a != b and (a == "" or b.startswith(a + "."))
 
 
 def module_context(graph: Graph, source_hash: str, version: str, golden: str | None = None) -> dict:
     em = _Emitter(graph)
-    _reserve_names(graph, em)
     layer = em.layer
     inline = em.signature(layer, "@pl.jit.inline", direction=False)
     body = em.inline_body()

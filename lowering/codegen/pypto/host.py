@@ -9,7 +9,6 @@ with its derived scalars named again, before it builds the ``TensorSpec`` list.
 
 from __future__ import annotations
 
-from lowering.codegen.names import helper_name
 from lowering.codegen.pypto.text import (
     EMITTED,
     IDENTIFIER,
@@ -123,6 +122,11 @@ class HostParts:
         lines.append(f"    {name} = {self.host_int(e)}")
         return Sym(name, EMITTED)
 
+    def window_buffer(self, name: str) -> str:
+        """``_<window>_buf``, the buffer of a window: ``_`` + its name + ``_buf`` starts with ``_``
+        and ends in a letter, so no source name has it; one per window (the names are injective)."""
+        return f"_{self.py(name)}_buf"
+
     def host_int(self, e: Expr) -> str:
         return int_text(e, self.module_names, "")
 
@@ -142,13 +146,13 @@ class HostParts:
         for t in windows:
             shape = lst([self.mod(d) for d in t.shape])
             buf = call("pld.alloc_window_buffer", shape, dtype=dtype_name(t.dtype))
-            lines.extend(layout(Cat([f"{helper_name(t.name, 'buf')} = ", buf]), 1))
+            lines.extend(layout(Cat([f"{self.window_buffer(t.name)} = ", buf]), 1))
         lines.append(f"    for r in pl.range({self.ranks_text}):")
         args: list[Doc] = []
         for t in self.params():  # declaration order: the order of the entry's parameters
             if t.kind in ("window", "signal"):
                 shape = lst([self.mod(d) for d in t.shape])
-                args.append(call("pld.window", helper_name(t.name, "buf"), shape, dtype=dtype_name(t.dtype)))
+                args.append(call("pld.window", self.window_buffer(t.name), shape, dtype=dtype_name(t.dtype)))
             else:
                 args.append(f"{self.py(t.name)}[r]")
         args += ["r", *scalars]

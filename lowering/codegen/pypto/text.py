@@ -11,30 +11,35 @@ from __future__ import annotations
 
 import keyword
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lowering.codegen.common import TargetLimit
-from lowering.codegen.names import EMITTED, IDENTIFIER, UnsafeName, mangle
-from lowering.codegen.python_text import INDENT, LINE_LENGTH
+from lowering.codegen.names import EMITTED, IDENTIFIER, ModuleNames, UnsafeName, mangle
+from lowering.codegen.python_text import INDENT, LINE_LENGTH, py_str, simple_bound, slice_text
 from lowering.codegen.python_text import int_text as python_int_text
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Expr, Sym
 
-# Names the generated module defines or imports itself, and Python's keywords: a DSL name
-# equal to one is escaped by ``mangle`` (``in`` -> ``in_``). The functions named after the
-# layer (``<layer>_test``, ``l3_<layer>``, ...) are added per module (``module_reserved``).
-RESERVED = frozenset(
-    {
-        "pl", "pld", "argparse", "golden", "torch", "sys", "np", "numpy", "importlib", "os",
-        "block", "my_rank", "float", "int", "range", "min", "max", "len", "print", "abs", "list",
-        "tuple", "dict", "set", "str", "bool", "type", "object", "self", "args", "parser", "result",
-        "build_tensor_specs", "main", "specs", "tensors", "params", "l", "I", "O", "r", "GOLDEN",
-        "TensorSpec", "Path",
-    }
-    | set(keyword.kwlist)
-    | set(keyword.softkwlist)
-)  # fmt: skip
+__all__ = ["py_str", "simple_bound", "slice_text"]  # re-exported too: the PyPTO writer imports them from here
+
+# What a source name must not become, by where it is written (docs/naming.md). Python's
+# keywords; the builtins and imports the module uses; a kernel's own locals (``block``,
+# ``my_rank``). That is all a kernel local (a ``let``, a loop variable, a scratch tensor)
+# must avoid. A name visible in more than one function -- a module constant, a tensor or
+# scalar parameter -- must also avoid the module's other globals and the locals of every
+# function that reads it: the host driver's ``r``, ``build_tensor_specs``'s imports, the
+# golden's ``tensors``, the ``__main__`` block's names, and the functions named after the
+# layer (added per module, ``module_reserved``). Everything else stays the author's: ``r``,
+# ``I``, ``l`` and ``it`` as kernel locals are written as they are.
+KEYWORDS = frozenset(keyword.kwlist)
+BUILTINS = frozenset(
+    {"float", "min", "max", "range", "isinstance", "len", "enumerate", "dict", "ValueError", "SystemExit"}
+)
+LOCAL_RESERVED = KEYWORDS | BUILTINS | {"pl", "pld", "block", "my_rank"}
+RESERVED = LOCAL_RESERVED | {
+    "r", "torch", "TensorSpec", "tensors", "argparse", "golden", "parser", "args", "result", "GOLDEN",
+    "build_tensor_specs", "__name__", "__doc__",
+}  # fmt: skip
 
 
 class UnsupportedForPyPTO(TargetLimit):
@@ -59,18 +64,9 @@ def module_reserved(layer: str) -> frozenset[str]:
 
 
 def hint_name(name: str) -> str:
-    """A ``name_hint`` (a string naming the task for the runtime and the reader) for a task base
-    name: the mangled name, so two tasks never share a hint."""
-    return py_name(name, frozenset())
-
-
-def py_str(s: str) -> str:
-    """A string literal the way ruff writes it: double quotes unless that needs more escapes."""
-    body = s.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-    body = "".join(c if c.isprintable() or c in "\\" else f"\\x{ord(c):02x}" for c in body)
-    if '"' in s and "'" not in s:
-        return "'" + body + "'"
-    return '"' + body.replace('"', '\\"') + '"'
+    """A ``name_hint`` for a task base name on its own (the emitter names the hints of a module
+    together, ``ModuleNames``, so two tasks never share one): its readable form."""
+    return ModuleNames([name], lambda _: frozenset())(name)
 
 
 def py_float(x: float) -> str:
@@ -91,30 +87,9 @@ def int_text(e: Expr, name_of: Callable[[Sym], str], minmax: str = "pl.") -> str
     return python_int_text(e, name_of, minmax)
 
 
-def simple_bound(text: str) -> bool:
-    """Is a slice bound "simple" for ruff (a name, a number, or a negated one)?"""
-    t = text[1:] if text.startswith("-") else text
-    return bool(IDENTIFIER.match(t) or re.fullmatch(r"[0-9]+", t))
-
-
-def slice_text(start: str | None, stop: str | None, step: str | None = None) -> str:
-    parts = [p for p in (start, stop, step) if p is not None]
-    spaced = any(not simple_bound(p) for p in parts)
-    lo = start or ""
-    hi = stop or ""
-    if spaced:
-        text = (f"{lo} :" if lo else ":") + (f" {hi}" if hi else "")
-        if step is not None:
-            text += f" : {step}"
-        return text
-    text = f"{lo}:{hi}"
-    if step is not None:
-        text += f":{step}"
-    return text
-
-
-def symbol_namer(ranks_text: str, reserved: frozenset[str] = RESERVED) -> Callable[[Sym], str]:
-    """How a symbol is named in emitted code; the rank count is spelled ``ranks_text``."""
+def symbol_namer(ranks_text: str, names: Callable[[str], str] = py_name) -> Callable[[Sym], str]:
+    """How a symbol is named in emitted code (source names through ``names``, the module's
+    ``ModuleNames``); the rank count is spelled ``ranks_text``."""
 
     def name_of(s: Sym) -> str:
         if s.kind == EMITTED:
@@ -128,7 +103,7 @@ def symbol_namer(ranks_text: str, reserved: frozenset[str] = RESERVED) -> Callab
         if s.kind in (PARAM, "const", SCALAR, LOOP, DYNAMIC):
             if s.name.startswith("data@"):
                 raise UnsupportedForPyPTO(f"a data-dependent value {s.name!r} cannot be named")
-            return py_name(s.name, reserved)
+            return names(s.name)
         raise UnsupportedForPyPTO(f"unknown symbol {s.name!r}")
 
     return name_of

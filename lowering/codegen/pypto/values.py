@@ -3,7 +3,7 @@
 Tile ops map to their ``pl`` names (``a + b`` on tiles is ``pl.add``, a comparison
 ``pl.cmp`` with its ``cmp_type``); scalar arithmetic stays Python operators; the few DSL ops
 PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``, its operand
-bound to a ``_logit`` local first unless it is one already, as pypto-lib's models write it). A value
+bound to a ``logit`` local first unless it is one already, as pypto-lib's models write it). A value
 that must be a name (an operand PyPTO takes only as a tile variable) is bound to a
 temporary first. The statements, names and index text are ``lowering.codegen.pypto.body.BodyWriter``.
 """
@@ -130,7 +130,7 @@ class ValueWriter:
         if op in ("sigmoid", "silu"):
             x: Doc = self.value(args[0])
             if not isinstance(args[0], ir_body.LocalV):  # one line, not the operand nested four calls deep
-                name = self.fresh("_logit")
+                name = self.fresh("logit")
                 self.pre.append((Cat([f"{name} = ", x]), 0))
                 x = name
             return self._sigmoid(x) if op == "sigmoid" else call("pl.mul", x, self._sigmoid(x))
@@ -255,7 +255,7 @@ class ValueWriter:
         while isinstance(cur, ir_body.CallV) and cur.op == "mrgsort":
             chain.append(cur.args[1])
             cur = cur.args[0]
-        name = self.fresh("_s")
+        name = self.fresh("sorted_tile")
         self.pre.append((Cat([f"{name} = ", self.value(cur)]), 0))
         for bl in reversed(chain):
             self.pre.append((Cat([f"{name} = ", call("pl.mrgsort", name, block_len=self.value(bl))]), 0))
@@ -268,9 +268,9 @@ class ValueWriter:
         if not (isinstance(src, ir_body.LoadV) and not src.local and isinstance(t, ir_body.TileType)):
             raise UnsupportedForPyPTO("gather_rows needs a tensor source in PyPTO")
         index = (
-            self.value(rows) if isinstance(rows, ir_body.LocalV) else self.bind_value(rows)
+            self.value(rows) if isinstance(rows, ir_body.LocalV) else self.bind_value(rows, "index")
         )  # before the loop
-        name, r = self.fresh("_g"), self.fresh("_r")
+        name, r = self.fresh(self.hint(src.tensor, "rows")), self.fresh("row")
         n, c = (self.int(d) for d in t.shape)
         self.pre.append(
             (Cat([f"{name} = ", call("pl.create_tile", lst([n, c]), dtype=dtype_name(t.dtype))]), 0)
@@ -283,7 +283,8 @@ class ValueWriter:
         self.pre.append((Cat([f"{name} = ", gather]), 1))
         return name
 
-    def bind_value(self, v: ir_body.Value) -> str:
-        name = self.fresh("_t")
+    def bind_value(self, v: ir_body.Value, hint: str) -> str:
+        """Bind ``v`` to a local named after what it is (``hint``) before the statement."""
+        name = self.fresh(hint)
         self.pre.append((Cat([f"{name} = ", self.value(v)]), 0))
         return name
