@@ -10,6 +10,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from lowering import body as ir_body
 from lowering.symbolic import Bin, Expr, Sym
 
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -248,3 +249,11 @@ class NamedInts:
             return Sym(let.name, EMITTED)
         a, b = self.rename(e.a), self.rename(e.b)
         return e if a is e.a and b is e.b else Bin(e.op, a, b)
+
+
+def data_temp_name(value: object, word_of: Callable[[str], str]) -> str:
+    """What a front-end temporary holding a value read from data is called: ``<word>_val`` after
+    the last word of the tensor it reads (``table_val`` for ``block_table``), else ``val``."""
+    read = value.args[0] if isinstance(value, ir_body.CallV) and value.op == "read" else value
+    word = word_of(read.tensor).rpartition("_")[2] if isinstance(read, ir_body.LoadV) else ""
+    return f"{word}_val" if word[:1].isalpha() else "val"

@@ -24,6 +24,7 @@ from lowering.codegen.names import (
     NamedInts,
     UnsafeName,
     checked_name,
+    data_temp_name,
     mangle,
     readable,
 )
@@ -113,16 +114,13 @@ def kernel_names(graph: Graph, task: Task) -> ModuleNames:
             and ir_body.is_temp(s.name)
             and s.name not in names.emitted
         ):
-            v = s.value
-            read = v.args[0] if isinstance(v, ir_body.CallV) and v.op == "read" else v
-            word = (
-                readable(read.tensor.rpartition(".")[2].partition("[")[0])
-                if isinstance(read, ir_body.LoadV)
-                else None
-            )
-            word = (word or "").rpartition("_")[2]
-            names.fresh(s.name, f"{word}_val" if word[:1].isalpha() else "val")
+            names.fresh(s.name, data_temp_name(s.value, _own_name))
     return names
+
+
+def _own_name(tensor: str) -> str:
+    """A tensor's name without the layer calls and the task array index it was reached through."""
+    return readable(tensor.rpartition(".")[2].partition("[")[0])
 
 
 class Kernel:

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lowering import body as ir_body
-from lowering.codegen.names import PLAIN_NAME, NamedInts, helper_name, readable
+from lowering.codegen.names import PLAIN_NAME, NamedInts, data_temp_name, helper_name, readable
 from lowering.codegen.pypto.text import (
     Cat,
     Doc,
@@ -198,16 +198,8 @@ class BodyWriter(ValueWriter):
             and ir_body.is_temp(s.name)
             and s.name not in self.temps
         ):
-            v = s.value
-            read = v.args[0] if isinstance(v, ir_body.CallV) and v.op == "read" else v
-            word = (
-                self.hint(read.tensor, "").rstrip("_").rpartition("_")[2]
-                if isinstance(read, ir_body.LoadV)
-                else ""
-            )
-            self.temps[s.name] = self.fresh(
-                f"{word}_val" if word[:1].isalpha() else "val"
-            )  # `table_val`: read from `block_table`
+            # `table_val`: read from `block_table`
+            self.temps[s.name] = self.fresh(data_temp_name(s.value, lambda t: self.hint(t, "").rstrip("_")))
         if isinstance(s, ir_body.LetS) and s.inlined:
             assert isinstance(s.value, ir_body.IntV)
             start = len(self.lines)
