@@ -29,7 +29,7 @@ from dsl.parser import parse
 from dsl.sugar.subst import names_used
 from lowering.ir import Graph, Task
 from lowering.source import Diagnostic
-from lowering.symbolic import EvalError
+from lowering.symbolic import Bin, Const, EvalError, Expr, Sym, evaluate
 
 FIXABLE = ("D101", "D113", "D117", "N201", "N202")
 _ADD_AFTER = ("D101", "D113", "D117", "N202")  # the findings whose data say which `after` to add
@@ -110,22 +110,25 @@ def _merged(first: Edit, second: Edit) -> Edit:
 
 
 def _int_eval(e, env: dict[str, int]) -> int:
+    """An integer expression of the source at one block: its symbolic form, evaluated as every
+    rule evaluates index arithmetic (``lowering.symbolic.evaluate``)."""
+    return evaluate(_as_expr(e), env)
+
+
+_OPS = {"+": "+", "-": "-", "*": "*", "/": "//", "//": "//", "%": "%"}  # `/` of ints floors
+
+
+def _as_expr(e) -> Expr:
     if isinstance(e, ast.IntLit):
-        return e.value
+        return Const(e.value)
     if isinstance(e, ast.Name):
-        if e.id in env:
-            return env[e.id]
-        raise EvalError(e.id)
+        return Sym(e.id, "param")
     if isinstance(e, ast.Unary) and e.op == "-":
-        return -_int_eval(e.operand, env)
-    if isinstance(e, ast.Binary) and e.op in ("+", "-", "*", "/", "//", "%"):
-        a, b = _int_eval(e.left, env), _int_eval(e.right, env)
-        if e.op in ("/", "//", "%") and b == 0:
-            raise EvalError("division by zero")
-        return {"+": a + b, "-": a - b, "*": a * b, "/": a // b, "//": a // b, "%": a % b}[e.op]
+        return Bin("-", Const(0), _as_expr(e.operand))
+    if isinstance(e, ast.Binary) and e.op in _OPS:
+        return Bin(_OPS[e.op], _as_expr(e.left), _as_expr(e.right))
     if isinstance(e, ast.Call) and e.func in ("min", "max") and len(e.args) == 2:
-        a, b = (_int_eval(x, env) for x in e.args)
-        return min(a, b) if e.func == "min" else max(a, b)
+        return Bin(e.func, _as_expr(e.args[0]), _as_expr(e.args[1]))
     raise EvalError("not an integer expression")
 
 
