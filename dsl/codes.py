@@ -15,35 +15,13 @@ CODES: dict[str, Code] = {
         ),
         Code("E102", "unreadable input", "The path is missing, a directory, unreadable, or not UTF-8 text."),
         Code("E103", "no layer", "The file declares no `layer`; there is nothing to compile."),
-        Code("E104", "bad command-line option", "An option such as `--set NAME=VALUE` is malformed."),
         Code("E105", "nesting too deep", "Blocks or expressions nest deeper than the compiler accepts."),
-        Code(
-            "E106",
-            "bad configuration",
-            "`[tool.dslc]` in pyproject.toml (or the file given with `--config`) cannot be read, is not "
-            "valid TOML, or has an unknown key or a bad value; see docs/lint.md.",
-        ),
-        Code(
-            "E107",
-            "cannot write a file",
-            "An output file or directory (`-o`, `--trace`, `dslc fix --write`, the kernel cache) "
-            "cannot be written: it is read-only, a directory, below a file, changed since dslc read "
-            "it, or the disk is full. Nothing that was there is lost; fix the path or the "
-            "permissions and run the command again.",
-        ),
         Code(
             "E108",
             "over a documented limit",
             "The layer needs more than a documented limit of dslc allows (docs/language.md, "
             '"Limits"): task instances per graph, the nesting a code-generation target can '
             "express, or the memory the simulator may allocate. The message names the limit.",
-        ),
-        Code(
-            "E109",
-            "golden does not fit the layer",
-            'The golden module (`golden "x.py"`, docs/golden.md) does not import, raises, or returns '
-            "names, shapes or ranks that do not match the layer. The diagnostic points at the golden "
-            "file (at the line that raised, when there is one) and names the function and the tensor.",
         ),
         Code(
             "E110",

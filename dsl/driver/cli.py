@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Iterable
 from pathlib import Path
 
-from dsl.codes import CODES, diag
+from dsl.codes import CODES
 from dsl.driver.cli_fix import add_parser as add_fix_parser
 from dsl.driver.cli_fix import cmd_fix
 from dsl.driver.cli_pypto import PY_SUFFIX, is_pypto_candidate
@@ -25,6 +25,7 @@ from dsl.driver.cli_run import cmd_compile, cmd_run
 from dsl.driver.cli_verify import add_parser as add_verify_parser
 from dsl.driver.cli_verify import cmd_verify
 from dsl.driver.codes import lookup, registry
+from dsl.driver.diagnostics import DRIVER_CODES, diag
 from dsl.driver.golden import GoldenError
 from dsl.driver.options import integer
 from dsl.driver.render import SourceCache, render
@@ -147,7 +148,9 @@ def cmd_check(session: Session) -> int:
             trace = dict(d.data).get("traceback")
             if trace:
                 print(f"{d.span}: {d.code} traceback:\n{trace}", file=sys.stderr)
-    front_end = [d for d in everything if d.code in CODES or d.code in READER_INPUT_ERRORS]
+    front_end = [
+        d for d in everything if d.code in CODES or d.code in DRIVER_CODES or d.code in READER_INPUT_ERRORS
+    ]
     failing = [d for d in everything if d.severity.rank >= cfg.fail_on.rank]
     counts = ", ".join(f"{sum(d.severity is s for d in everything)} {s.value}(s)" for s in Severity)
     print(f"{len(files)} file(s) checked: {counts}", file=sys.stderr)

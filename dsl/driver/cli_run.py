@@ -30,6 +30,7 @@ from pathlib import Path
 from dsl.codes import CODES
 from dsl.driver.api import RequestRefused, compile_layer, target_code
 from dsl.driver.config import load_config
+from dsl.driver.diagnostics import DRIVER_CODES
 from dsl.driver.options import (
     add_request_options,
     cores,
@@ -133,7 +134,7 @@ def lint_before_run(session) -> int | None:
     if not errors:
         return None
     session.emit(errors)
-    if any(d.code in CODES for d in errors):
+    if any(d.code in CODES or d.code in DRIVER_CODES for d in errors):
         return EXIT_ERROR  # the file does not compile
     print(
         f"not run: the lint found {len(errors)} error(s); fix them, or run anyway with --no-lint",

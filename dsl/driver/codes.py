@@ -12,6 +12,7 @@ from dataclasses import replace
 from functools import cache
 
 from dsl.codes import CODES as FRONT_END_CODES
+from dsl.driver.diagnostics import DRIVER_CODES
 from lowering.checks import all_rules
 from lowering.checks.rule import Rule
 from lowering.checks.suppressions import META_CODES
@@ -39,6 +40,7 @@ def registry() -> dict[str, Code]:
     """Code -> its entry, sorted by code."""
     parts: list[tuple[str, list[Code]]] = [
         ("front end", list(FRONT_END_CODES.values())),
+        ("driver", list(DRIVER_CODES.values())),
         ("lint", [_rule(r) for r in all_rules().values()]),
         ("suppressions", list(META_CODES.values())),
         ("pypto reader", list(READER_CODES.values())),

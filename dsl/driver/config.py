@@ -26,8 +26,8 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dsl.codes import diag
 from dsl.driver.codes import registry
+from dsl.driver.diagnostics import diag
 from lowering.checks.rule import EARLY_QUEUE_CAPACITY, PRESETS
 from lowering.source import CompileError, Severity, Span
 

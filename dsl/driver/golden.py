@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from dsl.codes import diag
+from dsl.driver.diagnostics import diag
 from lowering.source import Diagnostic, Span
 from runtime import compare
 

@@ -187,7 +187,7 @@ def markdown_code_table() -> str:
     """The table of codes in docs/lint.md (a test keeps the doc in step with this)."""
     rows = ["| code | name | family | severity | summary |", "|---|---|---|---|---|"]
     for c in registry().values():
-        text = c.explanation if c.family == "front end" else c.summary
+        text = c.explanation if c.family in ("front end", "driver") else c.summary
         summary = text.replace("|", "\\|")
         rows.append(f"| {c.code} | `{c.label}` | {c.family} | {c.severity.value} | {summary} |")
     return "\n".join(rows) + "\n"

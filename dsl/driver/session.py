@@ -11,10 +11,10 @@ import os
 import sys
 from pathlib import Path
 
-from dsl.codes import diag
 from dsl.driver.cli_pypto import PY_SUFFIX, compile_pypto, lint_pypto_file
 from dsl.driver.config import LintConfig, load_config, unknown_selectors
 from dsl.driver.coverage import lint_source
+from dsl.driver.diagnostics import diag
 from dsl.driver.render import SourceCache, render
 from dsl.driver.report import FORMATS
 from dsl.frontend import compile_text, read_source
