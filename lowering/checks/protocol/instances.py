@@ -17,7 +17,7 @@ from lowering.checks.fasteval import Compiled, compiled
 from lowering.checks.index import notifiers
 from lowering.checks.points import own_point_first
 from lowering.checks.rule import CheckContext
-from lowering.checks.signals import NotCountable, cell_envs, run
+from lowering.checks.signals import NotCountable, cell_envs, env_key, run
 from lowering.ir import Graph, SignalOp, Task
 from lowering.symbolic import DYNAMIC, SCALAR, Const, EvalError, Expr, free_symbols
 
@@ -124,7 +124,23 @@ def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) 
 
 
 def op_instances(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> list[Deposit]:
-    """The AtomicAdd instances of one notify op (raises Uncountable, blamed on the op)."""
+    """The AtomicAdd instances of one notify op (raises Uncountable, blamed on the op), kept on
+    the graph per point: every wait on the signal meets them (the caller must not change them)."""
+    cache = graph.__dict__.setdefault("_op_instances", {})
+    key = (task.name, op.order, op.span, env_key(env))
+    found = cache.get(key)
+    if found is None:
+        try:
+            found = _op_instances(graph, task, op, env)
+        except Uncountable as err:
+            found = err
+        cache[key] = found
+    if isinstance(found, Uncountable):
+        raise found
+    return found
+
+
+def _op_instances(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> list[Deposit]:
     peer_f, value_f = compiled(op.peer), compiled(op.value) if op.value is not None else None
     index_f = [compiled(i) for i in op.index]
     out: list[Deposit] = []
