@@ -130,7 +130,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
         # one with overlapping blocks is judged for itself, with its stored constants.
         moved = shift_key(graph, task, accs)
         if moved is not None:
-            moved = (task.blocks, tuple(b.order for b in task.barriers), moved)
+            moved = (task.blocks, grid_sample(task), tuple(b.order for b in task.barriers), moved)
             if moved not in shifted:
                 shifted[moved] = next(_overlaps(graph, task, accs, {}), None) is not None
             if not shifted[moved]:
@@ -151,6 +151,7 @@ def _signature(graph: Graph, task: Task, accs: list[Access], constants: dict) ->
     first: dict[str, int] = {}
     return (
         task.blocks,
+        grid_sample(task),  # the blocks examined of a grid too large to list
         tuple(b.order for b in task.barriers),
         tuple(
             (
