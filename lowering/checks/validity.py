@@ -12,7 +12,8 @@ bounded by intervals); the sort rules re-run this at every admissible point. Sto
 keep their symbolic valid extent, for the capacity rule that evaluates them per request.
 
 This module runs the interpreter (``validity_interpreter``) over a graph and caches its facts
-(``validity_facts``) per check context, whole or for the tasks one kind of rule needs.
+(``validity_facts``) per check context, for the tasks one kind of rule needs (their closure over
+what they load: :func:`closure`).
 """
 
 from __future__ import annotations
