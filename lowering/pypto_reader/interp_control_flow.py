@@ -111,13 +111,20 @@ def run_loop(it: PyInterpreter, s: ast.For, items: list[Val]) -> None:
         if loop_too_long(it, s, start):
             return
         it.bind_target(s.target, item)
-        try:
-            it.exec_block(s.body)
-        except Break:
+        if _body_breaks(it, s):
             return
-        except Continue:
-            continue
     it.exec_block(s.orelse)
+
+
+def _body_breaks(it: PyInterpreter, s: ast.For | ast.While) -> bool:
+    """Runs a loop's body once; whether it ended in ``break`` (``continue`` just ends it)."""
+    try:
+        it.exec_block(s.body)
+    except Break:
+        return True
+    except Continue:
+        pass
+    return False
 
 
 def loop_too_long(it: PyInterpreter, s: ast.For | ast.While, start: int) -> bool:
@@ -149,12 +156,8 @@ def while_statement(it: PyInterpreter, s: ast.While) -> None:
         if not truth:
             it.exec_block(s.orelse)
             return
-        try:
-            it.exec_block(s.body)
-        except Break:
+        if _body_breaks(it, s):
             return
-        except Continue:
-            continue
 
 
 def try_statement(it: PyInterpreter, s: ast.Try) -> None:
