@@ -3,12 +3,15 @@ little of it (which tensors it loads and stores, which ops it calls)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from lowering import body as ir_body
 from lowering.ir import Graph, Task
 from lowering.symbolic import BLOCK, DYNAMIC, Const, Expr, free_symbols
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -43,13 +46,20 @@ def summary(graph: Graph, task: Task) -> BodySummary:
         if template is None:
             made = summarise(body)
         else:
-            templates = graph.__dict__.setdefault("_template_summaries", {})
-            known = templates.get(id(template))
-            if known is None or known[0] is not template:  # the template is kept: its id stays its own
-                known = templates[id(template)] = (template, summarise(template))
-            made = known[1].renamed(body.renames) | summarise(body.extra)
+            cache = graph.__dict__.setdefault("_template_summaries", {})
+            made = of_template(cache, template, summarise).renamed(body.renames) | summarise(body.extra)
         found = cache[task.name] = (body, made)
     return found[1]
+
+
+def of_template(cache: dict, template: tuple, compute: Callable[[tuple], T]) -> T:
+    """``compute(template)``, once per template in ``cache``: an instance's body made from a
+    template (``template``, ``renames``, ``extra``: the PyPTO reader's ``LazyBody``) shares with
+    every other instance what depends only on the template's statements."""
+    known = cache.get(id(template))
+    if known is None or known[0] is not template:  # the template is kept: its id stays its own
+        known = cache[id(template)] = (template, compute(template))
+    return known[1]
 
 
 def summarise(stmts) -> BodySummary:

@@ -15,6 +15,7 @@ gather reads -- the note is the finding to act on: add the edge.
 from __future__ import annotations
 
 from lowering import body as ir_body
+from lowering.checks.bodies import of_template
 from lowering.ir import Access, Task
 from lowering.symbolic import DYNAMIC, free_symbols
 
@@ -93,17 +94,14 @@ def _sources_via_template(task: Task, memo: dict) -> dict[str, set[str]]:
     lets = ir_body.LetS | ir_body.AssignS
     if template is None or any(isinstance(s, lets) for s in ir_body.nested_stmts(body.extra)):
         return sources(task)
-    key = ("template", id(template))
-    known = memo.get(key)
-    if known is None or known[0] is not template:  # the template is kept: its id stays its own
-        known = memo[key] = (template, statement_sources(template))
+    known = of_template(memo.setdefault(("templates",), {}), template, statement_sources)  # not a task name
     # A capture the instance fills with a value read from data adds a use of that value's name,
     # which matters only where a local of the body has the same name.
     captured = {sym.name for e in body.mapping.values() for sym in free_symbols(e) if sym.kind == DYNAMIC}
-    if captured & known[1].keys():
+    if captured & known.keys():
         return sources(task)
     renames = body.renames
-    return {name: {renames.get(t, t) for t in tensors} for name, tensors in known[1].items()}
+    return {name: {renames.get(t, t) for t in tensors} for name, tensors in known.items()}
 
 
 def assumed_text(pairs: list[tuple[Task, Access]], memo: dict | None = None) -> str:
