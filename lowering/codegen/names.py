@@ -251,9 +251,15 @@ class NamedInts:
         return e if a is e.a and b is e.b else Bin(e.op, a, b)
 
 
-def data_temp_name(value: object, word_of: Callable[[str], str]) -> str:
+def own_name(tensor: str) -> str:
+    """A tensor's own name, readable, without the layer calls and the task array index it was
+    reached through (``stage.kv[2]`` -> ``kv``); "" when it has no readable form (``x__y``)."""
+    return readable(tensor.rpartition(".")[2].partition("[")[0]) or ""
+
+
+def data_temp_name(value: object) -> str:
     """What a front-end temporary holding a value read from data is called: ``<word>_val`` after
     the last word of the tensor it reads (``table_val`` for ``block_table``), else ``val``."""
     read = value.args[0] if isinstance(value, ir_body.CallV) and value.op == "read" else value
-    word = word_of(read.tensor).rpartition("_")[2] if isinstance(read, ir_body.LoadV) else ""
+    word = own_name(read.tensor).rpartition("_")[2] if isinstance(read, ir_body.LoadV) else ""
     return f"{word}_val" if word[:1].isalpha() else "val"

@@ -203,3 +203,22 @@ def test_numpy_modules_are_ruff_format_clean(graphs, tmp_path):
         text=True,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr
+
+
+def test_a_tensor_name_with_no_readable_form_still_names_the_temporaries_it_feeds(tmp_path):
+    """``x__y`` and ``idx_`` have no readable form (docs/naming.md): the value read from them is
+    a plain ``val``, in both targets, and the layer compiles and runs (it used to stop the NumPy
+    target with an AttributeError)."""
+    source = """layer odd_names(N = 16) {
+  input  x__y: f32[N, 8]
+  input  idx_: i32[4]
+  output y: f32[N, 8]
+  task t on aiv {
+    y[idx_[0] + 1, :] = x__y[idx_[1] * 2, :]
+  }
+}
+"""
+    (graph,) = compile_text(source, "odd_names.dsl")
+    for text in (render_numpy(graph, "h", "v"), render_pypto(graph, "h", "v")):
+        found = identifiers(text)
+        assert "val" in found and "val2" in found, sorted(found)

@@ -26,7 +26,6 @@ from lowering.codegen.names import (
     checked_name,
     data_temp_name,
     mangle,
-    readable,
 )
 from lowering.codegen.python_text import int_text, py_float_text, py_str, slice_text, unparen
 from lowering.ir import Graph, Task
@@ -114,13 +113,8 @@ def kernel_names(graph: Graph, task: Task) -> ModuleNames:
             and ir_body.is_temp(s.name)
             and s.name not in names.emitted
         ):
-            names.fresh(s.name, data_temp_name(s.value, _own_name))
+            names.fresh(s.name, data_temp_name(s.value))
     return names
-
-
-def _own_name(tensor: str) -> str:
-    """A tensor's name without the layer calls and the task array index it was reached through."""
-    return readable(tensor.rpartition(".")[2].partition("[")[0])
 
 
 class Kernel:

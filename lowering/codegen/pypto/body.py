@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from lowering import body as ir_body
-from lowering.codegen.names import PLAIN_NAME, NamedInts, data_temp_name, helper_name, readable
+from lowering.codegen.names import PLAIN_NAME, NamedInts, data_temp_name, helper_name, own_name
 from lowering.codegen.pypto.text import (
     Cat,
     Doc,
@@ -101,7 +101,7 @@ class BodyWriter(ValueWriter):
 
     def hint(self, tensor: str, what: str) -> str:
         """A temporary's name for something of ``tensor``: its last name part and ``what``."""
-        last = readable(tensor.rpartition(".")[2].partition("[")[0])
+        last = own_name(tensor)
         return f"{last}_{what}" if last else what
 
     def int(self, e: Expr) -> str:
@@ -199,7 +199,7 @@ class BodyWriter(ValueWriter):
             and s.name not in self.temps
         ):
             # `table_val`: read from `block_table`
-            self.temps[s.name] = self.fresh(data_temp_name(s.value, lambda t: self.hint(t, "").rstrip("_")))
+            self.temps[s.name] = self.fresh(data_temp_name(s.value))
         if isinstance(s, ir_body.LetS) and s.inlined:
             assert isinstance(s.value, ir_body.IntV)
             start = len(self.lines)
