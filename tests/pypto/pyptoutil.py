@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lowering.codegen.names import ModuleNames
 from lowering.codegen.pypto.emit import emitted_names, py_name
-from lowering.codegen.pypto.text import hint_name
 from lowering.ir import Graph, Task
 from lowering.symbolic import NRANKS, Bin, Expr, Sym, simplify, substitute
 
@@ -25,6 +25,12 @@ PYPTO_FIXTURES = FIXTURES / "pypto"
 
 def _same(name: str) -> str:
     return name
+
+
+def hint_name(name: str) -> str:
+    """The ``name_hint`` the emitter gives a task base name with nothing to collide with: its
+    readable form (the emitter names a module's hints together, ``ModuleNames``)."""
+    return ModuleNames([name], lambda _: frozenset())(name)
 
 
 def task_key(task: Task, hint=hint_name) -> str:

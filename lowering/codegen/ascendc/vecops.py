@@ -404,7 +404,7 @@ class VectorOps:
         if x.rows != 1 and x.cols != 1:
             raise refuse("A701", "transpose of a tile with more than one row and column", self.w.span)
         dst = self.ub.calc_tile(x.cols, x.rows, x.dtype, "transpose")
-        (r,) = (self.text.fresh("i"),)
+        r = self.text.fresh("i")
         self.w.scalar_barrier()
         n = max(x.rows, x.cols)
         src_at = f"{r} * {x.stride}" if x.cols == 1 else r

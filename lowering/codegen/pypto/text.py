@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lowering.codegen.common import TargetLimit
-from lowering.codegen.names import EMITTED, IDENTIFIER, ModuleNames, UnsafeName, mangle
-from lowering.codegen.python_text import INDENT, LINE_LENGTH, py_str, simple_bound, slice_text
+from lowering.codegen.names import EMITTED, IDENTIFIER, UnsafeName, mangle
+from lowering.codegen.python_text import INDENT, LINE_LENGTH, py_float_text, py_str, simple_bound, slice_text
 from lowering.codegen.python_text import int_text as python_int_text
 from lowering.symbolic import BLOCK, DYNAMIC, LOOP, NRANKS, PARAM, RANK, SCALAR, Expr, Sym
 
@@ -63,19 +63,12 @@ def module_reserved(layer: str) -> frozenset[str]:
     return RESERVED | {layer, f"{layer}_test", f"l3_{layer}", f"golden_{layer}"}
 
 
-def hint_name(name: str) -> str:
-    """A ``name_hint`` for a task base name on its own (the emitter names the hints of a module
-    together, ``ModuleNames``, so two tasks never share one): its readable form."""
-    return ModuleNames([name], lambda _: frozenset())(name)
-
-
 def py_float(x: float) -> str:
     if math.isnan(x):
         return 'float("nan")'
     if math.isinf(x):
         return 'float("inf")' if x > 0 else '-float("inf")'
-    text = repr(float(x))
-    return text.replace("e+", "e")
+    return py_float_text(x)
 
 
 # ---------------------------------------------------------------- integer expressions
