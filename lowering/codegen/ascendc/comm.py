@@ -25,10 +25,11 @@ from lowering import body as ir_body
 from lowering.codegen.ascendc import names
 from lowering.codegen.ascendc.cxx import cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.part import WriterPart
 from lowering.symbolic import Const, Expr
 
 if TYPE_CHECKING:
-    from lowering.codegen.ascendc.aiv import VectorWriter
+    pass
 
 _WAIT_CMP = {"ge": ">=", "eq": "=="}
 
@@ -38,13 +39,8 @@ def peers(tensor: str) -> str:
     return "w" + names.tensor(tensor)[1:]
 
 
-class CrossRankComm:
+class CrossRankComm(WriterPart):
     """Stores to a peer's window, ``notify`` of a peer's signal cell, ``wait`` on a local one."""
-
-    def __init__(self, w: VectorWriter) -> None:
-        self.w = w
-        self.ub = w.ub
-        self.text = w.text
 
     def peer_tensor(self, tensor: str, peer: Expr) -> str:
         """A GlobalTensor over ``tensor`` on rank ``peer`` (declared here, used once)."""

@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING
 from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import cxx_type, float_literal, round_up
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.part import WriterPart
 from lowering.codegen.ascendc.tiles import Tile
 from lowering.ir import DTYPE_BYTES
 
 if TYPE_CHECKING:
-    from lowering.codegen.ascendc.aiv import VectorWriter
+    pass
 
 COMPARES = {"eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE"}
 _FLIP = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}  # s op x == x FLIP s
@@ -57,14 +58,9 @@ def tile_valued(v: ir_body.Value) -> bool:
     return isinstance(v, ir_body.BinV) and (tile_valued(v.a) or tile_valued(v.b))
 
 
-class MaskOps:
+class MaskOps(WriterPart):
     """Bool tiles as bit masks: comparisons, ``and`` / ``or`` / ``not``, ``select``, and the
     integer ``//`` and ``%`` by powers of two; the writer computes the operands."""
-
-    def __init__(self, w: VectorWriter) -> None:
-        self.w = w
-        self.ub = w.ub
-        self.text = w.text
 
     # ---------------------------------------------------------------- masks
     def mask_tile(self, rows: int, cols: int, stride: int, lanes: int) -> Tile:

@@ -11,23 +11,19 @@ from typing import TYPE_CHECKING
 from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import round_up
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.part import WriterPart
 from lowering.codegen.ascendc.tiles import Tile
 
 if TYPE_CHECKING:
-    from lowering.codegen.ascendc.aiv import VectorWriter
+    pass
 
 MAX_MRGSORT_REPEATS = 255
 _NEG_INF = "-__builtin_huge_valf()"
 
 
-class SortOps:
+class SortOps(WriterPart):
     """The ops of the top-k chain (``iota`` ... ``odd_lanes``), named as the DSL names them;
     the writer computes the operands."""
-
-    def __init__(self, w: VectorWriter) -> None:
-        self.w = w
-        self.ub = w.ub
-        self.text = w.text
 
     def lower(self, v: ir_body.CallV, hint: Tile | None) -> Tile:
         return getattr(self, v.op)(v, hint)

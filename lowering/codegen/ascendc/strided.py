@@ -26,12 +26,13 @@ from typing import TYPE_CHECKING
 from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, block_elems, cxx_type, round_up
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.part import WriterPart
 from lowering.codegen.ascendc.tiles import Tile, padded
 from lowering.ir import DTYPE_BYTES
 from lowering.symbolic import Const, binop, difference
 
 if TYPE_CHECKING:
-    from lowering.codegen.ascendc.aiv import VectorWriter
+    pass
 
 MAX_REPEATS = 255
 
@@ -41,14 +42,9 @@ def _terms(*parts: str) -> str:
     return " + ".join(kept) or "0"
 
 
-class StridedLanes:
+class StridedLanes(WriterPart):
     """Views, loads and stores that step over columns (GatherMask, Brcb + strided DataCopyPad)
     and ``gather_rows``; the writer computes the values, ``GmTransfers`` loads the dense span."""
-
-    def __init__(self, w: VectorWriter) -> None:
-        self.w = w
-        self.ub = w.ub
-        self.text = w.text
 
     # ---------------------------------------------------------------- GatherMask views
     def strided_view(

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import BLOCK_BYTES, cxx_type
 from lowering.codegen.ascendc.diagnostics import refuse
+from lowering.codegen.ascendc.part import WriterPart
 from lowering.codegen.ascendc.tiles import Tile, tile_bytes
 from lowering.ir import DTYPE_BYTES
 from lowering.symbolic import Const
 
 if TYPE_CHECKING:
-    from lowering.codegen.ascendc.aiv import VectorWriter
+    pass
 
 MAX_DATACOPY_ROWS = 4095
 CHUNK_BYTES = 32768  # UB per chunk of a GM -> GM copy or fill
@@ -42,14 +43,9 @@ def fill_rows(fill: ir_body.CallV, rows: int) -> ir_body.CallV:
     )
 
 
-class GmTransfers:
+class GmTransfers(WriterPart):
     """Loads of GM regions into inQueue tiles, stores of values from outQueue tiles, and GM ->
     GM copies and fills in row chunks; the writer computes the values and places the tiles."""
-
-    def __init__(self, w: VectorWriter) -> None:
-        self.w = w
-        self.ub = w.ub
-        self.text = w.text
 
     def load(self, v: ir_body.LoadV, scope_end: bool = False) -> Tile:
         """GM region -> an inQueue tile (MTE2), dequeued so vector ops may read it."""

@@ -26,11 +26,12 @@ from lowering import body as ir_body
 from lowering.codegen.ascendc.cxx import cxx_type, float_literal
 from lowering.codegen.ascendc.diagnostics import refuse
 from lowering.codegen.ascendc.masks import COMPARES
+from lowering.codegen.ascendc.part import WriterPart
 from lowering.codegen.ascendc.tiles import Tile, padded
 from lowering.ir import DTYPE_BYTES, FLOAT_DTYPES
 
 if TYPE_CHECKING:
-    from lowering.codegen.ascendc.aiv import VectorWriter
+    pass
 
 _ARITH_DTYPES = ("f32", "f16", "i32", "i16")  # dtypes the A2/A3 vector unit computes in
 _FLOAT_ARITH = ("f32", "f16")
@@ -75,14 +76,9 @@ _CAST_PATHS = {
 }
 
 
-class VectorOps:
+class VectorOps(WriterPart):
     """Arithmetic, unary ops, reductions, broadcasts, casts and layout ops on tiles, and the
     dispatch of a tile op to its piece; the writer computes the operands and places results."""
-
-    def __init__(self, w: VectorWriter) -> None:
-        self.w = w
-        self.ub = w.ub
-        self.text = w.text
 
     # ---------------------------------------------------------------- checks
     def need_dtype(self, dtype: str, allowed: tuple[str, ...], what: str) -> None:
