@@ -22,7 +22,7 @@ from lowering import body as ir_body
 from lowering.codegen.common import generator_hash, template_environment
 from lowering.codegen.names import ModuleNames, UnsafeName
 from lowering.codegen.pypto.body import BodyWriter, body_units
-from lowering.codegen.pypto.host import HostParts
+from lowering.codegen.pypto.host import HostWriter
 from lowering.codegen.pypto.loops import ArrayDep, groups, templates
 from lowering.codegen.pypto.text import (
     LINE_LENGTH,
@@ -57,9 +57,10 @@ __all__ = [
 ]
 
 
-class _Emitter(HostParts):
+class _Emitter:
     def __init__(self, graph: Graph):
         self.graph = graph
+        self.host_writer = HostWriter(self)
         self.layer = py_name(graph.name)
         self.reserved = module_reserved(self.layer)  # what a module-level source name must avoid
         try:
@@ -71,12 +72,13 @@ class _Emitter(HostParts):
         # names a generated local must avoid: every source name's, and what the module defines
         self.used: set[str] = set(self.reserved) | set(self.names.taken)
         self.used |= {
-            self.window_buffer(t.name) for t in graph.tensors.values() if t.kind in ("window", "signal")
+            self.host_writer.window_buffer(t.name)
+            for t in graph.tensors.values()
+            if t.kind in ("window", "signal")
         }
         self.distributed = self._distributed()
         self.tids: dict[str, str] = {}  # task name -> the expression of its task id
         self.arrays: dict[str, str] = {}  # task-array base -> its task-id array ("" if unreferenced)
-        self.host_temps = 0
         self.temps: set[str] = set()  # the tasks' temporaries (a task-level name avoids them)
         self.task_temps: dict[str, dict[str, str]] = {}  # task -> its front-end temporaries' names
         self.referenced = {d.target for t in graph.tasks for d in t.after}
@@ -432,7 +434,7 @@ def module_context(graph: Graph, source_hash: str, version: str, golden: str | N
     inline = em.signature(layer, "@pl.jit.inline", direction=False)
     body = em.inline_body()
     entry = em.signature(f"{layer}_test", "@pl.jit", direction=True)
-    host = em.host(layer) if em.distributed else None
+    host = em.host_writer.host(layer) if em.distributed else None
     uses_pld = any("pld." in line for line in [*inline, *body, *entry, *(host or [])])
     return {
         "layer": layer,
@@ -449,10 +451,10 @@ def module_context(graph: Graph, source_hash: str, version: str, golden: str | N
         "entry_body": em.entry_body(layer),
         "host": host,
         "ranks": em.ranks_text,
-        "specs": em.specs(),
-        "spec_def": em.spec_def(),
-        "spec_lines": em.spec_lines(),
-        "spec_checks": em.spec_checks(),
+        "specs": em.host_writer.specs(),
+        "spec_def": em.host_writer.spec_def(),
+        "spec_lines": em.host_writer.spec_lines(),
+        "spec_checks": em.host_writer.spec_checks(),
         "golden": py_str(golden) if golden else None,
         "outputs_loop": layout(
             Cat(

@@ -9,6 +9,8 @@ with its derived scalars named again, before it builds the ``TensorSpec`` list.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lowering.codegen.pypto.text import (
     EMITTED,
     IDENTIFIER,
@@ -25,6 +27,9 @@ from lowering.codegen.pypto.text import (
 from lowering.codegen.pypto.values import dtype_name
 from lowering.symbolic import SCALAR, Bin, Expr, Sym, free_symbols
 
+if TYPE_CHECKING:
+    from lowering.codegen.pypto.emit import _Emitter
+
 TORCH_DTYPES = {
     "f32": "torch.float32",
     "f16": "torch.float16",
@@ -39,32 +44,38 @@ TORCH_DTYPES = {
 }
 
 
-class HostParts:
-    """Host driver and specs of the emitter (mixed into ``lowering.codegen.pypto.emit._Emitter``)."""
+class HostWriter:
+    """The host side of a PyPTO module: the request specs and their checks, the distributed host
+    driver and the window buffers it allocates, for the module ``em`` writes
+    (``lowering.codegen.pypto.emit._Emitter``, which holds the names)."""
+
+    def __init__(self, em: _Emitter) -> None:
+        self.em = em
+        self.host_temps = 0  # the host's hoisted integer temporaries, `_g<n>`
 
     # ---------------------------------------------------------------- host-side request checks
     def spec_def(self) -> list[str]:
         items: list[Doc] = []
-        for s in self.graph.scalars.values():
+        for s in self.em.graph.scalars.values():
             d = s.domain
             default = (d.values[0] if d.values else d.lo) if d is not None else 1
-            items.append(f"{self.py(s.name)}={default}")
+            items.append(f"{self.em.py(s.name)}={default}")
         return layout(Cat(["def build_tensor_specs", paren(items), ":"]), 0)
 
     def spec_lines(self) -> list[str]:
         lines = []
         for s in self.specs():
-            args: list[Doc] = [s["name"], lst([self.mod(d) for d in s["dims"]]), s["dtype"]]
+            args: list[Doc] = [s["name"], lst([self.em.mod(d) for d in s["dims"]]), s["dtype"]]
             kw: dict[str, Doc] = {"is_output": "True"} if s["output"] else {}
             lines.extend(layout(Cat([call("TensorSpec", *args, **kw), ","]), 2))
         return lines
 
     def spec_checks(self) -> list[str]:
         """Scalar ranges and guards of the layer, as pypto-lib's build_tensor_specs checks them."""
-        g = self.graph
+        g = self.em.graph
         lines: list[str] = []
         for s in g.scalars.values():
-            d, name = s.domain, self.py(s.name)
+            d, name = s.domain, self.em.py(s.name)
             if d is None:
                 continue
             if d.values is not None:
@@ -98,7 +109,7 @@ class HostParts:
         for name, value in derived:
             if name in needed:
                 earlier = [d for d in derived if d[0] != name]
-                lines.extend(layout(f"{self.py(name)} = {self.host_int(_refold(value, earlier))}", 1))
+                lines.extend(layout(f"{self.em.py(name)} = {self.host_int(_refold(value, earlier))}", 1))
         for guard, cond in zip(guards, texts, strict=True):
             text = self.host_int(cond)
             if len(text) > LINE_LENGTH - 16 and isinstance(cond, Bin):  # name long operands first
@@ -125,36 +136,36 @@ class HostParts:
     def window_buffer(self, name: str) -> str:
         """``_<window>_buf``, the buffer of a window: ``_`` + its name + ``_buf`` starts with ``_``
         and ends in a letter, so no source name has it; one per window (the names are injective)."""
-        return f"_{self.py(name)}_buf"
+        return f"_{self.em.py(name)}_buf"
 
     def host_int(self, e: Expr) -> str:
-        return int_text(e, self.module_names, "")
+        return int_text(e, self.em.module_names, "")
 
     def host(self, entry: str) -> list[str]:
         """``l3_<layer>``: allocate the windows, then run ``<layer>_test`` on every rank with its
         arguments in the entry's own order (tensors, windows and signals as declared, then
         ``my_rank`` and the scalars). Host tensors carry a leading rank dimension (``x[r]``)."""
-        windows = [t for t in self.params() if t.kind in ("window", "signal")]
-        host_tensors = [t for t in self.params() if t.kind not in ("window", "signal")]
-        scalars = [n for n, _ in self.scalars() if n != "my_rank"]
+        windows = [t for t in self.em.params() if t.kind in ("window", "signal")]
+        host_tensors = [t for t in self.em.params() if t.kind not in ("window", "signal")]
+        scalars = [n for n, _ in self.em.scalars() if n != "my_rank"]
         lines = [
             "@pl.jit.host",
             *layout(
-                Cat([f"def l3_{entry}", paren([self.py(t.name) for t in host_tensors] + scalars), ":"]), 0
+                Cat([f"def l3_{entry}", paren([self.em.py(t.name) for t in host_tensors] + scalars), ":"]), 0
             ),
         ]
         for t in windows:
-            shape = lst([self.mod(d) for d in t.shape])
+            shape = lst([self.em.mod(d) for d in t.shape])
             buf = call("pld.alloc_window_buffer", shape, dtype=dtype_name(t.dtype))
             lines.extend(layout(Cat([f"{self.window_buffer(t.name)} = ", buf]), 1))
-        lines.append(f"    for r in pl.range({self.ranks_text}):")
+        lines.append(f"    for r in pl.range({self.em.ranks_text}):")
         args: list[Doc] = []
-        for t in self.params():  # declaration order: the order of the entry's parameters
+        for t in self.em.params():  # declaration order: the order of the entry's parameters
             if t.kind in ("window", "signal"):
-                shape = lst([self.mod(d) for d in t.shape])
+                shape = lst([self.em.mod(d) for d in t.shape])
                 args.append(call("pld.window", self.window_buffer(t.name), shape, dtype=dtype_name(t.dtype)))
             else:
-                args.append(f"{self.py(t.name)}[r]")
+                args.append(f"{self.em.py(t.name)}[r]")
         args += ["r", *scalars]
         lines.extend(layout(Cat([call(f"{entry}_test", *args, device="r")]), 2))
         return lines
@@ -163,12 +174,12 @@ class HostParts:
         """The host tensors of ``build_tensor_specs``; a layer over several ranks gives each a
         leading dimension of the rank count, which ``l3_<layer>`` indexes with ``[r]``."""
         out = []
-        for t in self.params():
+        for t in self.em.params():
             if t.kind in ("window", "signal"):
                 continue
             dims = tuple(t.shape)
-            if self.distributed:
-                dims = (self.graph.ranks, *dims)
+            if self.em.distributed:
+                dims = (self.em.graph.ranks, *dims)
             out.append(
                 {
                     "name": py_str(t.name),
