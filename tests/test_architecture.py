@@ -272,3 +272,90 @@ def test_the_mixin_check_sees_bases_imported_from_other_project_modules(tmp_path
         "class Plain(dict, metaclass=type): pass\n"
     )
     assert mixed_classes(tmp_path) == [f"{tmp_path.name}/writer.W"]
+
+
+def _attributes_provided(node: ast.ClassDef) -> set[str]:
+    """What ``self.<name>`` can find on an instance of ``node`` by its own code: its methods,
+    class attributes and annotated fields, and every ``self.<name>`` one of its methods assigns."""
+    names: set[str] = set()
+    for stmt in node.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Store) and _is_self(sub.value):
+            names.add(sub.attr)
+    return names
+
+
+def _is_self(node: ast.expr) -> bool:
+    return isinstance(node, ast.Name) and node.id == "self"
+
+
+def classes_that_lean_on_subclasses(*packages: Path) -> list[str]:
+    """``module.Class`` for each class under ``packages`` that reads ``self.<name>`` which
+    neither it nor its project bases provide, when nothing outside the project could either
+    (every base is the project's): a mixin that only works inside a class defined elsewhere,
+    however many bases that class has (issue 15: a class split across files, not composed)."""
+    defined: dict[str, list[ast.ClassDef]] = {}
+    where: dict[int, str] = {}
+    for package in packages:
+        for path in sorted(package.rglob("*.py")):
+            module = path.relative_to(package.parent).with_suffix("").as_posix()
+            for node in ast.parse(path.read_text(encoding="utf-8")).body:
+                if isinstance(node, ast.ClassDef):
+                    defined.setdefault(node.name, []).append(node)
+                    where[id(node)] = f"{module}.{node.name}"
+
+    def provided(node: ast.ClassDef, seen: frozenset[str]) -> set[str] | None:
+        """What ``node`` and its bases provide; None when a base is not the project's."""
+        names = _attributes_provided(node)
+        for base in node.bases:
+            name = base.attr if isinstance(base, ast.Attribute) else _root_name(base)
+            if name not in defined or name in seen:
+                return None
+            for base_node in defined[name]:
+                inherited = provided(base_node, seen | {name})
+                if inherited is None:
+                    return None
+                names |= inherited
+        return names
+
+    out = []
+    for nodes in defined.values():
+        for node in nodes:
+            names = provided(node, frozenset({node.name}))
+            if names is None or node.keywords:  # a metaclass may provide attributes too
+                continue
+            read = {
+                sub.attr
+                for sub in ast.walk(node)
+                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and _is_self(sub.value)
+            }
+            if {a for a in read - names if not a.startswith("__")}:
+                out.append(where[id(node)])
+    return sorted(out)
+
+
+def test_no_class_leans_on_attributes_a_subclass_provides():
+    assert classes_that_lean_on_subclasses(*COMPOSED_PACKAGES) == []
+
+
+def test_the_lean_check_sees_a_single_base_mixin_from_another_module(tmp_path):
+    """The shape of the PyPTO ``HostParts`` and ``ValueWriter`` mixins: one base, no
+    ``__init__``, methods that read what only the class built on it sets."""
+    package = tmp_path / "lowering"
+    package.mkdir()
+    (package / "parts.py").write_text(
+        "class Parts:\n    def text(self):\n        return self.names[0]\n"
+        "class Table:\n    rows: list\n    def first(self):\n        return self.rows[0]\n"
+        "class Base:\n    def __init__(self):\n        self.names = []\n"
+        "class Derived(Base):\n    def text(self):\n        return self.names\n"
+        "class Out(ValueError):\n    def text(self):\n        return self.args\n"
+    )
+    (package / "writer.py").write_text(
+        "from lowering.parts import Parts\nclass Writer(Parts):\n    def __init__(self):\n        self.names = []\n"
+    )
+    assert classes_that_lean_on_subclasses(package) == ["lowering/parts.Parts"]

@@ -289,13 +289,13 @@ class _Emitter:
             writer.start(task.body)
             writer.stmts(task.body, depth + 1)
             head = self.scope(task, writer, deps, bind)
-            self.temps |= writer.local_used
-            self.task_temps[task.name] = dict(writer.temps)
+            self.temps |= writer.scope.local_used
+            self.task_temps[task.name] = dict(writer.scope.temps)
         except UnsupportedForPyPTO as err:
             err.span = err.span or task.header_span  # the statement, else the task
             raise
         body = writer.lines
-        if writer.uses_block:
+        if writer.scope.uses_block:
             body = ["    " * (depth + 1) + "block = pl.tile.get_block_idx()", *body]
         lines.extend(layout(head, depth))
         lines.extend(body)
@@ -317,8 +317,8 @@ class _Emitter:
             kw["allow_early_resolve"] = "True"
         if spmd and task.predicate is not None:
             p = task.predicate
-            cell = ", ".join(writer.int(i) for i in p.index)
-            kw["predicate"] = f"({self.py(p.tensor)}[{cell}] {_CMP[p.cmp]} {writer.int(p.value)})"
+            cell = ", ".join(writer.scope.int(i) for i in p.index)
+            kw["predicate"] = f"({self.py(p.tensor)}[{cell}] {_CMP[p.cmp]} {writer.scope.int(p.value)})"
         units = body_units(task.body)
         inferred = "mix" if units == {"cube", "vector"} else "aic" if units == {"cube"} else "aiv"
         if task.core == "mix" and inferred != "mix":
@@ -328,7 +328,7 @@ class _Emitter:
                 f"task {task.name} runs on {task.core} but its ops make a PyPTO kernel {inferred}"
             )
         head = (
-            call("pl.spmd", writer.int(task.grid), **kw)
+            call("pl.spmd", writer.scope.int(task.grid), **kw)
             if spmd
             else call("pl.at", level="pl.Level.CORE_GROUP", **kw)
         )

@@ -1,11 +1,11 @@
-"""IR values -> PyPTO expressions inside a kernel scope (the value half of ``BodyWriter``).
+"""IR values -> PyPTO expressions inside a kernel scope.
 
 Tile ops map to their ``pl`` names (``a + b`` on tiles is ``pl.add``, a comparison
 ``pl.cmp`` with its ``cmp_type``); scalar arithmetic stays Python operators; the few DSL ops
 PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``, its operand
 bound to a ``logit`` local first unless it is one already, as pypto-lib's models write it). A value
 that must be a name (an operand PyPTO takes only as a tile variable) is bound to a
-temporary first. The statements, names and index text are ``lowering.codegen.pypto.body.BodyWriter``.
+temporary first. The statements are ``lowering.codegen.pypto.body``, the names and index text ``...scope``.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from lowering import body as ir_body
+from lowering.codegen.pypto.scope import TaskScope
 from lowering.codegen.pypto.text import (
     Cat,
     Doc,
@@ -65,22 +66,25 @@ def dtype_name(dtype: str) -> str:
 
 
 class ValueWriter:
-    """The value half of ``BodyWriter`` (a mixin: it provides names, temporaries and regions)."""
+    """Writes IR values of one task as PyPTO expressions, in the task's names (``scope``)."""
+
+    def __init__(self, scope: TaskScope):
+        self.scope = scope
 
     def value(self, v: ir_body.Value) -> Doc:
         if isinstance(v, ir_body.IntV):
-            return self.int(v.expr)
+            return self.scope.int(v.expr)
         if isinstance(v, ir_body.FloatV):
             return py_float(v.value)
         if isinstance(v, ir_body.DtypeV):
             return dtype_name(v.dtype)
         if isinstance(v, ir_body.ListV):
-            return lst([self.int(i) for i in v.items])
+            return lst([self.scope.int(i) for i in v.items])
         if isinstance(v, ir_body.LocalV):
-            return self.py(v.name)
+            return self.scope.py(v.name)
         if isinstance(v, ir_body.LoadV):
-            base = self.py(v.tensor) if v.local else self.tensor(v.tensor)
-            dims = self.region_items(v.region, None if v.local else self.shape(v.tensor))
+            base = self.scope.py(v.tensor) if v.local else self.scope.tensor(v.tensor)
+            dims = self.scope.region_items(v.region, None if v.local else self.scope.shape(v.tensor))
             if len(dims) < 2:
                 return f"{base}[{', '.join(dims)}]"
             return Group(base, list(dims), "[", "]")
@@ -109,7 +113,9 @@ class ValueWriter:
                 return call("pl.div", a, b)  # integer tiles divide to an integer (operands are >= 0)
             if v.op == "mod":
                 tmp = call(
-                    "pl.create_tile", lst([self.int(d) for d in v.type.shape]), dtype=dtype_name(v.type.dtype)
+                    "pl.create_tile",
+                    lst([self.scope.int(d) for d in v.type.shape]),
+                    dtype=dtype_name(v.type.dtype),
                 )
                 return call("pl.rem" if isinstance(v.b.type, ir_body.TileType) else "pl.rems", a, b, tmp)
             if v.op in _CMP_TYPES:
@@ -130,8 +136,8 @@ class ValueWriter:
         if op in ("sigmoid", "silu"):
             x: Doc = self.value(args[0])
             if not isinstance(args[0], ir_body.LocalV):  # one line, not the operand nested four calls deep
-                name = self.fresh("logit")
-                self.pre.append((Cat([f"{name} = ", x]), 0))
+                name = self.scope.fresh("logit")
+                self.scope.before(Cat([f"{name} = ", x]))
                 x = name
             return self._sigmoid(x) if op == "sigmoid" else call("pl.mul", x, self._sigmoid(x))
         if op in ("zeros", "full"):
@@ -157,9 +163,9 @@ class ValueWriter:
             return call("pl.mrgsort", self.value(args[0]), block_len=self.value(args[1]))
         if op == "topk_pairs":
             s = args[0]
-            name = self.py(s.name) if isinstance(s, ir_body.LocalV) else self.bind_temp(s)
+            name = self.scope.py(s.name) if isinstance(s, ir_body.LocalV) else self.bind_temp(s)
             k = args[1]
-            width = self.int(k.expr) if isinstance(k, ir_body.IntV) else flat(self.value(k))
+            width = self.scope.int(k.expr) if isinstance(k, ir_body.IntV) else flat(self.value(k))
             width = f"2 * {width}" if width.replace("_", "").isalnum() else f"2 * ({width})"
             return f"{name}[:, 0 : {width}]"
         if op in ("even_lanes", "odd_lanes"):
@@ -175,13 +181,13 @@ class ValueWriter:
             t = v.type
             if not isinstance(t, ir_body.TileType):
                 raise UnsupportedForPyPTO("select on scalars has no PyPTO op")
-            tmp = call("pl.create_tile", lst([self.int(d) for d in t.shape]), dtype=dtype_name(t.dtype))
+            tmp = call("pl.create_tile", lst([self.scope.int(d) for d in t.shape]), dtype=dtype_name(t.dtype))
             return call("pl.sel", *(self.value(a) for a in args), tmp)
         if op == "read":
             load = args[0]
             assert isinstance(load, ir_body.LoadV)
-            base = self.py(load.tensor) if load.local else self.tensor(load.tensor)
-            return call("pl.read", base, lst([self.int(r.start) for r in load.region]))
+            base = self.scope.py(load.tensor) if load.local else self.scope.tensor(load.tensor)
+            return call("pl.read", base, lst([self.scope.int(r.start) for r in load.region]))
         if op in ("min", "max"):
             return call(f"pl.{op}", *(self.value(a) for a in args))
         if op == "cdiv":
@@ -238,10 +244,18 @@ class ValueWriter:
     def valid_of(self, x: ir_body.Value, rows: ir_body.Value | None, cols: ir_body.Value) -> Doc:
         t = x.type
         if isinstance(x, ir_body.LoadV) and not x.local and isinstance(t, ir_body.TileType):
-            ext = self.extents(x.region)
-            shape = lst([self.int(e) for e in ext])
-            vshape = lst([self.value(rows) if rows is not None else self.int(ext[-2]), self.value(cols)])
-            return call("pl.slice", self.tensor(x.tensor), shape, self.offsets(x.region), valid_shape=vshape)
+            ext = self.scope.extents(x.region)
+            shape = lst([self.scope.int(e) for e in ext])
+            vshape = lst(
+                [self.value(rows) if rows is not None else self.scope.int(ext[-2]), self.value(cols)]
+            )
+            return call(
+                "pl.slice",
+                self.scope.tensor(x.tensor),
+                shape,
+                self.scope.offsets(x.region),
+                valid_shape=vshape,
+            )
         if rows is None:
             if not isinstance(t, ir_body.TileType) or len(t.shape) < 2:
                 raise UnsupportedForPyPTO("valid() of a value without a known 2-D shape")
@@ -255,10 +269,10 @@ class ValueWriter:
         while isinstance(cur, ir_body.CallV) and cur.op == "mrgsort":
             chain.append(cur.args[1])
             cur = cur.args[0]
-        name = self.fresh("sorted_tile")
-        self.pre.append((Cat([f"{name} = ", self.value(cur)]), 0))
+        name = self.scope.fresh("sorted_tile")
+        self.scope.before(Cat([f"{name} = ", self.value(cur)]))
         for bl in reversed(chain):
-            self.pre.append((Cat([f"{name} = ", call("pl.mrgsort", name, block_len=self.value(bl))]), 0))
+            self.scope.before(Cat([f"{name} = ", call("pl.mrgsort", name, block_len=self.value(bl))]))
         return name
 
     def gather_rows(self, v: ir_body.CallV) -> str:
@@ -270,21 +284,21 @@ class ValueWriter:
         index = (
             self.value(rows) if isinstance(rows, ir_body.LocalV) else self.bind_value(rows, "index")
         )  # before the loop
-        name, r = self.fresh(self.hint(src.tensor, "rows")), self.fresh("row")
-        n, c = (self.int(d) for d in t.shape)
-        self.pre.append(
-            (Cat([f"{name} = ", call("pl.create_tile", lst([n, c]), dtype=dtype_name(t.dtype))]), 0)
-        )
-        self.pre.append((f"for {r} in pl.range({n}):", 0))
+        name, r = self.scope.fresh(self.scope.hint(src.tensor, "rows")), self.scope.fresh("row")
+        n, c = (self.scope.int(d) for d in t.shape)
+        self.scope.before(Cat([f"{name} = ", call("pl.create_tile", lst([n, c]), dtype=dtype_name(t.dtype))]))
+        self.scope.before(f"for {r} in pl.range({n}):")
         row = call("pl.read", index, lst(["0", r]))
-        start = [self.int(x.start) for x in src.region]
+        start = [self.scope.int(x.start) for x in src.region]
         src_off = lst([Cat([row, f" + {start[0]}"]) if start[0] != "0" else row, start[1]])
-        gather = call("pl.gather_row", name, self.tensor(src.tensor), lst([r, "0"]), src_off, lst(["1", c]))
-        self.pre.append((Cat([f"{name} = ", gather]), 1))
+        gather = call(
+            "pl.gather_row", name, self.scope.tensor(src.tensor), lst([r, "0"]), src_off, lst(["1", c])
+        )
+        self.scope.before(Cat([f"{name} = ", gather]), 1)
         return name
 
     def bind_value(self, v: ir_body.Value, hint: str) -> str:
         """Bind ``v`` to a local named after what it is (``hint``) before the statement."""
-        name = self.fresh(hint)
-        self.pre.append((Cat([f"{name} = ", self.value(v)]), 0))
+        name = self.scope.fresh(hint)
+        self.scope.before(Cat([f"{name} = ", self.value(v)]))
         return name
