@@ -31,6 +31,7 @@ EXPECTED = {
     # idx_query needs 612 KiB of UB, idx_score 448 KiB (A711), at the real configuration
     "models/deepseek_v4_flash/prefill_indexer.dsl:prefill_indexer": "A711",
     "tests/fixtures/layers/moe_dispatch.dsl:moe_dispatch": None,
+    "tests/fixtures/layers/name_collision.dsl:name_collision": None,
     "tests/fixtures/layers/split_k.dsl:hc_pre_linear": None,
     "tests/fixtures/run/handshake_post.dsl:handshake": None,
     "tests/fixtures/run/handshake_pre.dsl:handshake": None,

@@ -20,8 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import dsl
 from dsl.frontend import compile_file, compile_text
 from lowering import body as ir_body
 from lowering.codegen.names import readable
@@ -35,10 +37,12 @@ LAYERS = sorted((ROOT / "models").rglob("*.dsl")) + sorted(
 )
 RUFF = Path(sys.executable).with_name("ruff")
 
-#: (layer, source name) -> the emitted name a collision gives it. None of these layers has one.
-COLLISIONS: dict[tuple[str, str], str] = {}
-#: (layer, identifier): escaped identifiers a documented collision needs. None today.
-ESCAPES: set[tuple[str, str]] = set()
+COLLISION = ROOT / "tests" / "fixtures" / "layers" / "name_collision.dsl"
+#: (layer, source name) -> the emitted name a collision gives it: the callee's scratch
+#: `stage.tmp` reads as `stage_tmp`, which the caller's own tensor is called.
+COLLISIONS: dict[tuple[str, str], str] = {("name_collision", "stage.tmp"): "stage__tmp_"}
+#: (layer, identifier): escaped identifiers a documented collision needs.
+ESCAPES: set[tuple[str, str]] = {("name_collision", "stage__tmp_")}
 
 OLD_TEMPORARY = re.compile(r"^_(logit|s|g|r|t|uv)\d+_?$")
 
@@ -222,3 +226,35 @@ def test_a_tensor_name_with_no_readable_form_still_names_the_temporaries_it_feed
     for text in (render_numpy(graph, "h", "v"), render_pypto(graph, "h", "v")):
         found = identifiers(text)
         assert "val" in found and "val2" in found, sorted(found)
+
+
+def test_a_collision_is_written_as_the_naming_rules_say(graphs, tmp_path, monkeypatch):
+    """tests/fixtures/layers/name_collision.dsl, in the three targets, as exact text: the
+    caller's `stage_tmp` keeps its name, the callee's `stage.tmp` is escaped, and the two stay
+    two buffers (run: `post` reads the caller's values, not the callee's doubled ones)."""
+    (graph,) = graphs[COLLISION]
+    pypto = [line.strip() for line in render_pypto(graph, "h", "v").splitlines() if "tmp" in line]
+    assert pypto == [
+        "stage_tmp = pl.create_tensor([N, D], dtype=pl.FP32)",
+        "stage__tmp_ = pl.create_tensor([N, D], dtype=pl.FP32)",
+        "stage_tmp = pl.assemble(stage_tmp, pl.add(x[:, :], 100.0), [0, 0])",
+        "stage__tmp_ = pl.assemble(stage__tmp_, pl.mul(stage_tmp[:, :], 2.0), [0, 0])",
+        "y = pl.assemble(y, stage__tmp_[:, :], [0, 0])",
+        "z = pl.assemble(z, stage_tmp[:, :], [0, 0])",
+    ]
+    numpy_text = render_numpy(graph, "h", "v")
+    bound = [line.strip() for line in numpy_text.splitlines() if "= ctx.t(" in line and "tmp" in line]
+    assert bound == [
+        'stage_tmp = ctx.t("stage_tmp")',
+        'stage__tmp_ = ctx.t("stage.tmp")',
+        'stage_tmp = ctx.t("stage_tmp")',
+        'stage__tmp_ = ctx.t("stage.tmp")',
+        'stage_tmp = ctx.t("stage_tmp")',
+    ]
+    monkeypatch.setenv("DSLC_CACHE_DIR", str(tmp_path / "cache"))
+    layer = dsl.load(COLLISION)
+    inputs = layer.make_inputs(0)
+    outputs = layer.run(inputs).outputs[0]
+    x = inputs[0]["x"]
+    assert np.array_equal(outputs["z"], x + np.float32(100.0))
+    assert np.array_equal(outputs["y"], (x + np.float32(100.0)) * np.float32(2.0))
