@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from typing import Any, ClassVar
 
 from lowering.pypto_reader import (
     exprs_arithmetic,
@@ -52,7 +53,6 @@ from lowering.pypto_reader.values import (
     IntVal,
     ModuleVal,
     PyVal,
-    SeqVal,
     TensorVal,
     Unknown,
     Val,
@@ -72,8 +72,55 @@ def dotted(node: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
+def constant(ev: Evaluator, node: ast.Constant) -> Val:
+    v = node.value
+    if isinstance(v, int) and not isinstance(v, bool):
+        return IntVal(Const(v))
+    return PyVal(v)
+
+
+def name(ev: Evaluator, node: ast.Name) -> Val:
+    v = ev.lookup(node.id, node)
+    if isinstance(v, Unknown) and v.why.startswith("unknown name") and node.id in BUILTINS:
+        return BUILTINS[node.id]
+    return v
+
+
+def assignment_expression(ev: Evaluator, node: ast.NamedExpr) -> Val:
+    v = ev.eval(node.value)
+    ev.bind_target(node.target, v)
+    return v
+
+
 class Evaluator:
     """Evaluates expressions; subclasses provide names (``lookup``) and calls (``call_*``)."""
+
+    #: How each kind of expression is evaluated: a function of (evaluator, node). A reader
+    #: built on this one extends the table; a kind missing from it is unknown.
+    expressions: ClassVar[dict[type[ast.expr], Callable[[Any, Any], Val]]] = {
+        ast.Constant: constant,
+        ast.Name: name,
+        ast.NamedExpr: assignment_expression,
+        ast.Attribute: exprs_attributes.attribute_reference,
+        ast.Tuple: exprs_displays.tuple_display,
+        ast.List: exprs_displays.list_display,
+        ast.Set: exprs_displays.set_display,
+        ast.Dict: exprs_displays.dict_display,
+        ast.JoinedStr: exprs_displays.formatted_string,
+        ast.ListComp: exprs_displays.list_comprehension,
+        ast.SetComp: exprs_displays.set_comprehension,
+        ast.GeneratorExp: exprs_displays.generator_expression,
+        ast.DictComp: exprs_displays.dict_comprehension,
+        ast.Lambda: exprs_calls.lambda_expression,
+        ast.UnaryOp: exprs_arithmetic.unary_operation,
+        ast.BinOp: exprs_arithmetic.binary_operation,
+        ast.BoolOp: exprs_comparisons.boolean_operation,
+        ast.Compare: exprs_comparisons.comparison,
+        ast.IfExp: exprs_comparisons.conditional_expression,
+        ast.Slice: exprs_subscripts.slice_value,
+        ast.Subscript: exprs_subscripts.subscription,
+        ast.Call: exprs_calls.call_expression,
+    }
 
     def __init__(self, file: str, notes: Notes, env: Callable[[], dict[str, int]]):
         self.file = file
@@ -206,92 +253,10 @@ class Evaluator:
 
     # ---------------------------------------------------------------- evaluation
     def eval(self, node: ast.expr) -> Val:
-        method = getattr(self, "e_" + type(node).__name__, None)
-        if method is None:
+        handler = self.expressions.get(type(node))
+        if handler is None:
             return Unknown(f"{type(node).__name__} expression")
-        return method(node)
-
-    def e_Constant(self, node: ast.Constant) -> Val:
-        v = node.value
-        if isinstance(v, int) and not isinstance(v, bool):
-            return IntVal(Const(v))
-        return PyVal(v)
-
-    def e_Name(self, node: ast.Name) -> Val:
-        v = self.lookup(node.id, node)
-        if isinstance(v, Unknown) and v.why.startswith("unknown name") and node.id in BUILTINS:
-            return BUILTINS[node.id]
-        return v
-
-    def e_NamedExpr(self, node: ast.NamedExpr) -> Val:
-        v = self.eval(node.value)
-        self.bind_target(node.target, v)
-        return v
-
-    def e_Attribute(self, node: ast.Attribute) -> Val:
-        base = self.eval(node.value)
-        return self.attribute(base, node.attr, node)
-
-    def e_Tuple(self, node: ast.Tuple) -> Val:
-        items = exprs_displays.display_items(self, node.elts)
-        return SeqVal(items, "tuple") if items is not None else Unknown("a starred item")
-
-    def e_List(self, node: ast.List) -> Val:
-        items = exprs_displays.display_items(self, node.elts)
-        return SeqVal(items, "list") if items is not None else Unknown("a starred item")
-
-    def e_Set(self, node: ast.Set) -> Val:
-        items = exprs_displays.display_items(self, node.elts)
-        return SeqVal(items, "set") if items is not None else Unknown("a starred item")
-
-    def e_Dict(self, node: ast.Dict) -> Val:
-        return exprs_displays.dict_display(self, node)
-
-    def e_JoinedStr(self, node: ast.JoinedStr) -> Val:
-        return exprs_displays.formatted_string(self, node)
-
-    def e_ListComp(self, node: ast.ListComp) -> Val:
-        items = exprs_displays.comprehension(self, node.generators, lambda: [self.eval(node.elt)])
-        return SeqVal(items, "list") if items is not None else Unknown("a comprehension")
-
-    def e_SetComp(self, node: ast.SetComp) -> Val:
-        items = exprs_displays.comprehension(self, node.generators, lambda: [self.eval(node.elt)])
-        return SeqVal(items, "set") if items is not None else Unknown("a comprehension")
-
-    def e_GeneratorExp(self, node: ast.GeneratorExp) -> Val:
-        items = exprs_displays.comprehension(self, node.generators, lambda: [self.eval(node.elt)])
-        return SeqVal(items, "tuple") if items is not None else Unknown("a generator")
-
-    def e_DictComp(self, node: ast.DictComp) -> Val:
-        return exprs_displays.dict_comprehension(self, node)
-
-    def e_Lambda(self, node: ast.Lambda) -> Val:
-        return self.make_function(node)
-
-    def e_UnaryOp(self, node: ast.UnaryOp) -> Val:
-        return exprs_arithmetic.unary_operation(self, node)
-
-    def e_BinOp(self, node: ast.BinOp) -> Val:
-        a, b = self.eval(node.left), self.eval(node.right)
-        return self.binary(node.op, a, b, node)
-
-    def e_BoolOp(self, node: ast.BoolOp) -> Val:
-        return exprs_comparisons.boolean_operation(self, node)
-
-    def e_Compare(self, node: ast.Compare) -> Val:
-        return exprs_comparisons.comparison(self, node)
-
-    def e_IfExp(self, node: ast.IfExp) -> Val:
-        return exprs_comparisons.conditional_expression(self, node)
-
-    def e_Slice(self, node: ast.Slice) -> Val:
-        return exprs_subscripts.slice_value(self, node)
-
-    def e_Subscript(self, node: ast.Subscript) -> Val:
-        return exprs_subscripts.subscription(self, node)
-
-    def e_Call(self, node: ast.Call) -> Val:
-        return exprs_calls.call_expression(self, node)
+        return handler(self, node)
 
     # ---------------------------------------------------------------- operations
     # What the readers built on the evaluator call (and some override); methods, so that an

@@ -46,6 +46,11 @@ _PY_BIN: dict[type, Callable] = {
 }
 
 
+def binary_operation(ev: Evaluator, node: ast.BinOp) -> Val:
+    a, b = ev.eval(node.left), ev.eval(node.right)
+    return ev.binary(node.op, a, b, node)
+
+
 def unary_operation(ev: Evaluator, node: ast.UnaryOp) -> Val:
     """``-x``, ``+x``, ``not x`` and ``~x``; ``-(-a // b)`` is ``cdiv``."""
     v = ev.eval(node.operand)

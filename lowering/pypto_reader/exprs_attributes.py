@@ -50,6 +50,10 @@ DTYPES = {
 }
 
 
+def attribute_reference(ev: Evaluator, node: ast.Attribute) -> Val:
+    return ev.attribute(ev.eval(node.value), node.attr, node)
+
+
 def attribute(ev: Evaluator, base: Val, attr: str, node: ast.AST) -> Val:
     """``base.attr`` (``x.attr`` once ``x`` is evaluated)."""
     if isinstance(base, PlRef):

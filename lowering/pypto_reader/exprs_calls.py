@@ -60,6 +60,10 @@ def call_extern(ev: Evaluator, func: ExternVal, args: list[Val], kwargs: dict[st
     return UNKNOWN
 
 
+def lambda_expression(ev: Evaluator, node: ast.Lambda) -> Val:
+    return ev.make_function(node)
+
+
 def call_expression(ev: Evaluator, node: ast.Call) -> Val:
     """``f(...)``, dispatched on what ``f`` is."""
     func = ev.eval(node.func)

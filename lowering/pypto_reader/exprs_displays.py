@@ -34,6 +34,38 @@ def display_items(ev: Evaluator, elts: list[ast.expr]) -> list[Val] | None:
     return out
 
 
+def _sequence(items: list[Val] | None, kind: str, why: str) -> Val:
+    return SeqVal(items, kind) if items is not None else Unknown(why)
+
+
+def tuple_display(ev: Evaluator, node: ast.Tuple) -> Val:
+    return _sequence(display_items(ev, node.elts), "tuple", "a starred item")
+
+
+def list_display(ev: Evaluator, node: ast.List) -> Val:
+    return _sequence(display_items(ev, node.elts), "list", "a starred item")
+
+
+def set_display(ev: Evaluator, node: ast.Set) -> Val:
+    return _sequence(display_items(ev, node.elts), "set", "a starred item")
+
+
+def list_comprehension(ev: Evaluator, node: ast.ListComp) -> Val:
+    return _sequence(
+        comprehension(ev, node.generators, lambda: [ev.eval(node.elt)]), "list", "a comprehension"
+    )
+
+
+def set_comprehension(ev: Evaluator, node: ast.SetComp) -> Val:
+    return _sequence(
+        comprehension(ev, node.generators, lambda: [ev.eval(node.elt)]), "set", "a comprehension"
+    )
+
+
+def generator_expression(ev: Evaluator, node: ast.GeneratorExp) -> Val:
+    return _sequence(comprehension(ev, node.generators, lambda: [ev.eval(node.elt)]), "tuple", "a generator")
+
+
 def dict_display(ev: Evaluator, node: ast.Dict) -> Val:
     """``{k: v, **other}`` with keys known to be hashable."""
     out = DictVal()

@@ -16,8 +16,8 @@ become unknown (a loop over an unknown iterable makes its names unknown); an exc
 nothing catches ends the function it was raised in, as in Python.
 
 The class is the interpreter's interface, as :class:`~lowering.pypto_reader.exprs.Evaluator`
-is the evaluator's: its state (frames, depth, the read's budget and loader), the ``s_<Node>``
-statement handlers dispatch finds by name, the hooks the interpreters built on it override and
+is the evaluator's: its state (frames, depth, the read's budget and loader), the table of
+statement handlers (``statements``: node type -> function), the hooks the interpreters built on it override and
 the operations other readers call. Each kind of work is done by the functions of its own
 module, on the interpreter they are given (so a subclass's overrides apply inside them):
 ``interp_frames`` (frames, names and the targets a value is stored to), ``interp_statements``
@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from lowering.pypto_reader import interp_control_flow, interp_definitions, interp_frames, interp_statements
 from lowering.pypto_reader.exprs import Evaluator
-from lowering.pypto_reader.interp_control import Break, Budget, Continue, Return
+from lowering.pypto_reader.interp_control import Budget
 from lowering.pypto_reader.interp_frames import Frame
 from lowering.pypto_reader.notes import Notes
-from lowering.pypto_reader.values import ClassVal, FuncVal, PyVal, Val
+from lowering.pypto_reader.values import ClassVal, FuncVal, Val
 
 if TYPE_CHECKING:
     from lowering.pypto_reader.modules import Loader, ModuleInfo
@@ -46,6 +46,35 @@ if TYPE_CHECKING:
 class PyInterpreter(Evaluator):
     """Interprets Python statements over abstract values; subclasses add what ``pl`` means."""
 
+    #: How each kind of statement runs: a function of (interpreter, node). An interpreter built
+    #: on this one extends the table (``{**PyInterpreter.statements, ast.For: ...}``); a kind
+    #: missing from it is ``unsupported_statement``.
+    statements: ClassVar[dict[type[ast.stmt], Callable[[Any, Any], None]]] = {
+        ast.Expr: interp_statements.expression_statement,
+        ast.Assign: interp_statements.assignment,
+        ast.AnnAssign: interp_statements.annotated_assignment,
+        ast.AugAssign: interp_statements.augmented_assignment,
+        ast.Delete: interp_statements.delete,
+        ast.Pass: interp_statements.no_effect,
+        ast.Global: interp_statements.global_statement,
+        ast.Nonlocal: interp_statements.no_effect,
+        ast.With: interp_statements.with_statement,
+        ast.Import: interp_statements.import_statement,
+        ast.ImportFrom: interp_statements.import_from_statement,
+        ast.Return: interp_control_flow.return_statement,
+        ast.Break: interp_control_flow.break_statement,
+        ast.Continue: interp_control_flow.continue_statement,
+        ast.Raise: interp_control_flow.raise_statement,
+        ast.Assert: interp_control_flow.assert_statement,
+        ast.If: interp_control_flow.if_statement,
+        ast.For: interp_control_flow.for_statement,
+        ast.While: interp_control_flow.while_statement,
+        ast.Try: interp_control_flow.try_statement,
+        ast.TryStar: interp_control_flow.try_statement,
+        ast.FunctionDef: interp_definitions.function_definition,
+        ast.AsyncFunctionDef: interp_definitions.function_definition,
+        ast.ClassDef: interp_definitions.class_definition,
+    }
     loop_limit: int | None = None  # host code sets HOST_LOOP_STEPS; orchestration loops make tasks
     _class_name: str | None = None  # the class whose body is running, the owner of its methods
 
@@ -105,86 +134,16 @@ class PyInterpreter(Evaluator):
         """A statement kind the interpreter does not run (``match``, ``async``): its names are unknown."""
         interp_statements.havoc(self, s)
 
-    def s_Expr(self, s: ast.Expr) -> None:
-        interp_statements.expression_statement(self, s)
-
-    def s_Assign(self, s: ast.Assign) -> None:
-        interp_statements.assignment(self, s)
-
-    def s_AnnAssign(self, s: ast.AnnAssign) -> None:
-        interp_statements.annotated_assignment(self, s)
-
-    def s_AugAssign(self, s: ast.AugAssign) -> None:
-        interp_statements.augmented_assignment(self, s)
-
-    def s_Delete(self, s: ast.Delete) -> None:
-        interp_statements.delete(self, s)
-
-    def s_Pass(self, s: ast.Pass) -> None:
-        return None
-
-    def s_Global(self, s: ast.Global) -> None:
-        self.frame.declared_global.update(s.names)
-
-    def s_Nonlocal(self, s: ast.Nonlocal) -> None:
-        return None  # closures are shared dicts: a nonlocal store lands in the enclosing scope
-
-    def s_With(self, s: ast.With) -> None:
-        interp_statements.with_statement(self, s)
-
-    def s_Import(self, s: ast.Import) -> None:
-        interp_statements.import_statement(self, s)
-
-    def s_ImportFrom(self, s: ast.ImportFrom) -> None:
-        interp_statements.import_from_statement(self, s)
-
     # ---------------------------------------------------------------- control flow
-    def s_Return(self, s: ast.Return) -> None:
-        raise Return(self.eval(s.value) if s.value is not None else PyVal(None))
-
-    def s_Break(self, s: ast.Break) -> None:
-        raise Break()
-
-    def s_Continue(self, s: ast.Continue) -> None:
-        raise Continue()
-
-    def s_Raise(self, s: ast.Raise) -> None:
-        interp_control_flow.raise_statement(self, s)
-
-    def s_Assert(self, s: ast.Assert) -> None:
-        interp_control_flow.assert_statement(self, s)
-
-    def s_If(self, s: ast.If) -> None:
-        interp_control_flow.if_statement(self, s)
-
     def undecided_if(self, s: ast.If) -> None:
         interp_control_flow.undecided_if(self, s)
 
     def same(self, a: Val, b: Val) -> bool:
         return interp_control_flow.same(self, a, b)
 
-    def s_For(self, s: ast.For) -> None:
-        interp_control_flow.for_statement(self, s)
-
-    def s_While(self, s: ast.While) -> None:
-        interp_control_flow.while_statement(self, s)
-
-    def s_Try(self, s: ast.Try) -> None:
-        interp_control_flow.try_statement(self, s)
-
-    s_TryStar = s_Try
-
     # ---------------------------------------------------------------- definitions and calls
-    def s_FunctionDef(self, s: ast.FunctionDef) -> None:
-        self.bind_name(s.name, interp_definitions.define_function(self, s), s)
-
-    s_AsyncFunctionDef = s_FunctionDef
-
     def make_function(self, node: ast.FunctionDef | ast.Lambda) -> Val:
         return interp_definitions.define_function(self, node)
-
-    def s_ClassDef(self, s: ast.ClassDef) -> None:
-        interp_definitions.class_definition(self, s)
 
     def call_function(self, func: FuncVal, args: list[Val], kwargs: dict[str, Val], node: ast.AST) -> Val:
         return interp_definitions.call_function(self, func, args, kwargs, node)

@@ -25,6 +25,18 @@ if TYPE_CHECKING:
     from lowering.pypto_reader.interp import PyInterpreter
 
 
+def return_statement(it: PyInterpreter, s: ast.Return) -> None:
+    raise Return(it.eval(s.value) if s.value is not None else PyVal(None))
+
+
+def break_statement(it: PyInterpreter, s: ast.Break) -> None:
+    raise Break()
+
+
+def continue_statement(it: PyInterpreter, s: ast.Continue) -> None:
+    raise Continue()
+
+
 def raise_statement(it: PyInterpreter, s: ast.Raise) -> None:
     if s.exc is None:
         raise PyRaise(ObjVal(None, {"__exception__": PyVal("RuntimeError")}), span_of(it.file, s))

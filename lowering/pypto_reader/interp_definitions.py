@@ -78,6 +78,10 @@ def define_function(it: PyInterpreter, node: ast.FunctionDef | ast.Lambda, owner
     return value
 
 
+def function_definition(it: PyInterpreter, s: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    it.bind_name(s.name, define_function(it, s), s)  # type: ignore[arg-type]
+
+
 def decorate(it: PyInterpreter, value: Val, deco: ast.expr) -> Val:
     """Apply one decorator: a ``pl`` decorator sets the function's kind; ``property`` and
     friends its wrapper; other known decorators run; unknown ones leave it as it is."""

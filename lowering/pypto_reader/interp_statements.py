@@ -56,11 +56,11 @@ def reader_failure(it: PyInterpreter, node: ast.AST, err: Exception) -> None:
 
 
 def exec_stmt(it: PyInterpreter, s: ast.stmt) -> None:
-    method = getattr(it, "s_" + type(s).__name__, None)
-    if method is None:
+    handler = it.statements.get(type(s))
+    if handler is None:
         it.unsupported_statement(s)
         return
-    method(s)
+    handler(it, s)
 
 
 def havoc(it: PyInterpreter, *stmts: ast.stmt) -> None:
@@ -108,6 +108,15 @@ def augment(it: PyInterpreter, op: ast.operator, old: Val, value: Val, node: ast
         old.items.update(value.items)
         return old
     return it.binary(op, old, value, node)
+
+
+def no_effect(it: PyInterpreter, s: ast.Pass | ast.Nonlocal) -> None:
+    """``pass``; ``nonlocal`` too: closures share the enclosing scope's dict, so a nonlocal
+    store already lands there."""
+
+
+def global_statement(it: PyInterpreter, s: ast.Global) -> None:
+    it.frame.declared_global.update(s.names)
 
 
 def delete(it: PyInterpreter, s: ast.Delete) -> None:

@@ -27,6 +27,7 @@ import ast
 from collections.abc import Callable
 
 from lowering import body as ir_body
+from lowering.pypto_reader import exprs_arithmetic
 from lowering.pypto_reader import sorting as _sorting
 from lowering.pypto_reader.accesses import AccessRecorder, local_load
 from lowering.pypto_reader.exprs import Evaluator
@@ -258,12 +259,12 @@ class KernelReader(Evaluator):
         )
         return TileVal(ir_body.BinV(name, x, y, out))
 
-    def e_UnaryOp(self, node: ast.UnaryOp) -> Val:
+    def unary_operation(self, node: ast.UnaryOp) -> Val:
         if isinstance(node.op, ast.USub):
             inner = self.eval(node.operand)
             if isinstance(inner, PyVal) and isinstance(inner.value, float):
                 return TileVal(negative_float(inner.value))
-        return super().e_UnaryOp(node)
+        return exprs_arithmetic.unary_operation(self, node)
 
     def negate(self, v: Val, node: ast.AST) -> Val:
         if isinstance(v, TileVal):
@@ -330,3 +331,5 @@ class KernelReader(Evaluator):
 
     def tensor_op(self, name: str, node: ast.Call) -> Val:
         return self.opaque_op(name, node, f"'{name}' of a tensor inside a kernel")
+
+    expressions = {**Evaluator.expressions, ast.UnaryOp: unary_operation}

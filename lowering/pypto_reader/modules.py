@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lowering import parameters
-from lowering.pypto_reader import read_context, std_modules
+from lowering.pypto_reader import interp_control_flow, read_context, std_modules
 from lowering.pypto_reader.constants import (
     ArgOption,
     Params,
@@ -103,15 +103,15 @@ class ModuleInterpreter(PyInterpreter):
     def dynamic_axis(self, name: str, node: ast.AST) -> Val:
         return IntVal(self.params.dynamic(name, span_of(self.file, node)))
 
-    def s_If(self, s: ast.If) -> None:
+    def module_if(self, s: ast.If) -> None:
         if self.frame.kind == "module" and is_main_guard(s.test):
             self.frame.module.main_blocks.append(s)  # the harness: see run_main
             return
-        super().s_If(s)
+        interp_control_flow.if_statement(self, s)
 
-    def s_Assert(self, s: ast.Assert) -> None:
+    def module_assert(self, s: ast.Assert) -> None:
         if self.frame.kind != "module" or not self.defining:
-            super().s_Assert(s)
+            interp_control_flow.assert_statement(self, s)
             return
         params = self.params
         dom = domain_of_assert(s.test, lambda n: self.static(self.eval(n)), params, self.frame.module.prefix)
@@ -157,6 +157,8 @@ class ModuleInterpreter(PyInterpreter):
             f"module-level code past {self.budget.limit} interpreted statements",
             "the rest of this module's top level is not read: names it binds are unknown",
         )
+
+    statements = {**PyInterpreter.statements, ast.If: module_if, ast.Assert: module_assert}
 
 
 class Loader:

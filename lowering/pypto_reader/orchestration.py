@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from lowering.pypto_reader import interp_control_flow
 from lowering.pypto_reader.directions import annotation_direction, tensor_param
 from lowering.pypto_reader.exprs import dotted
 from lowering.pypto_reader.interp import PyInterpreter
@@ -226,7 +227,7 @@ class OrchestrationReader(PyInterpreter):
         return bound_nodes
 
     # ---------------------------------------------------------------- statements
-    def s_Assign(self, s: ast.Assign) -> None:
+    def assignment(self, s: ast.Assign) -> None:
         if len(s.targets) == 1:
             value = self.calls.eval_assign_value(s.targets[0], s.value)
         else:
@@ -234,9 +235,9 @@ class OrchestrationReader(PyInterpreter):
         for t in s.targets:
             self.bind_target(t, value)
 
-    def s_While(self, s: ast.While) -> None:
+    def while_loop(self, s: ast.While) -> None:
         if self.truth(self.eval(s.test)) is not None:
-            super().s_While(s)
+            interp_control_flow.while_statement(self, s)
             return
         self.notes.not_modelled(
             line_span(self.file, s),
@@ -270,7 +271,7 @@ class OrchestrationReader(PyInterpreter):
             self.calls.fuse_buffer(None if view is base else view, value, target)
 
     # ---------------------------------------------------------------- loops and branches
-    def s_For(self, s: ast.For) -> None:
+    def for_loop(self, s: ast.For) -> None:
         it = s.iter
         path = self.callee_path(it)
         if path == "pl.spmd":
@@ -385,7 +386,7 @@ class OrchestrationReader(PyInterpreter):
                 locals_[name] = Unknown(f"'{name}' is bound differently on branches the reader cannot decide")
 
     # ---------------------------------------------------------------- scopes
-    def s_With(self, s: ast.With) -> None:
+    def with_scope(self, s: ast.With) -> None:
         if len(s.items) != 1:
             self.notes.not_modelled(
                 line_span(self.file, s), "a with statement of several items", "its body is read as is"
@@ -454,6 +455,14 @@ class OrchestrationReader(PyInterpreter):
             )
             return True
         return truth
+
+    statements = {
+        **PyInterpreter.statements,
+        ast.Assign: assignment,
+        ast.While: while_loop,
+        ast.For: for_loop,
+        ast.With: with_scope,
+    }
 
 
 # ---------------------------------------------------------------- helpers
