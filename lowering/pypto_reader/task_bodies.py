@@ -49,13 +49,16 @@ class TaskBodies:
         )
 
     def tensor_signature(self, root: str) -> object:
-        """What a task body can see of a tensor: two tensors alike here read alike."""
+        """What a task body can see of a tensor: two tensors alike here read alike. Which buffer
+        a view lies in, and where, is not among it: a body reads a view by its own name, and
+        the graph places the instance's view in its base (so one template serves the views of
+        every layer's buffer)."""
         info = self.ev.prog.tensors.get(root)
         if info is None:
             return None
         return (
             info.dtype, info.shape, info.kind, info.manual_dep, info.distributed, info.declared_inout,
-            info.view_of, info.view_offset, root in self.ev.prog.signal_tensors, root in self.ev.prog.window_tensors,
+            root in self.ev.prog.signal_tensors, root in self.ev.prog.window_tensors,
         )  # fmt: skip
 
     def read_kernel(

@@ -47,9 +47,9 @@ def entry(
 """
 
 
-def _read(tmp_path, cached: bool, monkeypatch):
+def _read(tmp_path, cached: bool, monkeypatch, model: str = MODEL):
     path = tmp_path / "model.py"
-    path.write_text(textwrap.dedent(MODEL), encoding="utf-8")
+    path.write_text(textwrap.dedent(model), encoding="utf-8")
     with monkeypatch.context() as m:
         if not cached:
             m.setattr(kernel_cache, "MAX_TEMPLATES_PER_SCOPE", 0)  # every instance read afresh
@@ -83,8 +83,8 @@ def _symbols(obj, out: set[str]) -> set[str]:
     return out
 
 
-def test_instances_from_the_template_equal_instances_read_afresh(tmp_path, monkeypatch):
-    hits = []
+def _count_hits(monkeypatch) -> list[bool]:
+    hits: list[bool] = []
     real_find = kernel_cache.KernelCache.find
 
     def counting_find(self, *args, **kwargs):
@@ -93,6 +93,11 @@ def test_instances_from_the_template_equal_instances_read_afresh(tmp_path, monke
         return found
 
     monkeypatch.setattr(kernel_cache.KernelCache, "find", counting_find)
+    return hits
+
+
+def test_instances_from_the_template_equal_instances_read_afresh(tmp_path, monkeypatch):
+    hits = _count_hits(monkeypatch)
     cached = _facts(*_read(tmp_path, True, monkeypatch))
     assert sum(hits) == 4, hits  # layers 1 and 2 of both scopes came from the templates
     hits.clear()
@@ -108,3 +113,41 @@ def test_instances_from_the_template_equal_instances_read_afresh(tmp_path, monke
         assert not {s for s in _symbols((body, accesses), set()) if s.startswith("@")}
     scale2 = tasks[4]
     assert {a.tensor for a in scale2[3]} >= {"w2", "x", "y"} and "w0" not in {a.tensor for a in scale2[3]}
+
+
+# Each layer makes its own scratch buffer and hands the scope a flat view of it: the views
+# differ in the buffer they lie in, which a body cannot see, so one template serves them all.
+VIEWS_OF_LAYER_BUFFERS = """
+import pypto.language as pl
+
+L = 3
+R = 16
+C = 64
+
+
+@pl.jit
+def entry(x: pl.Tensor[[L * R, C], pl.FP32], y: pl.Out[pl.Tensor[[L * R, C], pl.FP32]]):
+    for layer in pl.range(L):
+        lo = layer * R
+        buf = pl.create_tensor([R, C], dtype=pl.FP32)
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="fill"):
+            buf = pl.assemble(buf, pl.load(x, [lo, 0], [R, C]), [0, 0])
+        flat = pl.reshape(buf, [R * C])
+        with pl.at(level=pl.Level.CORE_GROUP, name_hint="drain"):
+            row = pl.load(flat, [0], [R * C])
+            y = pl.assemble(y, pl.reshape(row, [R, C]), [lo, 0])
+    return y
+"""
+
+
+def test_views_of_each_layers_buffer_share_one_template(tmp_path, monkeypatch):
+    hits = _count_hits(monkeypatch)
+    cached = _facts(*_read(tmp_path, True, monkeypatch, VIEWS_OF_LAYER_BUFFERS))
+    assert hits == [False, False, True, True, True, True], hits  # layers 1 and 2 of both scopes
+    hits.clear()
+    fresh = _facts(*_read(tmp_path, False, monkeypatch, VIEWS_OF_LAYER_BUFFERS))
+    assert cached == fresh
+    tasks, edges = cached[0], cached[1]
+    drain2 = next(t for t in tasks if t[0] == "drain[2]")
+    assert {a.tensor for a in drain2[3]} == {"flat#3", "y"}, drain2[3]  # the layer's own view
+    assert any(e.src == "fill[2]" and e.dst == "drain[2]" for e in edges), edges  # through the base's bytes
