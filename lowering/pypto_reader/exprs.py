@@ -19,12 +19,13 @@ orchestration code and kernel bodies compute, on the values of
 Subclasses provide names (``lookup``), ``pl`` calls (``call_pl``), calls of the file's own
 functions (``call_function``) and what a kernel or orchestration makes of the rest.
 
-The class is the evaluator's interface -- dispatch, the hooks subclasses override and the
-operations other readers call -- and each kind of expression is computed by the functions of
-its own module, on the evaluator they are given (so a subclass's hooks apply inside them):
-``exprs_static`` (a value's static value, truth and items), ``exprs_arithmetic``,
-``exprs_comparisons``, ``exprs_displays`` (tuples, lists, sets, dicts, comprehensions,
-f-strings), ``exprs_subscripts``, ``exprs_attributes`` and ``exprs_calls``.
+The class is the evaluator's interface -- the table of expression handlers (``expressions``:
+node type -> function), the hooks subclasses override and the operations other readers call --
+and each kind of expression is computed by the functions of its own module, on the evaluator
+they are given (so a subclass's hooks apply inside them): ``exprs_static`` (a value's static
+value, truth and items), ``exprs_arithmetic``, ``exprs_comparisons``, ``exprs_displays``
+(tuples, lists, sets, dicts, comprehensions, f-strings), ``exprs_subscripts``,
+``exprs_attributes`` and ``exprs_calls``.
 """
 
 from __future__ import annotations
@@ -72,14 +73,14 @@ def dotted(node: ast.AST) -> str | None:
     return ".".join(reversed(parts))
 
 
-def constant(ev: Evaluator, node: ast.Constant) -> Val:
+def constant_expression(ev: Evaluator, node: ast.Constant) -> Val:
     v = node.value
     if isinstance(v, int) and not isinstance(v, bool):
         return IntVal(Const(v))
     return PyVal(v)
 
 
-def name(ev: Evaluator, node: ast.Name) -> Val:
+def name_expression(ev: Evaluator, node: ast.Name) -> Val:
     v = ev.lookup(node.id, node)
     if isinstance(v, Unknown) and v.why.startswith("unknown name") and node.id in BUILTINS:
         return BUILTINS[node.id]
@@ -98,8 +99,8 @@ class Evaluator:
     #: How each kind of expression is evaluated: a function of (evaluator, node). A reader
     #: built on this one extends the table; a kind missing from it is unknown.
     expressions: ClassVar[dict[type[ast.expr], Callable[[Any, Any], Val]]] = {
-        ast.Constant: constant,
-        ast.Name: name,
+        ast.Constant: constant_expression,
+        ast.Name: name_expression,
         ast.NamedExpr: assignment_expression,
         ast.Attribute: exprs_attributes.attribute_reference,
         ast.Tuple: exprs_displays.tuple_display,
