@@ -1,5 +1,9 @@
 """Keeping the garbage collector out of passes that build large acyclic structures
-(the front end's IR, the lint's analysis caches)."""
+(the front end's IR, the PyPTO reader's graph, the lint's analysis caches).
+
+Measured on real PyPTO code (bench/README.md, "Garbage collection"): with the collector on,
+a quarter to a third of reading a model file and running the rules on it went to full
+collections that walk the whole graph and find next to nothing."""
 
 from __future__ import annotations
 

@@ -26,7 +26,6 @@ from dsl.driver.cli_verify import add_parser as add_verify_parser
 from dsl.driver.cli_verify import cmd_verify
 from dsl.driver.codes import lookup, registry
 from dsl.driver.diagnostics import DRIVER_CODES, diag
-from dsl.driver.gc_pause import collection_paused
 from dsl.driver.golden import GoldenError
 from dsl.driver.options import integer
 from dsl.driver.render import SourceCache, render
@@ -142,8 +141,7 @@ def cmd_check(session: Session) -> int:
         raise UsageError("no *.dsl or PyPTO *.py files found under the given paths")
     everything: list[Diagnostic] = []
     for path in files:
-        with collection_paused():
-            everything.extend(one_per_site(lint_file(session, path, cfg)))
+        everything.extend(one_per_site(lint_file(session, path, cfg)))
     sys.stdout.write(format_findings(cfg.format, everything, session.sources, session.colour))
     if session.args.debug:
         for d in everything:

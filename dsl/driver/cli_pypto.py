@@ -16,6 +16,7 @@ from lowering.checks import all_rules
 from lowering.checks.rule import CheckContext
 from lowering.checks.suppressions import apply_suppressions
 from lowering.ir import Graph
+from lowering.perf import paused_gc
 from lowering.pypto_reader import INPUT_ERRORS, ReadResult, looks_like_pypto, read_pypto, strict
 from lowering.source import CompileError, Diagnostic, Severity
 
@@ -50,22 +51,25 @@ def compile_pypto(session, path: Path) -> list[Graph]:
 
 
 def run_rules_safely(graph: Graph, ctx: CheckContext, codes: set[str]) -> list[Diagnostic]:
+    """Every rule in ``codes`` on ``graph``, a rule's crash a P004 of its own (with the collector
+    paused, as ``lowering.checks.run_rules`` runs them)."""
     out: list[Diagnostic] = []
-    for code, rule in all_rules().items():
-        if code not in codes or not rule.applies_to(graph):
-            continue
-        try:
-            out.extend(rule.check(graph, ctx))
-        except Exception as err:  # noqa: BLE001 - a rule bug must not hide the other findings
-            out.append(
-                Diagnostic(
-                    "P004",
-                    f"rule {code} failed on the graph read from this file ({type(err).__name__}: {err})",
-                    graph.span,
-                    Severity.ERROR,
-                    data=(("traceback", "".join(traceback.format_exception(err))),),
+    with paused_gc():
+        for code, rule in all_rules().items():
+            if code not in codes or not rule.applies_to(graph):
+                continue
+            try:
+                out.extend(rule.check(graph, ctx))
+            except Exception as err:  # noqa: BLE001 - a rule bug must not hide the other findings
+                out.append(
+                    Diagnostic(
+                        "P004",
+                        f"rule {code} failed on the graph read from this file ({type(err).__name__}: {err})",
+                        graph.span,
+                        Severity.ERROR,
+                        data=(("traceback", "".join(traceback.format_exception(err))),),
+                    )
                 )
-            )
     return out
 
 

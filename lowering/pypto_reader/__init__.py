@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lowering.ir import Graph
+from lowering.perf import paused_gc
 from lowering.pypto_reader import read_context
 from lowering.pypto_reader.constants import Params, check_params
 from lowering.pypto_reader.graph import build_graphs
@@ -89,14 +90,15 @@ def read_pypto(
             return _done(result, notes)
     result.text = text
     overrides = dict(overrides or {})
-    for _ in range(2):  # a second read when --set named a constant that renames a parameter
-        params = Params(overrides=dict(overrides))
-        attempt = ReadResult(text=text)
-        _read(Path(file), text, params, Notes(), attempt, layer)
-        extra = {k: v for k, v in params.redirects.items() if k not in overrides}
-        if not extra:
-            return attempt
-        overrides.update(extra)
+    with paused_gc():  # a read builds tens of thousands of tasks that all stay alive
+        for _ in range(2):  # a second read when --set named a constant that renames a parameter
+            params = Params(overrides=dict(overrides))
+            attempt = ReadResult(text=text)
+            _read(Path(file), text, params, Notes(), attempt, layer)
+            extra = {k: v for k, v in params.redirects.items() if k not in overrides}
+            if not extra:
+                return attempt
+            overrides.update(extra)
     return attempt
 
 
