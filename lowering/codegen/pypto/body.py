@@ -67,7 +67,7 @@ def body_units(stmts: tuple[ir_body.Stmt, ...]) -> set[str]:
     return units
 
 
-class BodyWriter(ValueWriter):
+class BodyWriter:
     """Renders the statements of one task at a given indentation depth."""
 
     def __init__(
@@ -80,9 +80,8 @@ class BodyWriter(ValueWriter):
         self.read_names: set[str] = set()
 
     def emit(self, doc: Doc, depth: int) -> None:
-        for p, extra in self.scope.pre:
+        for p, extra in self.scope.take_pending():
             self.lines.extend(layout(p, depth + extra))
-        self.scope.pre = []
         self.lines.extend(layout(doc, depth))
 
     # ---------------------------------------------------------------- statements

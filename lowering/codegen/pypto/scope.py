@@ -44,6 +44,11 @@ class TaskScope:
         """Write ``doc`` before the statement being written (``extra_depth`` levels deeper)."""
         self.pre.append((doc, extra_depth))
 
+    def take_pending(self) -> list[tuple[Doc, int]]:
+        """The lines waiting before the statement being written, handed over once."""
+        pending, self.pre = self.pre, []
+        return pending
+
     def py(self, name: str) -> str:
         return self.temps.get(name) or self.names(name)
 

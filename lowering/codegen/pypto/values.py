@@ -5,7 +5,8 @@ Tile ops map to their ``pl`` names (``a + b`` on tiles is ``pl.add``, a comparis
 PyPTO lacks are written with ops it has (``sigmoid(x)`` = ``recip(1 + exp(-x))``, its operand
 bound to a ``logit`` local first unless it is one already, as pypto-lib's models write it). A value
 that must be a name (an operand PyPTO takes only as a tile variable) is bound to a
-temporary first. The statements are ``lowering.codegen.pypto.body``, the names and index text ``...scope``.
+temporary first. The statements are ``lowering.codegen.pypto.body``, the names and index text
+``lowering.codegen.pypto.scope``.
 """
 
 from __future__ import annotations
