@@ -32,6 +32,17 @@ def test_c401_names_the_point_it_counted_at():
     assert lint(RULES / "C401" / "good_point.dsl") == []
 
 
+def test_c401_a_capacity_that_grows_with_the_request():
+    # the consumer's last tile ends at 16 * cdiv(num_tokens, 16); the producer emits num_tokens + 8
+    (d,) = lint(RULES / "C401" / "bad_request_tiles.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("C401", 18, 57)
+    assert (
+        "pack keeps columns [0, 16) of sel but topk emits up to 17 valid columns per row for 24 admitted"
+        in (d.message)
+    )
+    assert "(e.g. num_tokens=9)" in d.message
+
+
 def test_c402_bad_flags_runtime_dependent_overflows():
     diags = lint(RULES / "C402" / "bad.dsl", codes={"C402"})
     assert triples(diags) == [("C402", 12, 7), ("C402", 23, 24)]

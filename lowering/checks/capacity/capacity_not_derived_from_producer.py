@@ -20,7 +20,8 @@ scalars with ranges, ``scalar start_pos: i32 in 0..8192``, filtered by the layer
   at all is a plain invariant and is not reported.
 
 A guard is matched to the capacities whose constants it names (constants expanded to their
-definitions). Requests are enumerated exactly up to 2M combinations, then sampled.
+definitions). A point is first judged on the box of accepted requests; the requests are
+enumerated (exactly up to 2M combinations, then sampled) only when the box cannot settle it.
 
 ## Why it breaks on the device
 
@@ -50,8 +51,10 @@ so neither the guard nor the capacity can drift from it:
 ## Parameter and round coverage
 
 Parameters: every admissible point of each structure class, the compiled point first (the
-points are thinned to extremes and a spread beyond 4,096); per point every admitted request,
-exactly up to 2M combinations of the runtime scalars, sampled beyond (the message says so).
+points are thinned to extremes and a spread beyond 4,096); per point every admitted request: first
+over the box of accepted requests (one interval per runtime scalar, exact for every request),
+then, only when the box leaves a doubt, request by request (exact up to 2M combinations,
+sampled beyond, and the message says so).
 Rounds: not round-dependent: one request at a time.
 """
 
@@ -66,7 +69,7 @@ from lowering.checks.capacity.emission import constants, cuts, emissions
 from lowering.checks.extents import named_value, point_text, ranges_text, veval
 from lowering.checks.points import own_point_first
 from lowering.checks.request_space import derived_values
-from lowering.checks.request_space_cache import space_at
+from lowering.checks.request_space_cache import scalar_intervals, space_at
 from lowering.checks.rule import CheckContext, finding
 from lowering.ir import Graph
 from lowering.parameters import Guard
@@ -118,7 +121,28 @@ def _example(space, mask: np.ndarray) -> str:
     return ", ".join(f"{n}={int(v[i])}" for n, v in space.values.items())
 
 
+def _clean_on_box(graph: Graph, ctx: CheckContext, point) -> bool:
+    """Whether this point has nothing to report, proven on the box of accepted requests (one
+    interval per runtime scalar) without enumerating them: no store emits past its region, no
+    consumer's prefix cuts what may be emitted, and no guard names a capacity's constants. The
+    box encloses every request, so a clean box is clean everywhere; anything less (or a bound
+    the box cannot give) leaves the verdict to the requests."""
+    box = scalar_intervals(ctx, point)
+    try:
+        emitted = emissions(graph, ctx, point, box)
+        found = cuts(graph, ctx, point, emitted, box)
+    except EvalError:
+        return False
+    if any((em.runs & (em.count > em.width)).any() for em in emitted):
+        return False
+    if any(cut.truncates.any() for cut in found):
+        return False
+    return not any(_related(graph, g, cut) for g in graph.guards for cut in found)
+
+
 def _at(graph: Graph, ctx: CheckContext, point) -> Iterator[Diagnostic]:
+    if _clean_on_box(graph, ctx, point):
+        return
     space = space_at(ctx, point)
     emitted = emissions(graph, ctx, point)
     if not emitted:
@@ -137,8 +161,8 @@ def _at(graph: Graph, ctx: CheckContext, point) -> Iterator[Diagnostic]:
                 CODE,
                 "error",
                 sf.span,
-                f"{em.producer.base} stores up to {int(em.count[i])} valid columns of {sf.tensor} per row "
-                f"({named_value(int(em.count[i]), [sf.finite], point)}) into a region of "
+                f"{em.producer.base} stores up to {int(em.count[i])} valid columns of {sf.tensor} per row"
+                f"{_which(int(em.count[i]), sf, point)} into a region of "
                 f"{int(em.width[i])} columns, for {int(over.sum())} admitted requests (e.g. "
                 f"{_example(space, over)}){at}{sampled}; the columns past {int(em.width[i])} are dropped",
                 fix=f"widen the stored region of {sf.tensor} to the emitted bound, or cap the emitted extent",
@@ -154,8 +178,8 @@ def _at(graph: Graph, ctx: CheckContext, point) -> Iterator[Diagnostic]:
             "error",
             cut.access.span,
             f"{cut.consumer.base} keeps columns [0, {int(cut.stop[i])}) of {em.store.tensor} but "
-            f"{em.producer.base} emits up to {int(em.end[i])} valid columns per row "
-            f"({named_value(int(em.count[i]), [em.store.finite], point)}) for {int(bad.sum())} admitted "
+            f"{em.producer.base} emits up to {int(em.end[i])} valid columns per row"
+            f"{_which(int(em.count[i]), em.store, point)} for {int(bad.sum())} admitted "
             f"requests (e.g. {_example(space, bad)}){at}{sampled}: the rows past {int(cut.stop[i])} are "
             f"silently dropped",
             fix=f"size the packed capacity from the producer's bound ({int(em.end.max())} columns), or add a "
@@ -209,6 +233,12 @@ def _at(graph: Graph, ctx: CheckContext, point) -> Iterator[Diagnostic]:
             f"emitted({em.store.tensor})), or drop it",
             related=((em.store.span, "what the producer emits"), (cut.access.span, "the packed capacity")),
         )
+
+
+def _which(count: int, store, point) -> str:
+    """`` (K=512)`` when the count is a constant the store's extent names, else nothing."""
+    named = named_value(count, [store.finite], point)
+    return f" ({named})" if named != str(count) else ""
 
 
 def _related(graph: Graph, g: Guard, cut) -> bool:

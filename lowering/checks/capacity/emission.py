@@ -69,8 +69,13 @@ def _full(v, size: int) -> np.ndarray:
     return np.broadcast_to(np.asarray(v), (size,))
 
 
-def emissions(graph: Graph, ctx, point: Mapping[str, int]) -> list[Emission]:
-    space = space_at(ctx, point)
+def emissions(graph: Graph, ctx, point: Mapping[str, int], box: Mapping | None = None) -> list[Emission]:
+    """The marked stores at ``point``, bounded per request of its space; with ``box`` (one
+    interval per runtime scalar) one bound over all of it instead: ``count``/``end`` the highest,
+    ``width`` the lowest, ``runs`` whether any may run; a bound the box cannot give raises
+    EvalError rather than dropping the store."""
+    space = space_at(ctx, point) if box is None else box
+    size = 1 if box is not None else space.size
     facts = facts_for(ctx, point, "valid")  # exact for every task that stores a valid extent
     out = []
     for task in graph.tasks:
@@ -87,16 +92,26 @@ def emissions(graph: Graph, ctx, point: Mapping[str, int]) -> list[Emission]:
                 _, end = vbounds(binop("+", last.start, sf.finite), env)
                 width, widest = vbounds(difference(last.stop, last.start), env)
             except EvalError:
+                if box is not None:
+                    raise
                 continue
             if np.all(np.asarray(least) >= np.asarray(widest)):
                 continue  # every row is stored whole (a 2-D valid shape that bounds rows only)
-            n = space.size
-            out.append(Emission(sf, task, _full(count, n), _full(end, n), _full(width, n), _full(runs, n)))
+            out.append(
+                Emission(
+                    sf, task, _full(count, size), _full(end, size), _full(width, size), _full(runs, size)
+                )
+            )
     return out
 
 
-def cuts(graph: Graph, ctx, point: Mapping[str, int], emitted: list[Emission]) -> list[Cut]:
-    space = space_at(ctx, point)
+def cuts(
+    graph: Graph, ctx, point: Mapping[str, int], emitted: list[Emission], box: Mapping | None = None
+) -> list[Cut]:
+    """The reads of emitted tensors, per request; with ``box`` as in :func:`emissions` (``stop``
+    then the lowest column any block may stop at, so ``truncates`` may only over-approximate)."""
+    space = space_at(ctx, point) if box is None else box
+    size = 1 if box is not None else space.size
     out = []
     for em in emitted:
         tensor = graph.tensors[em.store.tensor]
@@ -110,11 +125,13 @@ def cuts(graph: Graph, ctx, point: Mapping[str, int], emitted: list[Emission]) -
                 runs = bind_loops(env, acc.loops)
                 narrow(env, acc.conds)
                 runs = runs & nonempty(env, ["block", *(lp.var for lp in acc.loops)])
-                _, stop = vbounds(acc.region[-1].stop, env)
+                least, stop = vbounds(acc.region[-1].stop, env)
             except EvalError:
+                if box is not None:
+                    raise
                 continue
-            stop = _full(stop, space.size)
-            truncates = em.runs & _full(runs, space.size) & (em.end > stop)
+            stop = _full(stop if box is None else least, size)
+            truncates = em.runs & _full(runs, size) & (em.end > stop)
             out.append(Cut(acc, task, em, stop, truncates))
     return out
 

@@ -38,8 +38,9 @@ a different buffer layout followed x). Tests with full-size inputs never see it.
 ## Parameter and round coverage
 
 Parameters: every admissible point of each structure class, the compiled point first (thinned
-beyond 4,096); per point every admitted request (exact up to 2M combinations, sampled beyond,
-and the message says so).
+beyond 4,096); per point every admitted request: first over the box of accepted requests (one
+interval per runtime scalar, exact for every request), then, only when the box leaves a doubt,
+request by request (exact up to 2M combinations, sampled beyond, and the message says so).
 Rounds: not round-dependent: one request at a time.
 """
 
@@ -55,7 +56,7 @@ from lowering.checks.capacity.emission import task_env
 from lowering.checks.extents import bind_loops, implies_at_most, narrow, nonempty, point_text, pretty, vbounds
 from lowering.checks.points import own_point_first
 from lowering.checks.request_space import depends_on_scalars, requests_text
-from lowering.checks.request_space_cache import space_at
+from lowering.checks.request_space_cache import scalar_intervals, space_at
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import facts_for
 from lowering.ir import Access, Graph, Tensor
@@ -162,6 +163,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     exprs += [e for e in valid or () if e is not None]
                     if not any(depends_on_scalars(e) for e in exprs):
                         continue  # compile-time: the front end's E305
+                if _inside_on_box(graph, task, acc, tensor, valid, point, scalar_intervals(ctx, point)):
+                    continue
                 space = space_at(ctx, point, _scalars(acc, tensor, valid))
                 d = _check_access(graph, task, acc, tensor, valid, point, space, ranged)
                 if d is not None:
@@ -177,16 +180,31 @@ def _scalars(acc: Access, tensor: Tensor, valid) -> frozenset[str]:
     return frozenset(s.name for e in exprs for s in free_symbols(e) if s.kind == SCALAR)
 
 
-def _overflows(graph, task, acc, tensor, valid, point, scalars):
+def _inside_on_box(graph, task, acc, tensor, valid, point, box) -> bool:
+    """Whether the access stays inside its tensor at every request of ``box`` (one interval per
+    runtime scalar, enclosing every accepted request): proven without enumerating the requests.
+    False when it may leave, or when a bound cannot be taken over the box (a divisor interval
+    containing zero, a scalar no request admits): the requests then decide."""
+    try:
+        return not any(
+            bad.any() for _, bad, *_ in _overflows(graph, task, acc, tensor, valid, point, box, True)
+        )
+    except EvalError:
+        return False
+
+
+def _overflows(graph, task, acc, tensor, valid, point, scalars, strict=False):
     """Per dimension the access can leave its tensor in, ``(dim, bad, lo, hi, extent)``: masks
     and bounds over the requests of ``scalars`` (arrays per request, or one interval each);
-    nothing when the environment cannot be evaluated."""
+    nothing when the environment cannot be evaluated (``strict``: raises EvalError instead)."""
     env = task_env(graph, task, point, scalars)
     try:
         runs = bind_loops(env, acc.loops)
         narrow(env, acc.conds)
         runs = runs & nonempty(env, ["block", *(lp.var for lp in acc.loops)])
     except EvalError:
+        if strict:
+            raise
         return
     ndim = len(acc.region)
     for dim, rng in enumerate(acc.region):
@@ -201,14 +219,13 @@ def _overflows(graph, task, acc, tensor, valid, point, scalars):
             _, hi = vbounds(stop, env)
             extent, _ = vbounds(tensor.shape[dim], env)
         except EvalError:
+            if strict:
+                raise
             continue
         yield dim, runs & (((hi > extent) & (not within)) | (lo < 0)), lo, hi, extent
 
 
 def _check_access(graph, task, acc, tensor, valid, point, space, ranged) -> Diagnostic | None:
-    box = space.intervals()  # every accepted request lies in it: if the box stays inside, all do
-    if box and not any(bad.any() for _, bad, *_ in _overflows(graph, task, acc, tensor, valid, point, box)):
-        return None
     admitted = space.accepted
     for dim, bad, lo, hi, extent in _overflows(graph, task, acc, tensor, valid, point, space):
         lo, hi, extent, bad = (np.broadcast_to(x, (space.size,)) for x in (lo, hi, extent, bad))
