@@ -19,14 +19,16 @@ what they load: :func:`closure`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 
 from lowering import body as ir_body
 from lowering.checks.bodies import summary
+from lowering.checks.points import CONST
 from lowering.checks.request_space_cache import scalar_intervals
 from lowering.checks.validity_facts import TaskFacts
 from lowering.checks.validity_interpreter import Interpreter, TensorFinite
 from lowering.ir import Graph
-from lowering.symbolic import EvalError
+from lowering.symbolic import PARAM, Bin, Const, EvalError, Expr, Sym, evaluate, free_symbols
 
 
 def analyse(
@@ -92,17 +94,85 @@ def _seeds(s, kind: str) -> bool:
 
 
 def facts_for(ctx, point: Mapping[str, int], kind: str) -> dict[str, TaskFacts]:
-    """:func:`analyse` at ``point`` (runtime scalars bounded by the accepted requests), exact for the tasks that call one of the ops of ``kind`` (``sort``:
-    their sort events; ``valid``: their stores with a valid extent, declared or a full(..., -inf)
-    tile) and empty for
-    the tasks that cannot influence those."""
-    point_key = tuple(sorted(point.items()))
-    key = ("validity", kind, point_key)
+    """:func:`analyse` at ``point`` (runtime scalars bounded by the accepted requests), exact for
+    the tasks that call one of the ops of ``kind`` (``sort``: their sort events; ``valid``:
+    their stores with a valid extent, declared or a full(..., -inf) tile) and empty for the
+    tasks that cannot influence those.
+
+    Points on which those tasks read the same (:class:`_Reads`) share one analysis: the rules
+    visit every admissible point, and most parameters (a rank count, a protocol switch, a layer
+    index compared with a constant) reach the bodies of a sort or a store in few ways, if any."""
+    graph = ctx.graph
+    only = ctx.cache.get(("validity.only", kind))
+    if only is None:
+        seeds = {t.name for t in graph.tasks if _seeds(summary(graph, t), kind)}
+        only = ctx.cache[("validity.only", kind)] = closure(graph, seeds)
+    reads = ctx.cache.get(("validity.reads", kind))
+    if reads is None:
+        reads = ctx.cache[("validity.reads", kind)] = _Reads(graph, only)
+    scalars = scalar_intervals(ctx, point)
+    key = ("validity", kind, reads.key(point), tuple(sorted(scalars.items())))
     if key not in ctx.cache:
-        graph = ctx.graph
-        only = ctx.cache.get(("validity.only", kind))
-        if only is None:
-            seeds = {t.name for t in graph.tasks if _seeds(summary(graph, t), kind)}
-            only = ctx.cache[("validity.only", kind)] = closure(graph, seeds)
-        ctx.cache[key] = analyse(graph, point, scalar_intervals(ctx, point), only)
+        ctx.cache[key] = analyse(graph, point, scalars, only)
     return ctx.cache[key]
+
+
+class _Reads:
+    """What the interpreter can read of a parameter point for some tasks: the value of every
+    symbol in their grids, the rank count and their bodies (regions, loop bounds, extents,
+    tile shapes), except under a body ``if`` whose condition names parameters and constants
+    only (``if LAYER_ID < NUM_HASH_LAYERS``): the interpreter evaluates that condition whole
+    and takes one arm, so only its truth value is read. Two points with the same :meth:`key`
+    give the same facts. A body that is an instance of a template (the PyPTO reader's lazy
+    bodies, whose symbols are substituted when made) is not walked: the whole point is read
+    (those graphs have one point anyway)."""
+
+    def __init__(self, graph: Graph, tasks: set[str]):
+        self.names: set[str] | None = {s.name for s in free_symbols(graph.ranks)}
+        self.conditions: dict[Expr, None] = {}
+        for task in graph.tasks:
+            if task.name not in tasks:
+                continue
+            if getattr(task.body, "template", None) is not None:
+                self.names = None
+                return
+            self.names.update(s.name for s in free_symbols(task.grid))
+            self._walk(task.body)
+
+    def key(self, point: Mapping[str, int]) -> tuple:
+        if self.names is None:
+            return tuple(sorted(point.items()))
+        values = tuple(sorted((n, point[n]) for n in self.names if n in point))
+        return values, tuple(self._truth(c, point) for c in self.conditions)
+
+    @staticmethod
+    def _truth(cond: Expr, point: Mapping[str, int]) -> int | None:
+        try:
+            return evaluate(cond, point)
+        except EvalError:
+            return None
+
+    def _walk(self, body) -> None:
+        assert self.names is not None
+        seen: set[int] = set()
+        stack = [body]
+        while stack:
+            x = stack.pop()
+            if isinstance(x, (str, int, float, bool)) or x is None or id(x) in seen:
+                continue
+            seen.add(id(x))
+            if isinstance(x, (Const, Sym, Bin)):
+                self.names.update(s.name for s in free_symbols(x))
+            elif isinstance(x, ir_body.IfS) and _point_only(x.cond):
+                self.conditions[x.cond.expr] = None  # type: ignore[union-attr]
+                stack.extend((x.then, x.orelse))
+            elif isinstance(x, (tuple, list, frozenset, set)):
+                stack.extend(x)
+            elif isinstance(x, dict):
+                stack.extend(x.values())
+            elif is_dataclass(x):
+                stack.extend(getattr(x, f.name) for f in fields(x))
+
+
+def _point_only(cond) -> bool:
+    return isinstance(cond, ir_body.IntV) and all(s.kind in (PARAM, CONST) for s in free_symbols(cond.expr))
