@@ -18,13 +18,19 @@ from lowering.body import valid_regions
 from lowering.ir import Graph
 from lowering.regions import loop_env, task_env
 from lowering.source import Diagnostic
-from lowering.symbolic import EvalError, binop, bounds, evaluate
+from lowering.symbolic import EvalError, binop, bounds, evaluate, free_symbols
 
 
 def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
+    """E305 for every access at every admissible point (up to ``max_points``). An access is
+    judged once per distinct value of the names its verdict reads (its region, loop bounds,
+    valid extents, grid, tensor extents and the rank count): most parameters of a layer never
+    reach most of its regions."""
     found: dict[tuple, Diagnostic] = {}
     scalar_ranges: dict = {}  # runtime scalars stay unbound: such regions are C402's
     ranged = [p.name for p in graph.params.values() if p.domain is not None]
+    reads: dict[tuple[str, int], tuple[str, ...]] = {}
+    judged: set[tuple] = set()
     for point in graph.admissible_points(limit=max_points):
         try:
             nranks = evaluate(graph.ranks, point)
@@ -46,11 +52,18 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
             if env is None:  # one environment per grid size (read-only below)
                 env = envs[blocks] = task_env(point, blocks, nranks, scalar_ranges)
             through_valid = valid_regions(task.body)
-            for acc in task.accesses:
+            for i, acc in enumerate(task.accesses):
                 key = (task.base, acc.span)
                 if key in found:
                     continue
                 valid = through_valid.get((acc.tensor, acc.region)) if through_valid else None
+                names = reads.get((task.name, i))
+                if names is None:
+                    names = reads[(task.name, i)] = _names_read(graph, task, acc, valid)
+                seen = (task.name, i, tuple(point.get(n) for n in names))
+                if seen in judged:
+                    continue
+                judged.add(seen)
                 problem = _overflow(acc, extents[acc.tensor], env, valid)
                 if problem is None:
                     continue
@@ -64,6 +77,14 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
                     hint="narrow the slice, guard it, or widen the tensor",
                 )
     return list(found.values())
+
+
+def _names_read(graph: Graph, task, acc, valid) -> tuple[str, ...]:
+    exprs = [graph.ranks, task.grid, *graph.tensors[acc.tensor].shape]
+    exprs += [e for r in acc.region for e in (r.start, r.stop)]
+    exprs += [e for lp in acc.loops for e in (lp.start, lp.stop, lp.step)]
+    exprs += [e for e in valid or () if e is not None]
+    return tuple(sorted({s.name for e in exprs for s in free_symbols(e)}))
 
 
 def _overflow(acc, extents, env, valid=None):

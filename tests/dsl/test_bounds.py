@@ -38,6 +38,20 @@ def test_overflow_at_some_admissible_value_only_is_reported_with_that_value():
     ]
 
 
+def test_an_extent_that_shrinks_with_a_parameter_the_region_does_not_read():
+    # the region is the same at every N; the tensor's extent is what changes (each access is
+    # judged once per value of what it reads, and that includes its tensor's extents)
+    source = """layer rows(N = 256 in 64..512 step 64, F = 0 in 0..3) {
+  input  x: f32[576 - N, 64]
+  output y: f32[128, 64]
+  task head on aiv { y[:, :] = x[0 : 128, :] }
+}
+"""
+    assert diagnostics(source) == [
+        ("E305", 4, 32, "'x' dimension 0 has extent 64 but this region reaches index 127 (at N=512, F=0)")
+    ]
+
+
 def test_an_assert_narrows_the_admissible_values():
     assert diagnostics(WINDOW.format(assert_line='assert T <= 4096, "x holds 4096 rows"')) == []
 
