@@ -47,6 +47,15 @@ def test_d103_checks_every_admissible_point():
     assert "epoch * 4" in d.message  # right at the default N_LOCAL = 4 only
 
 
+def test_d103_a_threshold_only_the_waiter_reads():
+    # N_LOCAL reaches the wait's threshold and nothing the notifiers do: its points must not be
+    # taken for one another
+    (d,) = protocol(RULES / "D103" / "bad_waiter_param.dsl")
+    assert (d.code, d.span.line, d.span.col) == ("D103", 20, 45)
+    assert "(= 8 at epoch 1), but the notifiers deposit 4 per epoch" in d.message
+    assert "(at N_LOCAL=8)" in d.message
+
+
 def test_d103_too_high_is_a_deadlock(tmp_path):
     text = (
         (RULES / "D103" / "good.dsl")

@@ -162,6 +162,7 @@ CASES = [
     Case("rules/D103/bad.dsl", "nondeterminism", EP2N2),
     Case("rules/D103/bad_2.dsl", "deadlock", EP2N2),
     Case("rules/D103/bad_3.dsl", "nondeterminism", {"EP": 2, "N_LOCAL": 8}),
+    Case("rules/D103/bad_waiter_param.dsl", "deadlock", {"N_LOCAL": 8}),
     Case("rules/D103/good.dsl", "complete", EP2N2),
     Case("rules/D104/bad.dsl", "deadlock", EP2N2, rounds=2),
     Case("rules/D104/good.dsl", "complete", EP2N2, rounds=2),

@@ -44,6 +44,7 @@ from lowering.checks.protocol.instances import (
     evaluate_or_raise,
     expr_text,
     set_writes,
+    signal_key,
     threshold,
     wait_cells,
 )
@@ -206,12 +207,23 @@ def analyse_wait(
     """One :class:`CellCount` per distinct (rank, cell, threshold) the wait can spin on, its
     thresholds taken at the program's epoch base (:func:`epoch_base`).
 
-    Raises :class:`Uncountable` (a count depends on data) or :class:`Unchecked`.
+    Raises :class:`Uncountable` (a count depends on data) or :class:`Unchecked`. Kept per wait
+    and per distinct value of what its signal's ops read (``instances.signal_key``).
     """
-    cells = _analyse(graph, ctx, task, wait, env)
-    if cells and epoch_base(graph, ctx, cells[0].epoch) == 0:
-        return [_from_zero(c) for c in cells]
-    return cells
+    key = ("protocol.wait", task.name, wait.order, wait.span, signal_key(graph, wait.signal, env))
+    found = ctx.cache.get(key)
+    if found is None:
+        try:
+            cells = _analyse(graph, ctx, task, wait, env)
+            if cells and epoch_base(graph, ctx, cells[0].epoch) == 0:
+                cells = [_from_zero(c) for c in cells]
+            found = tuple(cells)
+        except (Uncountable, Unchecked) as err:
+            found = err
+        ctx.cache[key] = found
+    if isinstance(found, Exception):
+        raise found.with_traceback(None)
+    return list(found)
 
 
 def _analyse(

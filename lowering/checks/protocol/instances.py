@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from lowering.checks.fasteval import Compiled, compiled
-from lowering.checks.index import notifiers
-from lowering.checks.points import own_point_first
+from lowering.checks.index import notifiers, waits_on
+from lowering.checks.points import own_point_first, signal_exprs
 from lowering.checks.rule import CheckContext
 from lowering.checks.signals import NotCountable, cell_envs, env_key, run
 from lowering.ir import Graph, SignalOp, Task
@@ -39,8 +39,21 @@ class Unchecked(Exception):
 # ------------------------------------------------------------------ parameter points
 
 
-def _key(env: dict[str, int]) -> tuple:
-    return tuple(sorted(env.items()))
+def signal_key(graph: Graph, signal: str, env: dict[str, int]) -> tuple:
+    """The values of ``env`` that the instances of ``signal``'s ops can read: the rank count,
+    the signal's shape, and the grid, loops, conditions, cell index, peer, value and threshold
+    of every notify and wait on it. Two points with the same key give the same deposits, Set
+    writes and wait cells on ``signal``: the protocol rules visit every admissible point, and
+    most parameters never reach a given signal."""
+    cache = graph.__dict__.setdefault("_signal_reads", {})
+    names = cache.get(signal)
+    if names is None:
+        tensor = graph.tensors.get(signal)
+        exprs = [graph.ranks, *(tensor.shape if tensor is not None else ())]
+        for task, op in (*notifiers(graph, signal), *waits_on(graph, signal)):
+            exprs += signal_exprs(task, op)
+        names = cache[signal] = tuple(sorted({s.name for e in exprs for s in free_symbols(e)}))
+    return tuple(env.get(n) for n in names)
 
 
 def points(graph: Graph, limit: int = POINT_LIMIT) -> Iterator[dict[str, int]]:
@@ -120,7 +133,7 @@ def deposits(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]) 
                 out += op_instances(graph, task, op, env)
         return out
 
-    return _cached(ctx, ("protocol.deposits", signal, _key(env)), build)
+    return _cached(ctx, ("protocol.deposits", signal, signal_key(graph, signal, env)), build)
 
 
 def op_instances(graph: Graph, task: Task, op: SignalOp, env: dict[str, int]) -> list[Deposit]:
@@ -201,7 +214,7 @@ def set_writes(graph: Graph, ctx: CheckContext, signal: str, env: dict[str, int]
                 raise type(err)(err.reason, task.name, op.span) from None
         return out
 
-    return _cached(ctx, ("protocol.sets", signal, _key(env)), build)
+    return _cached(ctx, ("protocol.sets", signal, signal_key(graph, signal, env)), build)
 
 
 def wait_cells(
