@@ -21,6 +21,10 @@ and are not reported either. A grid too large to list block by block (its blocks
 the task's accesses past the analysis budget, 60,000 executions) is examined on its first
 and last 64 blocks: the overlaps of neighbouring blocks, and of every block when the region
 does not depend on `block`, are found; a pattern that pairs only distant blocks is not.
+Before listing anything, two accesses whose regions move with the block by offsets at least as
+far apart as each block's span (``block * TILE``, the digits ``block // S`` and ``block % S``
+of a 2-D tiling or a split-K partial) are proven apart for every block of any grid
+(``lowering.checks.block_stride``).
 
 ## Why it breaks on the device
 
@@ -72,6 +76,7 @@ from lowering.checks.access_instances import (
     local_tensor,
     widened_hits,
 )
+from lowering.checks.block_stride import blocks_apart
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.translation import shift_key
 from lowering.ir import Access, Graph, Task
@@ -186,11 +191,14 @@ def _overlaps(
     for i, w in enumerate(accs):
         if w.mode != "write" or w.tensor in reported or not can_be_certain(graph, w):
             continue  # an access that depends on data has no certain execution to compare
-        boxes_w = widened_hits(graph, task, w, sample)
-        hw = None
+        boxes_w = hw = None
         for j, other in enumerate(accs):
             if other.tensor != w.tensor or not can_be_certain(graph, other):
                 continue
+            if blocks_apart(graph, w, other, task.blocks):
+                continue  # a stride per block keeps the blocks apart: nothing to list
+            if boxes_w is None:
+                boxes_w = widened_hits(graph, task, w, sample)
             boxes_o = boxes_w if other is w else widened_hits(graph, task, other, sample)
             if not _block_hulls_meet(boxes_w, boxes_o):
                 continue  # each block keeps to a box no other block's accesses enter
