@@ -29,41 +29,42 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
     found: dict[tuple, Diagnostic] = {}
     scalar_ranges: dict = {}  # runtime scalars stay unbound: such regions are C402's
     ranged = [p.name for p in graph.params.values() if p.domain is not None]
-    reads: dict[tuple[str, int], tuple[str, ...]] = {}
+    plan = []  # per task, per access: (index, access, valid extents, the names its verdict reads)
+    for task in graph.tasks:
+        through_valid = valid_regions(task.body)
+        accesses = []
+        for i, acc in enumerate(task.accesses):
+            valid = through_valid.get((acc.tensor, acc.region)) if through_valid else None
+            accesses.append((i, acc, valid, _names_read(graph, task, acc, valid)))
+        plan.append((task, accesses))
     judged: set[tuple] = set()
     for point in graph.admissible_points(limit=max_points):
         try:
             nranks = evaluate(graph.ranks, point)
         except EvalError:
             continue
-        extents = {}
+        extents: dict[str, tuple] = {}
         envs: dict[int, dict] = {}
-        for t in graph.tensors.values():
-            try:
-                extents[t.name] = tuple(evaluate(d, point) for d in t.shape)
-            except EvalError:
-                extents[t.name] = tuple(None for _ in t.shape)
-        for task in graph.tasks:
-            try:
-                blocks = evaluate(task.grid, point)
-            except EvalError:
-                continue
-            env = envs.get(blocks)
-            if env is None:  # one environment per grid size (read-only below)
-                env = envs[blocks] = task_env(point, blocks, nranks, scalar_ranges)
-            through_valid = valid_regions(task.body)
-            for i, acc in enumerate(task.accesses):
+        for task, accesses in plan:
+            env = None
+            for i, acc, valid, names in accesses:
                 key = (task.base, acc.span)
                 if key in found:
                     continue
-                valid = through_valid.get((acc.tensor, acc.region)) if through_valid else None
-                names = reads.get((task.name, i))
-                if names is None:
-                    names = reads[(task.name, i)] = _names_read(graph, task, acc, valid)
                 seen = (task.name, i, tuple(point.get(n) for n in names))
                 if seen in judged:
                     continue
                 judged.add(seen)
+                if env is None:
+                    try:
+                        blocks = evaluate(task.grid, point)
+                    except EvalError:
+                        break
+                    env = envs.get(blocks)
+                    if env is None:  # one environment per grid size (read-only below)
+                        env = envs[blocks] = task_env(point, blocks, nranks, scalar_ranges)
+                if acc.tensor not in extents:
+                    extents[acc.tensor] = _extents(graph, acc.tensor, point)
                 problem = _overflow(acc, extents[acc.tensor], env, valid)
                 if problem is None:
                     continue
@@ -77,6 +78,13 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
                     hint="narrow the slice, guard it, or widen the tensor",
                 )
     return list(found.values())
+
+
+def _extents(graph: Graph, tensor: str, point) -> tuple:
+    try:
+        return tuple(evaluate(d, point) for d in graph.tensors[tensor].shape)
+    except EvalError:
+        return tuple(None for _ in graph.tensors[tensor].shape)
 
 
 def _names_read(graph: Graph, task, acc, valid) -> tuple[str, ...]:
