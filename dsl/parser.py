@@ -24,6 +24,8 @@ from dsl.limits import MAX_EXPRESSION_DEPTH, MAX_NESTING, MAX_SYNTAX_ERRORS, MAX
 from dsl.to_ast import ToAst
 from lowering.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
+from runtime.files import WriteError, ensure_directory
+from runtime.loader import cache_dir
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -53,7 +55,20 @@ def _parser() -> lark.Lark:
         parser="lalr",
         propagate_positions=True,
         maybe_placeholders=True,
+        cache=_grammar_cache(),
     )
+
+
+def _grammar_cache() -> str | bool:
+    """Where lark keeps its analysis of the grammar between runs (building it is a few tenths
+    of a second of every ``dslc`` start): a file in the dslc cache directory, which lark
+    checks against the grammar's and its own version's hash and rebuilds when they differ or
+    the file is damaged. The directory holds the generated kernels too, so it is trusted as
+    much as they are. False (no cache) when the directory cannot be made (a read-only home)."""
+    try:
+        return str(ensure_directory(cache_dir()) / "dsl-grammar.lark-cache")
+    except WriteError:
+        return False
 
 
 @cache
