@@ -48,6 +48,9 @@ DTYPE_BYTES = {
 }
 
 
+_POINTS_KEPT = 1024  # admissible points a graph keeps for the rules that revisit them
+
+
 @dataclass(frozen=True)
 class Tensor:
     name: str
@@ -392,7 +395,29 @@ class Graph:
 
         When the product exceeds ``limit``, each domain is thinned to its extremes and a
         spread of inner values; checks that rely on this say so in their docs.
+
+        The points are kept on the graph (up to ``_POINTS_KEPT`` of them; the rules ask for
+        them again and again), and every caller gets its own copy of each. Code that changes
+        the parameters, constants, asserts or structure of a graph in place afterwards (the
+        derivation of capacities) calls :meth:`forget_points`.
         """
+        cache = self.__dict__.setdefault("_points_kept", {})
+        shape = (len(self.params), len(self.consts), len(self.assertions), len(self.structure))
+        key = (limit, any_structure, shape)
+        kept = cache.get(key)
+        if kept is None:
+            points = self._admissible_points(limit, any_structure)
+            kept = list(itertools.islice(points, _POINTS_KEPT + 1))
+            if len(kept) > _POINTS_KEPT:  # too many to keep: listed afresh at each call
+                return itertools.chain((dict(e) for e in kept), points)
+            cache[key] = kept
+        return (dict(env) for env in kept)
+
+    def forget_points(self) -> None:
+        """Drop the admissible points kept by :meth:`admissible_points`."""
+        self.__dict__.pop("_points_kept", None)
+
+    def _admissible_points(self, limit: int, any_structure: bool) -> Iterator[dict[str, int]]:
         ranged = [p for p in self.params.values() if p.domain is not None]
         base = {p.name: p.value for p in self.params.values()}
         total = 1

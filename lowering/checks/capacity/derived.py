@@ -159,6 +159,7 @@ def derive_capacities(
         per = values[p.name]
         expr = _piecewise(ranged, {k: C(v) for k, v in per.items()}, key(current)) if p.derived else p.expr
         graph.consts[p.name] = Const(p.name, expr, per[key(current)], p.span)
+    graph.forget_points()  # the points listed above do not hold the derived constants yet
 
     # tensor extents that name a pending constant
     env = graph.env()
