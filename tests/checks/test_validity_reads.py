@@ -42,7 +42,10 @@ def test_shared_facts_equal_a_fresh_analysis_at_every_point(path):
             for kind in ("sort", "valid"):
                 shared = validity.facts_for(ctx, point, kind)
                 only = ctx.cache[("validity.only", kind)]
-                assert shared == validity.analyse(graph, point, scalar_intervals(ctx, point), only), (kind, point)
+                assert shared == validity.analyse(graph, point, scalar_intervals(ctx, point), only), (
+                    kind,
+                    point,
+                )
 
 
 def test_points_that_read_alike_share_one_analysis():
