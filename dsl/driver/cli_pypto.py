@@ -12,12 +12,13 @@ from __future__ import annotations
 import traceback
 from pathlib import Path
 
+import lowering.pypto_reader as pypto_reader
 from lowering.checks import all_rules
 from lowering.checks.rule import CheckContext
 from lowering.checks.suppressions import apply_suppressions
 from lowering.ir import Graph
 from lowering.perf import paused_gc
-from lowering.pypto_reader import INPUT_ERRORS, ReadResult, looks_like_pypto, read_pypto, strict
+from lowering.pypto_reader import INPUT_ERRORS, strict
 from lowering.source import CompileError, Diagnostic, Severity
 
 PY_SUFFIX = ".py"
@@ -31,11 +32,11 @@ def is_pypto_candidate(path: Path) -> bool:
             head = f.read(MAX_SNIFF_BYTES)
     except OSError:
         return False
-    return looks_like_pypto(head.decode("utf-8", errors="replace"))
+    return pypto_reader.looks_like_pypto(head.decode("utf-8", errors="replace"))
 
 
-def read_file(session, path: Path) -> ReadResult:
-    result = read_pypto(path, overrides=session.overrides or None, layer=session.args.layer)
+def read_file(session, path: Path) -> pypto_reader.ReadResult:
+    result = pypto_reader.read_pypto(path, overrides=session.overrides or None, layer=session.args.layer)
     if result.text:
         session.sources.add(str(path), result.text)
     return result
