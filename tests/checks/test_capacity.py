@@ -55,6 +55,21 @@ def test_c402_bad_flags_runtime_dependent_overflows():
     assert "rows in 1..15" in read.message
 
 
+def test_c402_judges_each_point_where_what_the_read_depends_on_changes():
+    # the tensor's extent (ROWS) and the scalar's range (LIMIT) change away from the defaults
+    rows, limit = sorted(
+        lint(RULES / "C402" / "bad_other_point.dsl", codes={"C402"}), key=lambda d: d.span.line
+    )
+    assert (rows.span.line, rows.span.col, limit.span.line, limit.span.col) == (8, 32, 15, 32)
+    assert (
+        "reaches index 64 of extent 64 for 32 admitted requests (start_pos in 1..32) at ROWS=64"
+        in rows.message
+    )
+    assert "reaches index 128 of extent 128 for 36 admitted requests (start_pos in 65..100) at LIMIT=100" in (
+        limit.message
+    )
+
+
 def test_c402_a_guard_on_block_and_loop_indices_against_a_runtime_extent():
     # `if block * 16 + r < num_tokens` over x[block * 16 + r] (extent num_tokens): proven in bounds
     assert lint(RULES / "C402" / "good_scalar_index.dsl") == []

@@ -41,6 +41,9 @@ Parameters: every admissible point of each structure class, the compiled point f
 beyond 4,096); per point every admitted request: first over the box of accepted requests (one
 interval per runtime scalar, exact for every request), then, only when the box leaves a doubt,
 request by request (exact up to 2M combinations, sampled beyond, and the message says so).
+An access is judged once per distinct value of what its bounds and the requests read (its
+region, loops, conditions, valid extents, grid, tensor extents, the scalars' ranges and the
+guards): points that agree on all of it get the same answer.
 Rounds: not round-dependent: one request at a time.
 """
 
@@ -73,8 +76,10 @@ POINTS = "all"  # visits every admissible parameter point of the structure class
 _VERB = {"read": "read", "anchor": "read", "write": "write", "atomic": "atomic add", "accumulate": "update"}
 
 
-def _limits(graph: Graph, ctx: CheckContext, point, task) -> dict:
-    out = dict(valid_regions(task.body))
+def _limits(graph: Graph, ctx: CheckContext, point, task, bodies: dict) -> dict:
+    if task.name not in bodies:
+        bodies[task.name] = valid_regions(task.body)
+    out = dict(bodies[task.name])
     for sf in facts_for(ctx, point, "valid")[task.name].stores:
         marked = sf.rows is not None or (sf.finite is not None and sf.finite != Const(0))
         if marked:
@@ -146,23 +151,31 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     reported: set = set()
     ranged = any(p.domain is not None for p in graph.params.values())
     plan = None  # per task, the accesses worth looking at (the same at every point)
+    requests = _request_names(graph)
+    judged: set[tuple] = set()  # (task, access, valid extents, the values its verdict reads)
+    bodies: dict[str, dict] = {}
     for point in own_point_first(graph):
         if plan is None:
             shapes: dict[str, bool] = {}
             plan = [(task, found) for task in graph.tasks if (found := _candidates(graph, task, shapes))]
         for task, candidates in plan:
             limits = None
-            for acc, tensor, valid in candidates:
+            for i, (acc, tensor, valid) in enumerate(candidates):
                 if acc.span in reported:
                     continue
                 if valid is _AT_POINT:
                     exprs = [e for r in acc.region for e in (r.start, r.stop)] + list(tensor.shape)
                     if limits is None:
-                        limits = _limits(graph, ctx, point, task)
+                        limits = _limits(graph, ctx, point, task, bodies)
                     valid = limits.get((acc.tensor, acc.region))
                     exprs += [e for e in valid or () if e is not None]
                     if not any(depends_on_scalars(e) for e in exprs):
                         continue  # compile-time: the front end's E305
+                names = _names_read(graph, task, acc, tensor, valid) | requests
+                seen = (task.name, i, valid, tuple(point.get(n) for n in sorted(names)))
+                if seen in judged:
+                    continue  # the same question as at an earlier point: the same answer
+                judged.add(seen)
                 if _inside_on_box(graph, task, acc, tensor, valid, point, scalar_intervals(ctx, point)):
                     continue
                 space = space_at(ctx, point, _scalars(acc, tensor, valid))
@@ -170,6 +183,28 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                 if d is not None:
                     reported.add(acc.span)
                     yield d
+
+
+def _request_names(graph: Graph) -> frozenset[str]:
+    """The parameters and constants the accepted requests depend on: the scalars' ranges, the
+    guards and the derived scalars."""
+    exprs = [g.cond for g in graph.guards]
+    for s in graph.scalars.values():
+        if s.value is not None:
+            exprs.append(s.value)
+        if s.form is not None:
+            exprs += [s.form.lo, s.form.hi, s.form.step, *(s.form.values or ())]
+    return frozenset(x.name for e in exprs for x in free_symbols(e))
+
+
+def _names_read(graph: Graph, task, acc: Access, tensor: Tensor, valid) -> set[str]:
+    """Every name the bounds of ``acc`` evaluate: its region, loops, conditions, valid extents,
+    the task's grid, the tensor's extents and the rank count."""
+    exprs = [graph.ranks, task.grid, *tensor.shape]
+    exprs += [e for r in acc.region for e in (r.start, r.stop)]
+    exprs += [c.expr for c in acc.conds] + [e for lp in acc.loops for e in (lp.start, lp.stop, lp.step)]
+    exprs += [e for e in valid or () if e is not None]
+    return {s.name for e in exprs for s in free_symbols(e)}
 
 
 def _scalars(acc: Access, tensor: Tensor, valid) -> frozenset[str]:
