@@ -52,16 +52,28 @@ def blocks_apart(graph: Graph, a: Access, b: Access, blocks: int) -> bool:
             if stride >= width:
                 return True  # k * block: every two blocks at least k apart
             continue
-        values = _offsets(graph, offset, blocks)
-        if values is None:
+        found = _offsets(graph, offset, blocks)
+        if found is None:
             continue
-        distinct = np.unique(values)
-        if len(distinct) < 2 or int(np.diff(distinct).min()) >= width:
+        values, count, gap = found
+        if gap >= width:
+            if count == blocks:
+                return True  # every block at its own offset
             separating.append(values)
-    if not separating:
-        return False
-    rows = np.stack(separating, axis=1)
-    return len(np.unique(rows, axis=0)) == blocks
+    return bool(separating) and _distinct_rows(separating) == blocks
+
+
+def _distinct_rows(columns: list[np.ndarray]) -> int:
+    """How many distinct rows the columns (one value per block each) make."""
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    span = 1
+    for col in columns:
+        low, high = int(col.min()), int(col.max())
+        span *= high - low + 1
+        if span >= 1 << 62:  # no single integer per row: compare the rows themselves
+            return len(np.unique(np.stack(columns, axis=1), axis=0))
+        key = key * (high - low + 1) + (col - low)
+    return len(np.unique(key))
 
 
 def _span(rng, env) -> tuple[Expr, int, int] | None:
@@ -102,12 +114,22 @@ def _stride(offset: Expr) -> int | None:
     return None
 
 
-def _offsets(graph: Graph, offset: Expr, blocks: int) -> np.ndarray | None:
-    """The offset of every block, or None when it depends on more than the block and the point."""
+def _offsets(graph: Graph, offset: Expr, blocks: int) -> tuple[np.ndarray, int, float] | None:
+    """The offset of every block, how many distinct ones there are and the smallest gap between
+    two of them (kept on the graph: the accesses of a tensor share their offsets); None when
+    it depends on more than the block and the point."""
     if blocks > MAX_LISTED:
         return None
-    env = {**graph.env(), "block": np.arange(blocks, dtype=np.int64)}
-    try:
-        return np.broadcast_to(veval(offset, env), (blocks,))
-    except EvalError:
-        return None
+    cache = graph.__dict__.setdefault("_block_offsets", {})
+    key = (offset, blocks)
+    if key not in cache:
+        env = {**graph.env(), "block": np.arange(blocks, dtype=np.int64)}
+        try:
+            values = np.broadcast_to(veval(offset, env), (blocks,))
+        except EvalError:
+            cache[key] = None
+        else:
+            distinct = np.unique(values)
+            gap = float(np.diff(distinct).min()) if len(distinct) > 1 else float("inf")
+            cache[key] = (values, len(distinct), gap)
+    return cache[key]
