@@ -45,13 +45,17 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
             continue
         extents: dict[str, tuple] = {}
         envs: dict[int, dict] = {}
+        values: dict[tuple[str, ...], tuple] = {}  # names -> their values here (accesses share names)
         for task, accesses in plan:
             env = None
             for i, acc, valid, names in accesses:
                 key = (task.base, acc.span)
                 if key in found:
                     continue
-                seen = (task.name, i, tuple(point.get(n) for n in names))
+                at = values.get(names)
+                if at is None:
+                    at = values[names] = tuple(point.get(n) for n in names)
+                seen = (task.name, i, at)
                 if seen in judged:
                     continue
                 judged.add(seen)

@@ -153,6 +153,7 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     plan = None  # per task, the accesses worth looking at (the same at every point)
     requests = _request_names(graph)
     judged: set[tuple] = set()  # (task, access, valid extents, the values its verdict reads)
+    reads: dict[tuple, tuple[str, ...]] = {}
     bodies: dict[str, dict] = {}
     for point in own_point_first(graph):
         if plan is None:
@@ -163,19 +164,25 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             for i, (acc, tensor, valid) in enumerate(candidates):
                 if acc.span in reported:
                     continue
-                if valid is _AT_POINT:
-                    exprs = [e for r in acc.region for e in (r.start, r.stop)] + list(tensor.shape)
+                at_point = valid is _AT_POINT
+                if at_point:
                     if limits is None:
                         limits = _limits(graph, ctx, point, task, bodies)
                     valid = limits.get((acc.tensor, acc.region))
-                    exprs += [e for e in valid or () if e is not None]
-                    if not any(depends_on_scalars(e) for e in exprs):
-                        continue  # compile-time: the front end's E305
-                names = _names_read(graph, task, acc, tensor, valid) | requests
-                seen = (task.name, i, valid, tuple(point.get(n) for n in sorted(names)))
+                names = reads.get((task.name, i, valid))
+                if names is None:
+                    names = reads[(task.name, i, valid)] = tuple(
+                        sorted(_names_read(graph, task, acc, tensor, valid) | requests)
+                    )
+                seen = (task.name, i, valid, tuple(point.get(n) for n in names))
                 if seen in judged:
                     continue  # the same question as at an earlier point: the same answer
                 judged.add(seen)
+                if at_point:
+                    exprs = [e for r in acc.region for e in (r.start, r.stop)] + list(tensor.shape)
+                    exprs += [e for e in valid or () if e is not None]
+                    if not any(depends_on_scalars(e) for e in exprs):
+                        continue  # compile-time: the front end's E305
                 if _inside_on_box(graph, task, acc, tensor, valid, point, scalar_intervals(ctx, point)):
                     continue
                 space = space_at(ctx, point, _scalars(acc, tensor, valid))
