@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from lintutil import FIXTURES, lint
 
+import lowering.checks.races.data_indexed_rows_assumed_distinct as r506
 import lowering.checks.races.overlapping_block_writes as r505
 from dsl.frontend import compile_text
 from lowering.checks.access_instances import hits
@@ -94,10 +95,11 @@ LAYERS = sorted(
 
 
 @pytest.mark.parametrize("path", LAYERS, ids=lambda p: str(p.relative_to(ROOT)))
-def test_r505_reports_the_same_with_and_without_the_proof(path, monkeypatch):
-    with_proof = lint(path, codes={"R505"})
+def test_the_race_rules_report_the_same_with_and_without_the_proof(path, monkeypatch):
+    with_proof = lint(path, codes={"R505", "R506"})
     monkeypatch.setattr(r505, "blocks_apart", lambda *a: False)
-    without = lint(path, codes={"R505"})
-    assert sorted((d.span.line, d.span.col, d.message) for d in with_proof) == sorted(
-        (d.span.line, d.span.col, d.message) for d in without
+    monkeypatch.setattr(r506, "blocks_apart", lambda *a: False)
+    without = lint(path, codes={"R505", "R506"})
+    assert sorted((d.code, d.span.line, d.span.col, d.message) for d in with_proof) == sorted(
+        (d.code, d.span.line, d.span.col, d.message) for d in without
     )

@@ -51,6 +51,7 @@ from collections.abc import Iterator
 
 from lowering.checks import describe
 from lowering.checks.access_instances import distinct, first_overlap, hits, local_tensor
+from lowering.checks.block_stride import blocks_apart
 from lowering.checks.races.data_rows import data_symbols
 from lowering.checks.races.data_rows import sources as task_sources
 from lowering.checks.rule import CheckContext, finding
@@ -81,6 +82,8 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
             moved = shift_key(graph, task, [w])
             key = None if moved is None else (task.blocks, tuple(b.order for b in task.barriers), moved)
             meet = meets.get(key) if key is not None else None
+            if meet is None and blocks_apart(graph, w, w, task.blocks):
+                meet = False  # the other dimensions keep the blocks apart, whatever the table holds
             if meet is None:
                 # data-indexed dimensions span the whole extent here: an overlap across blocks
                 # means only the table's values keep the blocks apart
