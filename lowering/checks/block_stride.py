@@ -39,14 +39,26 @@ def blocks_apart(graph: Graph, a: Access, b: Access, blocks: int) -> bool:
         return False
     if env_a is None or env_b is None:
         return True  # a loop that never runs: no execution at all
+    dealt = _dealt(a.loops, env, blocks)
+    if dealt != _dealt(b.loops, env, blocks):
+        dealt = {}  # the two accesses deal out different loops: only the block itself separates
     separating: list[np.ndarray] = []
     for ra, rb in zip(a.region, b.region, strict=True):
-        span_a, span_b = _span(ra, env_a), _span(rb, env_b)
+        span_a, span_b = _span(ra, env_a, dealt), _span(rb, env_b, dealt)
         if span_a is None or span_b is None or span_a[0] != span_b[0]:
             continue
         offset, a_lo, a_hi = span_a
         _, b_lo, b_hi = span_b
         width = max(a_hi - b_lo, b_hi - a_lo)  # how far apart two offsets must be
+        moving = {x.name for x in free_symbols(offset)} & dealt.keys()
+        if moving:
+            if (
+                len(moving) == 1
+                and not _on_block(offset)
+                and _dealt_apart(graph, offset, dealt[moving.pop()], width)
+            ):
+                return True
+            continue
         stride = _stride(offset)
         if stride is not None:
             if stride >= width:
@@ -76,10 +88,47 @@ def _distinct_rows(columns: list[np.ndarray]) -> int:
     return len(np.unique(key))
 
 
-def _span(rng, env) -> tuple[Expr, int, int] | None:
+def _dealt(loops, env, blocks: int) -> dict[str, tuple]:
+    """The loops that deal their iterations out to the blocks (``for j in range(block, N,
+    GRID)`` with a step of at least the grid): each value of the variable belongs to one block
+    only. Variable -> (start, stop, step, lowest value, highest stop)."""
+    out: dict[str, tuple] = {}
+    for loop in loops:
+        split = _split(loop.start, {})
+        if split is None or poly(split[0]) != {(Sym("block", BLOCK),): 1}:
+            continue
+        try:
+            first, last = bounds(split[1], env)
+            step_lo, step_hi = bounds(loop.step, env)
+            _, stop = bounds(loop.stop, env)
+        except EvalError:
+            continue
+        if first == last and step_lo == step_hi >= blocks:  # the same start offset for every block
+            out[loop.var] = (loop.start, loop.stop, loop.step, first, stop)
+    return out
+
+
+def _dealt_apart(graph: Graph, offset: Expr, loop: tuple, width: int) -> bool:
+    """Whether ``offset``, a function of one dealt-out loop variable, takes a different value,
+    at least ``width`` apart, at every value the variable can take in any block."""
+    *_, first, stop = loop
+    if stop - first > MAX_LISTED or stop <= first:
+        return stop <= first  # no iteration at all, or too many to list
+    var = next(x.name for x in free_symbols(offset) if x.name not in graph.env())
+    env = {**graph.env(), var: np.arange(first, stop, dtype=np.int64)}
+    try:
+        values = np.broadcast_to(veval(offset, env), (stop - first,))
+    except EvalError:
+        return False
+    distinct = np.unique(values)
+    return len(distinct) == stop - first and (len(distinct) < 2 or int(np.diff(distinct).min()) >= width)
+
+
+def _span(rng, env, dealt: dict) -> tuple[Expr, int, int] | None:
     """(offset, lowest start, highest stop) of one dimension, the offset taken out of both
-    ends; None when the two ends move differently with the block or cannot be bounded."""
-    start, stop = _split(rng.start), _split(rng.stop)
+    ends; None when the two ends move differently with the block (or a dealt-out loop) or
+    cannot be bounded."""
+    start, stop = _split(rng.start, dealt), _split(rng.stop, dealt)
     if start is None or stop is None or start[0] != stop[0] or start[0] == Const(0):
         return None
     try:
@@ -90,17 +139,21 @@ def _span(rng, env) -> tuple[Expr, int, int] | None:
     return start[0], lo, hi
 
 
-def _split(e: Expr) -> tuple[Expr, Expr] | None:
-    """``e`` as (the terms that depend on ``block``, the rest)."""
+def _split(e: Expr, dealt) -> tuple[Expr, Expr] | None:
+    """``e`` as (the terms that depend on ``block`` or a dealt-out loop variable, the rest)."""
     form = poly(e)
     if form is None:
         return None
     moving: dict = {}
     rest: dict = {}
     for mono, coeff in form.items():
-        on_block = any(s.kind == BLOCK for atom in mono for s in free_symbols(atom))
-        (moving if on_block else rest)[mono] = coeff
+        moves = any(s.kind == BLOCK or s.name in dealt for atom in mono for s in free_symbols(atom))
+        (moving if moves else rest)[mono] = coeff
     return from_poly(moving), from_poly(rest)
+
+
+def _on_block(e: Expr) -> bool:
+    return any(s.kind == BLOCK for s in free_symbols(e))
 
 
 def _stride(offset: Expr) -> int | None:

@@ -51,6 +51,14 @@ CASES = {
     "y[(block % 4) * 16 : (block % 4) * 16 + 16, :] = x[0:16, :]": False,
     # digits that do not tell the blocks apart: columns only by block % 2, rows not by block
     "y[0:16, (block % 2) * 32 : (block % 2) * 32 + 32] = x[0:16, 0:32]": False,
+    # a loop that deals its iterations out to the blocks (a step of the grid): apart
+    "for j in range(block, 32, G) { y[j * 16 : j * 16 + 16, :] = x[0:16, :] }": True,
+    # a step below the grid: blocks 0 and 4 both take j = 4
+    "for j in range(block, 32, 4) { y[j * 16 : j * 16 + 16, :] = x[0:16, :] }": False,
+    # dealt out, but the tile repeats every 4 iterations
+    "for j in range(block, 32, G) { y[(j % 4) * 16 : (j % 4) * 16 + 16, :] = x[0:16, :] }": False,
+    # the start moves with an outer loop: block 0 at o = 1 and block 1 at o = 0 both take j = 1
+    "for o in range(2) { for j in range(block + o, 32, G) { y[j * 16 : j * 16 + 16, :] = x[0:16, :] } }": False,
     # the offset moves with a loop: left to the enumeration
     "for i in range(2) { y[block * i * 16 : block * i * 16 + 16, :] = x[0:16, :] }": False,
 }
