@@ -14,8 +14,10 @@ from __future__ import annotations
 import functools
 import hashlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import jinja2
+if TYPE_CHECKING:
+    import jinja2
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "codegen_templates"
 
@@ -36,7 +38,10 @@ class GeneratedCodeError(RuntimeError):
 
 
 def template_environment(target: str) -> jinja2.Environment:
-    """The jinja2 environment of the templates in ``codegen_templates/<target>``."""
+    """The jinja2 environment of the templates in ``codegen_templates/<target>`` (jinja2 is
+    imported here: ``dslc check`` needs this module's errors, not its templates)."""
+    import jinja2
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES / target)),
         keep_trailing_newline=True,
