@@ -302,23 +302,24 @@ _ABSENT = object()
 
 def _footprint(task: Task, env: dict, uses, memo: dict) -> tuple[dict, dict]:
     """``_Footprint(task, env).block(task.body)``, reused from an earlier parameter point when
-    every name the computation looked up has the same value here (then it runs identically)."""
-    seen = memo.get(task.name)
-    if seen is not None:
-        names, values, result = seen
-        if tuple(env.get(n, _ABSENT) for n in names) == values:
-            return result
+    every name the computation looked up there has the same value here (then it runs
+    identically). ``memo``: per task, the names one run looked up -> their values -> result."""
+    runs = memo.setdefault(task.name, {})
+    for names, results in runs.items():
+        found = results.get(tuple(env.get(n, _ABSENT) for n in names))
+        if found is not None:
+            return found
     recording = _Recording(env)
     result = _Footprint(task, recording, uses).block(task.body, 1, ())
     names = tuple(sorted(recording.read))
-    memo[task.name] = (names, tuple(env.get(n, _ABSENT) for n in names), result)
+    runs.setdefault(names, {})[tuple(env.get(n, _ABSENT) for n in names)] = result
     return result
 
 
 def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
     fails: dict[tuple[str, str], list] = {}
     uses: dict[str, tuple[set[str], set[str]]] = {}  # per task, the same at every point
-    memo: dict[str, tuple[tuple, tuple, tuple[dict, dict]]] = {}
+    memo: dict[str, dict[tuple, dict[tuple, tuple[dict, dict]]]] = {}
     for point in graph.admissible_points(limit=MAX_POINTS):
         scalars = scalar_intervals(ctx, point)
         for task in graph.tasks:
