@@ -11,10 +11,11 @@ tasks and exercises every rule family on realistic shapes:
   (``proj_splits``) and an ordered reduce;
 * the cross-rank handshake, with a signal and a window of its own per chunk: ``push``
   (spmd, early_resolve) remote-stores rows to every peer and notifies each, ``wait`` (after
-  push) waits for ``epoch * N_LOCAL`` from every peer, ``gather`` (spmd, after wait, under a
-  runtime-scalar condition) reads the window;
-* ``seed`` zeroes an accumulator that ``count[0..15]`` (spmd 2, ``after seed``) add into
-  with atomics;
+  push, and after the previous round's push: ``after prev(push)``, D117) waits for ``epoch *
+  N_LOCAL`` from every peer, ``gather`` (spmd, after wait, under a runtime-scalar condition)
+  reads the window;
+* ``seed`` (after the previous round's adds: ``after prev(count)``, N202) zeroes an
+  accumulator that ``count[0..15]`` (spmd 2, ``after seed``) add into with atomics;
 * ``topk[0..23]``: sort32 + mrgsort + topk_pairs chains;
 * ``tail``: joins the chunk (``after gather, count, topk``) with an anchor read.
 
@@ -55,7 +56,7 @@ TASKS_PER_CHUNK = 100
 CHUNK = """\
 layer chunk(G = 0, A = 53, B = 24, Q = 16, EP = 4, N_LOCAL = 4, R = 16, D = 64, S = 2) {
   ranks EP
-  taskid prev
+  taskid upstream                  # not `prev`: that names the previous round (`after prev(t)`)
   input  x: f32[T, D]
   input  w: f32[D, D]
   input  scores: f32[T, 128]
@@ -68,7 +69,7 @@ layer chunk(G = 0, A = 53, B = 24, Q = 16, EP = 4, N_LOCAL = 4, R = 16, D = 64, 
   window inbox: f32[EP * N_LOCAL * 4, D]
   signal arrived: i32[EP]
 
-  task stage[0] on aiv after prev {
+  task stage[0] on aiv after upstream {
     s[0, :] = x[G * A, :]
   }
   for i in range(1, A) {
@@ -90,7 +91,7 @@ layer chunk(G = 0, A = 53, B = 24, Q = 16, EP = 4, N_LOCAL = 4, R = 16, D = 64, 
     }
     for dst in range(EP) { if dst != rank { notify arrived[rank] @ dst += 1 } }
   }
-  task wait on aiv after push {
+  task wait on aiv after push, prev(push) {
     for src in range(EP) { if src != rank { wait arrived[src] >= epoch * N_LOCAL } }
   }
   task gather spmd(EP) on aiv after wait {
@@ -99,7 +100,7 @@ layer chunk(G = 0, A = 53, B = 24, Q = 16, EP = 4, N_LOCAL = 4, R = 16, D = 64, 
       y[G * R + block * 4 : G * R + block * 4 + 4, :] = inbox[b0 : b0 + 4, :]
     }
   }
-  task seed on aiv {
+  task seed on aiv after prev(count) {
     hist[G * Q : G * Q + Q, :] = zeros(i32, [Q, 8])
   }
   for i in parallel(Q) {
@@ -128,7 +129,7 @@ def layer_source(tasks: int) -> str:
     for g in range(chunks):
         calls.append(
             f"  call k{g} = chunk(G = {g}, D = D, EP = EP, x = x, w = w, scores = scores, ramp = ramp, "
-            f"y = y, hist = hist, best = best, prev = {prev})"
+            f"y = y, hist = hist, best = best, upstream = {prev})"
         )
         prev = f"k{g}.tail"
     body = "\n".join(calls)

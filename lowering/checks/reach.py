@@ -105,6 +105,11 @@ class Reach:
         """The task's number in the post-order (for :meth:`before_number`)."""
         return self.num[self.position[name]]
 
+    def ancestor_set(self, k: int) -> tuple[int, int, int, int]:
+        """The compressed ancestor set of task number ``k``: numbers ``lo <= x < hi``, and
+        ``base + i`` for every bit ``i`` of ``mask`` (see the module docs)."""
+        return self._sets[k]
+
     def before_number(self, x: int, k: int) -> bool:
         """:meth:`before` on numbers: is task number ``x`` an ancestor of task number ``k``?"""
         return self._in(x, k)

@@ -16,8 +16,12 @@ it needs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
+from lowering.checks.reach import Reach
 from lowering.checks.rule import CheckContext
 from lowering.ir import Graph
 
@@ -25,19 +29,23 @@ RING_TASK_WINDOW = 16384  # task slots of the runtime's ring (pypto-lib CI; runt
 MAX_ROUNDS_APART = 16  # rounds apart followed at most (the sets repeat much sooner in practice)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class EarlierRounds:
     """For a task Y: ``before[k - 1]`` holds the tasks whose round r instance is ordered before
     Y of round r + k, for every k the ring admits (``before`` repeats from there on, or the
-    walk stopped at ``MAX_ROUNDS_APART`` and ``bounded`` says so)."""
+    walk stopped at ``MAX_ROUNDS_APART`` and ``bounded`` says so). Each set is packed bits
+    over the tasks' numbers in ``number`` (a graph of 50,000 tasks asks for a thousand of
+    them: sets of names cost a quadratic time and memory)."""
 
-    before: tuple[frozenset[str], ...]
+    before: tuple[np.ndarray, ...]
     bounded: bool
+    number: Mapping[str, int]
 
     def first_gap(self, task: str) -> int | None:
         """The fewest rounds apart at which ``task`` is not ordered before Y (None: always)."""
+        x = self.number.get(task)
         for k, done in enumerate(self.before, start=1):
-            if task not in done:
+            if x is None or not (done[x >> 3] >> (7 - (x & 7))) & 1:
                 return k
         return None
 
@@ -60,32 +68,73 @@ def ordered_before(graph: Graph, ctx: CheckContext, task: str) -> EarlierRounds:
     hit = ctx.cache.get(key)
     if hit is not None:
         return hit
-    into: dict[str, list[str]] = ctx.cache.get("rounds.into")  # type: ignore[assignment]
-    if into is None:
-        into = ctx.cache["rounds.into"] = {}
-        for e in graph.cross_round_edges:
-            into.setdefault(e.dst, []).append(e.src)
+    closures = ctx.cache.get("rounds.closures")
+    if closures is None:
+        closures = ctx.cache["rounds.closures"] = _Closures(graph, ctx.reach)
     if not rounds_overlap(graph):
-        hit = ctx.cache[key] = EarlierRounds((frozenset(t.name for t in graph.tasks),), False)
+        everything = np.packbits(np.ones(len(graph.tasks), dtype=bool))
+        hit = ctx.cache[key] = EarlierRounds((everything,), False, closures.number)
         return hit
-    anc = ctx.ancestors
     apart = rounds_in_flight(graph) - 1
-    current = frozenset([*anc[task], task])  # round r + k: what runs before the task itself
-    seen: list[frozenset[str]] = []
+    current = closures.of(task)  # round r + k: what runs before the task itself
+    seen: list[np.ndarray] = []
+    keys: set[bytes] = set()
     bounded = False
     while True:
-        earlier: set[str] = set()
-        for b in current:
-            for a in into.get(b, ()):
-                if a not in earlier:
-                    earlier.add(a)
-                    earlier.update(anc[a])
-        current = frozenset(earlier)
-        if current in seen:
+        current = closures.one_round_back(current)
+        packed = np.packbits(current)
+        if packed.tobytes() in keys:
             break  # the sets repeat from here on
-        seen.append(current)
+        keys.add(packed.tobytes())
+        seen.append(packed)
         if len(seen) >= min(apart, MAX_ROUNDS_APART):
             bounded = len(seen) < apart
             break
-    hit = ctx.cache[key] = EarlierRounds(tuple(seen), bounded)
+    hit = ctx.cache[key] = EarlierRounds(tuple(seen), bounded, closures.number)
     return hit
+
+
+class _Closures:
+    """Sets of tasks closed under their ancestors, as boolean arrays over the numbering of
+    ``Reach`` (whose compressed ancestor sets are an interval and a few bits each), and the
+    cross-round edges as arrays of those numbers."""
+
+    def __init__(self, graph: Graph, reach: Reach):
+        self.reach = reach
+        self.number = {name: reach.number(name) for name in reach.names}
+        n = len(reach.names)
+        self.size = n
+        sets = [reach.ancestor_set(k) for k in range(n)]
+        self.lo = np.fromiter((s[0] for s in sets), dtype=np.int64, count=n)
+        self.hi = np.fromiter((s[1] for s in sets), dtype=np.int64, count=n)
+        self.masked = {k: (s[2], s[3]) for k, s in enumerate(sets) if s[3]}
+        self.with_mask = np.fromiter(sorted(self.masked), dtype=np.int64, count=len(self.masked))
+        edges = [
+            (self.number[e.src], self.number[e.dst])
+            for e in graph.cross_round_edges
+            if e.src in self.number and e.dst in self.number
+        ]
+        self.src = np.fromiter((a for a, _ in edges), dtype=np.int64, count=len(edges))
+        self.dst = np.fromiter((b for _, b in edges), dtype=np.int64, count=len(edges))
+
+    def of(self, task: str) -> np.ndarray:
+        """The task and its ancestors."""
+        return self._union(np.asarray([self.number[task]], dtype=np.int64))
+
+    def one_round_back(self, current: np.ndarray) -> np.ndarray:
+        """The tasks of round r ordered before everything in ``current`` of round r + 1: the
+        sources of the cross-round edges into ``current``, and their ancestors."""
+        return self._union(np.unique(self.src[current[self.dst]]))
+
+    def _union(self, tasks: np.ndarray) -> np.ndarray:
+        """``tasks`` and all their ancestors."""
+        edges = np.zeros(self.size + 1, dtype=np.int64)
+        np.add.at(edges, self.lo[tasks], 1)
+        np.add.at(edges, self.hi[tasks], -1)
+        out = np.cumsum(edges[:-1]) > 0
+        out[tasks] = True
+        for k in np.intersect1d(tasks, self.with_mask).tolist():
+            base, mask = self.masked[k]
+            bits = [i for i in range(mask.bit_length()) if (mask >> i) & 1]
+            out[base + np.asarray(bits, dtype=np.int64)] = True
+        return out

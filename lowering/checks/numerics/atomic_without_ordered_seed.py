@@ -168,24 +168,25 @@ def _next_round_seeds(graph: Graph, ctx: CheckContext, cache: dict) -> Iterator[
     reported: set = set()
     for tensor, (_writes, seed_hits, _index) in cache.items():
         adders = [(t, a) for t, a in accesses_of(graph, tensor) if a.mode == "atomic" and a.peer is None]
+        # every add's executions, indexed by box: a seed meets the few that touch what it zeroes
+        adds = [
+            (i, h) for i, (task, a) in enumerate(adders) for h in distinct(hits(graph, task, a), key=_block)
+        ]
+        boxes = BoxIndex([h.region for _i, h in adds])
         for seed_task, s in seed_hits:
             if s.access.span in reported:
                 continue
             earlier = ordered_before(graph, ctx, seed_task.name)
+            meeting = sorted({adds[k][0] for k in boxes.query(s.region)})  # in the adders' order
             late = [
                 task
-                for task, a in adders
+                for task, _a in (adders[i] for i in meeting)
                 if earlier.first_gap(task.name) == 1  # round r's adds may still land
                 and (task.name == seed_task.name or ctx.reach.before(seed_task.name, task.name))
-                and any(_meets(s.region, h.region) for h in distinct(hits(graph, task, a), key=_block))
             ]
             if late:
                 reported.add(s.access.span)
                 yield _round_finding(ctx, seed_task, s, list({t.name: t for t in late}.values()))
-
-
-def _meets(a: Region, b: Region) -> bool:
-    return all(min(x[1], y[1]) > max(x[0], y[0]) for x, y in zip(a, b, strict=True))
 
 
 def _round_finding(ctx: CheckContext, seed_task: Task, s: Hit, late: list[Task]) -> Diagnostic:
