@@ -119,21 +119,26 @@ class _Closures:
 
     def of(self, task: str) -> np.ndarray:
         """The task and its ancestors."""
-        return self._union(np.asarray([self.number[task]], dtype=np.int64))
+        chosen = np.zeros(self.size, dtype=bool)
+        chosen[self.number[task]] = True
+        return self._closed(chosen)
 
     def one_round_back(self, current: np.ndarray) -> np.ndarray:
         """The tasks of round r ordered before everything in ``current`` of round r + 1: the
         sources of the cross-round edges into ``current``, and their ancestors."""
-        return self._union(np.unique(self.src[current[self.dst]]))
+        chosen = np.zeros(self.size, dtype=bool)
+        chosen[self.src[current[self.dst]]] = True
+        return self._closed(chosen)
 
-    def _union(self, tasks: np.ndarray) -> np.ndarray:
-        """``tasks`` and all their ancestors."""
+    def _closed(self, chosen: np.ndarray) -> np.ndarray:
+        """The ``chosen`` tasks and all their ancestors."""
+        tasks = np.flatnonzero(chosen)
         edges = np.zeros(self.size + 1, dtype=np.int64)
         np.add.at(edges, self.lo[tasks], 1)
         np.add.at(edges, self.hi[tasks], -1)
         out = np.cumsum(edges[:-1]) > 0
-        out[tasks] = True
-        for k in np.intersect1d(tasks, self.with_mask).tolist():
+        out |= chosen
+        for k in self.with_mask[chosen[self.with_mask]].tolist():
             base, mask = self.masked[k]
             bits = [i for i in range(mask.bit_length()) if (mask >> i) & 1]
             out[base + np.asarray(bits, dtype=np.int64)] = True
