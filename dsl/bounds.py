@@ -92,11 +92,18 @@ def _extents(graph: Graph, tensor: str, point) -> tuple:
 
 
 def _names_read(graph: Graph, task, acc, valid) -> tuple[str, ...]:
-    exprs = [graph.ranks, task.grid, *graph.tensors[acc.tensor].shape]
+    exprs = [task.grid, *graph.tensors[acc.tensor].shape]
     exprs += [e for r in acc.region for e in (r.start, r.stop)]
     exprs += [e for lp in acc.loops for e in (lp.start, lp.stop, lp.step)]
     exprs += [e for e in valid or () if e is not None]
-    return tuple(sorted({s.name for e in exprs for s in free_symbols(e)}))
+    return tuple(sorted(_with_ranks(graph, {s.name for e in exprs for s in free_symbols(e)})))
+
+
+def _with_ranks(graph: Graph, names: set[str]) -> set[str]:
+    """``names`` and, when they name ``rank`` or ``nranks``, what the rank count reads."""
+    if names & {"rank", "nranks"}:
+        return names | {s.name for s in free_symbols(graph.ranks)}
+    return names
 
 
 def _overflow(acc, extents, env, valid=None):

@@ -52,6 +52,20 @@ def test_an_extent_that_shrinks_with_a_parameter_the_region_does_not_read():
     ]
 
 
+def test_a_region_on_the_rank_is_judged_at_every_rank_count():
+    # the region reads the rank count only through `rank`; EP is not named in the region
+    source = """layer per_rank(EP = 2 in {2, 4}) {
+  ranks EP
+  input  x: f32[2, 16]
+  output y: f32[1, 16]
+  task pick on aiv { y[:, :] = x[rank : rank + 1, :] }
+}
+"""
+    assert diagnostics(source) == [
+        ("E305", 5, 32, "'x' dimension 0 has extent 2 but this region reaches index 3 (at EP=4)")
+    ]
+
+
 def test_an_assert_narrows_the_admissible_values():
     assert diagnostics(WINDOW.format(assert_line='assert T <= 4096, "x holds 4096 rows"')) == []
 

@@ -206,12 +206,15 @@ def _request_names(graph: Graph) -> frozenset[str]:
 
 def _names_read(graph: Graph, task, acc: Access, tensor: Tensor, valid) -> set[str]:
     """Every name the bounds of ``acc`` evaluate: its region, loops, conditions, valid extents,
-    the task's grid, the tensor's extents and the rank count."""
-    exprs = [graph.ranks, task.grid, *tensor.shape]
+    the task's grid, the tensor's extents, and the rank count when they name the rank."""
+    exprs = [task.grid, *tensor.shape]
     exprs += [e for r in acc.region for e in (r.start, r.stop)]
     exprs += [c.expr for c in acc.conds] + [e for lp in acc.loops for e in (lp.start, lp.stop, lp.step)]
     exprs += [e for e in valid or () if e is not None]
-    return {s.name for e in exprs for s in free_symbols(e)}
+    names = {s.name for e in exprs for s in free_symbols(e)}
+    if names & {"rank", "nranks"}:
+        names |= {s.name for s in free_symbols(graph.ranks)}
+    return names
 
 
 def _scalars(acc: Access, tensor: Tensor, valid) -> frozenset[str]:
