@@ -24,8 +24,7 @@ from dsl.limits import MAX_EXPRESSION_DEPTH, MAX_NESTING, MAX_SYNTAX_ERRORS, MAX
 from dsl.to_ast import ToAst
 from lowering.perf import paused_gc
 from lowering.source import CompileError, Diagnostic, Span
-from runtime.files import WriteError, ensure_directory
-from runtime.loader import cache_dir
+from runtime.cache_dir import cache_dir
 
 GRAMMAR = Path(__file__).with_name("grammar.lark")
 
@@ -65,10 +64,12 @@ def _grammar_cache() -> str | bool:
     checks against the grammar's and its own version's hash and rebuilds when they differ or
     the file is damaged. The directory holds the generated kernels too, so it is trusted as
     much as they are. False (no cache) when the directory cannot be made (a read-only home)."""
+    directory = cache_dir()
     try:
-        return str(ensure_directory(cache_dir()) / "dsl-grammar.lark-cache")
-    except WriteError:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError:
         return False
+    return str(directory / "dsl-grammar.lark-cache") if directory.is_dir() else False
 
 
 @cache

@@ -9,23 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import sys
 from pathlib import Path
 from types import ModuleType
 
+from runtime.cache_dir import cache_dir
 from runtime.files import ensure_directory, write_text
 from runtime.program import Program
-
-
-def cache_dir() -> Path:
-    """``$DSLC_CACHE_DIR``, else ``$XDG_CACHE_HOME/dslc``, else ``~/.cache/dslc``."""
-    explicit = os.environ.get("DSLC_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "dslc"
-
 
 CACHE_SEAL = "# dslc cache entry, sha256 of the text above: "
 

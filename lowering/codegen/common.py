@@ -66,7 +66,7 @@ GENERATOR_SOURCES = (
     (REPOSITORY / "dsl", ("**/*.py", "**/*.lark")),
     (REPOSITORY / "lowering", ("**/*.py", "**/*.h")),
     (TEMPLATES, ("**/*",)),
-    (REPOSITORY / "runtime", ("__init__.py", "device.py")),
+    (REPOSITORY / "runtime", ("__init__.py", "device.py", "cache_dir.py")),
 )
 
 

@@ -57,10 +57,9 @@ def test_c402_bad_flags_runtime_dependent_overflows():
 
 def test_c402_judges_each_point_where_what_the_read_depends_on_changes():
     # the tensor's extent (ROWS) and the scalar's range (LIMIT) change away from the defaults
-    rows, limit = sorted(
-        lint(RULES / "C402" / "bad_other_point.dsl", codes={"C402"}), key=lambda d: d.span.line
-    )
-    assert (rows.span.line, rows.span.col, limit.span.line, limit.span.col) == (8, 32, 15, 32)
+    (rows,) = lint(RULES / "C402" / "bad_other_point.dsl", codes={"C402"})
+    (limit,) = lint(RULES / "C402" / "bad_scalar_range.dsl", codes={"C402"})
+    assert (rows.span.line, rows.span.col, limit.span.line, limit.span.col) == (7, 32, 7, 32)
     assert (
         "reaches index 64 of extent 64 for 32 admitted requests (start_pos in 1..32) at ROWS=64"
         in rows.message

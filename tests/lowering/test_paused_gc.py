@@ -10,9 +10,9 @@ import textwrap
 import pytest
 
 from dsl.driver import cli_pypto
-from lowering import pypto_reader
 from lowering.checks.rule import CheckContext
 from lowering.perf import paused_gc
+from lowering.pypto_reader import read as pypto_reader
 
 MODEL = """
 import pypto.language as pl
