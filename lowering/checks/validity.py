@@ -28,6 +28,7 @@ from lowering.checks.request_space_cache import scalar_intervals
 from lowering.checks.validity_facts import TaskFacts
 from lowering.checks.validity_interpreter import Interpreter, TensorFinite
 from lowering.ir import Graph
+from lowering.source import Span
 from lowering.symbolic import PARAM, Bin, Const, EvalError, Expr, Sym, evaluate, free_symbols
 
 
@@ -128,7 +129,7 @@ class _Reads:
     (those graphs have one point anyway)."""
 
     def __init__(self, graph: Graph, tasks: set[str]):
-        self.names: set[str] | None = {s.name for s in free_symbols(graph.ranks)}
+        self.names: set[str] | None = set()
         self.conditions: dict[Expr, None] = {}
         for task in graph.tasks:
             if task.name not in tasks:
@@ -138,6 +139,8 @@ class _Reads:
                 return
             self.names.update(s.name for s in free_symbols(task.grid))
             self._walk(task.body)
+        if self.names & {"rank", "nranks"}:  # the interpreter binds them from the rank count
+            self.names.update(s.name for s in free_symbols(graph.ranks))
 
     def key(self, point: Mapping[str, int]) -> tuple:
         if self.names is None:
@@ -158,20 +161,31 @@ class _Reads:
         stack = [body]
         while stack:
             x = stack.pop()
-            if isinstance(x, (str, int, float, bool)) or x is None or id(x) in seen:
+            kind = type(x)
+            if kind in _LEAVES or x is None or id(x) in seen:
                 continue
             seen.add(id(x))
-            if isinstance(x, (Const, Sym, Bin)):
+            if kind in _EXPRS:
                 self.names.update(s.name for s in free_symbols(x))
-            elif isinstance(x, ir_body.IfS) and _point_only(x.cond):
+            elif kind is ir_body.IfS and _point_only(x.cond):
                 self.conditions[x.cond.expr] = None  # type: ignore[union-attr]
                 stack.extend((x.then, x.orelse))
-            elif isinstance(x, (tuple, list, frozenset, set)):
+            elif kind in (tuple, list, frozenset, set):
                 stack.extend(x)
-            elif isinstance(x, dict):
+            elif kind is dict:
                 stack.extend(x.values())
+            elif isinstance(x, Expr):  # a kind of expression the table above does not list
+                self.names.update(s.name for s in free_symbols(x))
             elif is_dataclass(x):
-                stack.extend(getattr(x, f.name) for f in fields(x))
+                names = _FIELDS.get(kind)
+                if names is None:
+                    names = _FIELDS[kind] = tuple(f.name for f in fields(x))
+                stack.extend(getattr(x, n) for n in names)
+
+
+_LEAVES = (str, int, float, bool, Span)  # no expression below
+_EXPRS = (Const, Sym, Bin)
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _point_only(cond) -> bool:
