@@ -16,9 +16,9 @@ from __future__ import annotations
 from dsl.codes import diag
 from lowering.body import valid_regions
 from lowering.ir import Graph
-from lowering.regions import loop_env, task_env
+from lowering.regions import loop_env, names_bounded, task_env
 from lowering.source import Diagnostic
-from lowering.symbolic import EvalError, binop, bounds, evaluate, free_symbols
+from lowering.symbolic import EvalError, binop, bounds, evaluate
 
 
 def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
@@ -35,7 +35,9 @@ def check_bounds(graph: Graph, max_points: int = 256) -> list[Diagnostic]:
         accesses = []
         for i, acc in enumerate(task.accesses):
             valid = through_valid.get((acc.tensor, acc.region)) if through_valid else None
-            accesses.append((i, acc, valid, _names_read(graph, task, acc, valid)))
+            accesses.append(
+                (i, acc, valid, tuple(sorted(names_bounded(graph, task, acc, tuple(valid or ())))))
+            )
         plan.append((task, accesses))
     judged: set[tuple] = set()
     for point in graph.admissible_points(limit=max_points):
@@ -89,21 +91,6 @@ def _extents(graph: Graph, tensor: str, point) -> tuple:
         return tuple(evaluate(d, point) for d in graph.tensors[tensor].shape)
     except EvalError:
         return tuple(None for _ in graph.tensors[tensor].shape)
-
-
-def _names_read(graph: Graph, task, acc, valid) -> tuple[str, ...]:
-    exprs = [task.grid, *graph.tensors[acc.tensor].shape]
-    exprs += [e for r in acc.region for e in (r.start, r.stop)]
-    exprs += [e for lp in acc.loops for e in (lp.start, lp.stop, lp.step)]
-    exprs += [e for e in valid or () if e is not None]
-    return tuple(sorted(_with_ranks(graph, {s.name for e in exprs for s in free_symbols(e)})))
-
-
-def _with_ranks(graph: Graph, names: set[str]) -> set[str]:
-    """``names`` and, when they name ``rank`` or ``nranks``, what the rank count reads."""
-    if names & {"rank", "nranks"}:
-        return names | {s.name for s in free_symbols(graph.ranks)}
-    return names
 
 
 def _overflow(acc, extents, env, valid=None):

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from lowering.ir import Access, Loop, Tensor
-from lowering.symbolic import Const, EvalError, Interval, bounds
+from lowering.ir import Access, Graph, Loop, Task, Tensor
+from lowering.symbolic import Const, EvalError, Expr, Interval, bounds, free_symbols
 
 Box = tuple[tuple[int, int], ...]  # inclusive index interval per dimension
 
@@ -151,3 +151,18 @@ def task_env(
     env["nranks"] = nranks
     env.update(scalar_ranges)
     return env
+
+
+def names_bounded(graph: Graph, task: Task, access: Access, extra: tuple[Expr | None, ...] = ()) -> set[str]:
+    """Every name bounding ``access`` over its task's blocks, loops and ranks can look up: its
+    region, its loop bounds, its tensor's extents, the task's grid and ``extra`` (conditions,
+    valid extents), and the rank count only when one of them names the rank. Two parameter
+    points that agree on these names bound the access alike."""
+    exprs = [task.grid, *graph.tensors[access.tensor].shape]
+    exprs += [e for r in access.region for e in (r.start, r.stop)]
+    exprs += [e for lp in access.loops for e in (lp.start, lp.stop, lp.step)]
+    exprs += [e for e in extra if e is not None]
+    names = {s.name for e in exprs for s in free_symbols(e)}
+    if names & {"rank", "nranks"}:  # bound as an interval from the rank count
+        names |= {s.name for s in free_symbols(graph.ranks)}
+    return names

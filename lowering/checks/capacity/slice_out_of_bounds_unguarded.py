@@ -63,6 +63,7 @@ from lowering.checks.request_space_cache import scalar_intervals, space_at
 from lowering.checks.rule import CheckContext, finding
 from lowering.checks.validity import facts_for
 from lowering.ir import Access, Graph, Tensor
+from lowering.regions import names_bounded
 from lowering.source import Diagnostic
 from lowering.symbolic import SCALAR, Bin, Const, EvalError, Sym, binop, free_symbols
 
@@ -171,8 +172,9 @@ def check(graph: Graph, ctx: CheckContext) -> Iterator[Diagnostic]:
                     valid = limits.get((acc.tensor, acc.region))
                 names = reads.get((task.name, i, valid))
                 if names is None:
+                    conds = tuple(c.expr for c in acc.conds)
                     names = reads[(task.name, i, valid)] = tuple(
-                        sorted(_names_read(graph, task, acc, tensor, valid) | requests)
+                        sorted(names_bounded(graph, task, acc, (*conds, *(valid or ()))) | requests)
                     )
                 seen = (task.name, i, valid, tuple(point.get(n) for n in names))
                 if seen in judged:
@@ -202,19 +204,6 @@ def _request_names(graph: Graph) -> frozenset[str]:
         if s.form is not None:
             exprs += [s.form.lo, s.form.hi, s.form.step, *(s.form.values or ())]
     return frozenset(x.name for e in exprs for x in free_symbols(e))
-
-
-def _names_read(graph: Graph, task, acc: Access, tensor: Tensor, valid) -> set[str]:
-    """Every name the bounds of ``acc`` evaluate: its region, loops, conditions, valid extents,
-    the task's grid, the tensor's extents, and the rank count when they name the rank."""
-    exprs = [task.grid, *tensor.shape]
-    exprs += [e for r in acc.region for e in (r.start, r.stop)]
-    exprs += [c.expr for c in acc.conds] + [e for lp in acc.loops for e in (lp.start, lp.stop, lp.step)]
-    exprs += [e for e in valid or () if e is not None]
-    names = {s.name for e in exprs for s in free_symbols(e)}
-    if names & {"rank", "nranks"}:
-        names |= {s.name for s in free_symbols(graph.ranks)}
-    return names
 
 
 def _scalars(acc: Access, tensor: Tensor, valid) -> frozenset[str]:
