@@ -55,7 +55,7 @@ def blocks_apart(graph: Graph, a: Access, b: Access, blocks: int) -> bool:
             if (
                 len(moving) == 1
                 and not _on_block(offset)
-                and _dealt_apart(graph, offset, dealt[moving.pop()], width)
+                and _dealt_apart(graph, offset, (var := moving.pop()), dealt[var], width)
             ):
                 return True
             continue
@@ -108,13 +108,12 @@ def _dealt(loops, env, blocks: int) -> dict[str, tuple]:
     return out
 
 
-def _dealt_apart(graph: Graph, offset: Expr, loop: tuple, width: int) -> bool:
-    """Whether ``offset``, a function of one dealt-out loop variable, takes a different value,
-    at least ``width`` apart, at every value the variable can take in any block."""
+def _dealt_apart(graph: Graph, offset: Expr, var: str, loop: tuple, width: int) -> bool:
+    """Whether ``offset``, a function of the dealt-out loop variable ``var``, takes a different
+    value, at least ``width`` apart, at every value ``var`` can take in any block."""
     *_, first, stop = loop
     if stop - first > MAX_LISTED or stop <= first:
         return stop <= first  # no iteration at all, or too many to list
-    var = next(x.name for x in free_symbols(offset) if x.name not in graph.env())
     env = {**graph.env(), var: np.arange(first, stop, dtype=np.int64)}
     try:
         values = np.broadcast_to(veval(offset, env), (stop - first,))
