@@ -18,8 +18,9 @@ nothing catches ends the function it was raised in, as in Python.
 The class is the interpreter's interface, as :class:`~lowering.pypto_reader.exprs.Evaluator`
 is the evaluator's: its state (frames, depth, the read's budget and loader), the table of
 statement handlers (``statements``: node type -> function), the hooks the interpreters built
-on it override and the operations other readers call. Each kind of work is done by the functions of its own
-module, on the interpreter they are given (so a subclass's overrides apply inside them):
+on it override and the operations other readers call. Each kind of work is done by the
+functions of its own module, on the interpreter they are given (so a subclass's overrides
+apply inside them):
 ``interp_frames`` (frames, names and the targets a value is stored to), ``interp_statements``
 (running a block and the straight-line statements), ``interp_control_flow`` (branches, loops
 and exceptions) and ``interp_definitions`` (functions, classes, decorators and calls of the
